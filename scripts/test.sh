@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Set-up, build and the whole test suite through CTest. Usage: bash scripts/test.sh
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bash "$root/scripts/setup.sh" "$root/build"
+cd "$root/build"
+ctest --output-on-failure -j "$(nproc)"
