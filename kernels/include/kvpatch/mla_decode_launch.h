@@ -1,0 +1,25 @@
+// Host launch API of the MLA decode kernel (CUDA runtime). The split-KV plan is chosen on the host
+// from the device's SM count, the batch, the head count and the longest request.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "kvpatch/mla_decode.h"
+
+namespace kvpatch::mla {
+
+struct DecodePlan {
+  int num_splits = 1;          // KV-length splits per request (flash-decoding); 1 = no merge pass
+  size_t workspace_bytes = 0;  // device scratch for partial outputs and LSEs
+};
+
+// max_kv_len: the longest request in tokens (an upper bound is fine).
+DecodePlan plan_decode(int batch, int num_heads, int max_kv_len, int sm_count);
+
+// Launches decode (and the merge pass when plan.num_splits > 1) on `stream`. `workspace` must hold
+// plan.workspace_bytes. Returns the first CUDA error met; checks params and returns
+// cudaErrorInvalidValue for unsupported shapes (num_heads > 128, page_size < 1, ...).
+cudaError_t launch_decode(const DecodeParams& device_params, const DecodePlan& plan,
+                          void* workspace, cudaStream_t stream);
+
+}  // namespace kvpatch::mla
