@@ -22,4 +22,8 @@ DecodePlan plan_decode(int batch, int num_heads, int max_kv_len, int sm_count);
 cudaError_t launch_decode(const DecodeParams& device_params, const DecodePlan& plan,
                           void* workspace, cudaStream_t stream);
 
+// The cast path of the original bug, as a baseline: converts n FP8 E4M3 values to BF16 exactly
+// (no scale), like `pool.to(torch.bfloat16)`.
+cudaError_t launch_cast_fp8_to_bf16(const void* src_fp8, void* dst_bf16, size_t n, cudaStream_t stream);
+
 }  // namespace kvpatch::mla
