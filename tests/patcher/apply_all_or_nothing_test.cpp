@@ -1,0 +1,99 @@
+// `kvpatch apply` over two files is all-or-nothing: when the second cannot be patched (its directory is
+// read-only, it is missing, or it does not parse), the command exits 2 and the first file is untouched.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <set>
+#include <string>
+
+#include "support/files.h"
+#include "support/kvpatch_cli.h"
+#include "support/temp_dir.h"
+
+namespace fs = std::filesystem;
+using namespace kvpatch_test;
+
+namespace {
+
+const char* kBackend = "flashinfer_mla_backend.py";
+
+std::string fixture_source(const std::string& name) {
+  return read_bytes(fs::path(required_env("KVPATCH_FIXTURES_DIR")) / name / kBackend);
+}
+
+std::set<std::string> names_in(const fs::path& dir) {
+  std::set<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) names.insert(entry.path().filename().string());
+  return names;
+}
+
+// Two tree roots first/ and second/, each with a generation-B backend that needs edits.
+struct TwoTrees {
+  TempDir scratch{"kvpatch-all-or-nothing"};
+  fs::path first = scratch.path() / "first";
+  fs::path second = scratch.path() / "second";
+  std::string source = fixture_source("gen-b-unpatched");
+
+  TwoTrees() {
+    fs::create_directories(first);
+    fs::create_directories(second);
+    write_bytes(first / kBackend, source);
+    write_bytes(second / kBackend, source);
+    // The permission case runs kvpatch as nobody when we are root: it must be able to write first/.
+    for (const fs::path& p : {scratch.path(), first, second}) fs::permissions(p, fs::perms::all);
+    for (const fs::path& p : {first / kBackend, second / kBackend}) {
+      fs::permissions(p, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                             fs::perms::group_write | fs::perms::others_read | fs::perms::others_write);
+    }
+  }
+
+  ProcessResult apply(const std::string& second_arg, bool as_nobody = false) const {
+    ProcessOptions options;
+    options.drop_root_privileges = as_nobody;
+    return run_kvpatch({"apply", "first/" + std::string(kBackend), second_arg}, scratch.path(), options);
+  }
+};
+
+}  // namespace
+
+TEST_SUITE("all_or_nothing") {
+  TEST_CASE("control: both files writable, both are patched") {
+    TwoTrees trees;
+    const ProcessResult result = trees.apply("second/" + std::string(kBackend), true);
+    REQUIRE_MESSAGE(result.exit_code == 0, "stderr: ", result.err);
+    CHECK(read_bytes(trees.first / kBackend) != trees.source);
+    CHECK(read_bytes(trees.second / kBackend) != trees.source);
+  }
+
+  TEST_CASE("second file's directory is read-only: exit 2, first file untouched, no temporary files") {
+    TwoTrees trees;
+    fs::permissions(trees.second, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                                      fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+    const ProcessResult result = trees.apply("second/" + std::string(kBackend), true);
+    CHECK_MESSAGE(result.exit_code == 2, "stderr: ", result.err);
+    CHECK_MESSAGE(!result.err.empty(), "the failure must be explained on stderr");
+    CHECK(read_bytes(trees.first / kBackend) == trees.source);
+    CHECK(read_bytes(trees.second / kBackend) == trees.source);
+    CHECK(names_in(trees.first) == std::set<std::string>{kBackend});
+  }
+
+  TEST_CASE("second path is missing: exit 2, first file untouched") {
+    TwoTrees trees;
+    const ProcessResult result = trees.apply("second/no_such_backend.py");
+    CHECK_MESSAGE(result.exit_code == 2, "stderr: ", result.err);
+    CHECK(read_bytes(trees.first / kBackend) == trees.source);
+    CHECK(names_in(trees.first) == std::set<std::string>{kBackend});
+  }
+
+  TEST_CASE("second file has a syntax error: exit 2, first file untouched") {
+    TwoTrees trees;
+    const std::string broken = fixture_source("syntax-error");
+    write_bytes(trees.second / kBackend, broken);
+    const ProcessResult result = trees.apply("second/" + std::string(kBackend));
+    CHECK_MESSAGE(result.exit_code == 2, "stderr: ", result.err);
+    CHECK(read_bytes(trees.first / kBackend) == trees.source);
+    CHECK(read_bytes(trees.second / kBackend) == broken);
+    CHECK(names_in(trees.first) == std::set<std::string>{kBackend});
+  }
+}

@@ -1,0 +1,265 @@
+#!/usr/bin/env python3
+"""Real SGLang releases against kvpatch (stdlib only).
+
+  check_release.py download --releases FILE --cache DIR
+      fetch every pinned wheel with `python3 -m pip download --no-deps sglang==X` unless it is cached.
+  check_release.py check VERSION --releases FILE --cache DIR --kvpatch BIN
+      take flashinfer_mla_backend.py from the cached wheel, put it in a scratch git repository at
+      python/sglang/srt/layers/attention/, and assert the hand-counted expectations of releases.txt.
+
+Exit codes: 0 pass, 1 an expectation failed, 2 usage or input error (bad releases file, no wheel).
+"""
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+
+BACKEND_SUFFIX = "sglang/srt/layers/attention/flashinfer_mla_backend.py"
+REPO_PATH = "python/sglang/srt/layers/attention/flashinfer_mla_backend.py"
+INT_KEYS = ("sites", "threaded", "missing", "gated", "unknown", "ignored", "casts", "redundant",
+            "required", "fields_missing", "edits", "check", "recheck")
+
+
+class InputError(Exception):
+    """A problem with the test's inputs rather than with kvpatch: exit 2."""
+
+
+def parse_lines(text):
+    lines = [int(x) for x in text.split(",") if x]
+    return sorted(lines)
+
+
+def load_releases(path):
+    releases = {}
+    with open(path, encoding="utf-8") as f:
+        for number, raw in enumerate(f, 1):
+            line = raw.split("#", 1)[0].strip()
+            if not line:
+                continue
+            version, *pairs = line.split()
+            entry = {"line": number}
+            for pair in pairs:
+                if "=" not in pair:
+                    raise InputError(f"{path}:{number}: expected key=value, got {pair!r}")
+                key, value = pair.split("=", 1)
+                entry[key] = value
+            for key in INT_KEYS:
+                if key not in entry:
+                    raise InputError(f"{path}:{number}: release {version} lacks {key}=")
+                entry[key] = int(entry[key])
+            for key in ("site_lines", "cast_lines"):
+                entry[key] = parse_lines(entry.get(key, ""))
+            if "sha256" not in entry:
+                raise InputError(f"{path}:{number}: release {version} lacks sha256=")
+            releases[version] = entry
+    return releases
+
+
+def cached_archive(cache, version):
+    prefix = f"sglang-{version}"
+    for name in sorted(os.listdir(cache)) if os.path.isdir(cache) else []:
+        rest = name[len(prefix):]
+        if name.startswith(prefix) and (rest.startswith("-") or rest.startswith(".tar")):
+            return os.path.join(cache, name)
+    return None
+
+
+def download(releases, cache):
+    os.makedirs(cache, exist_ok=True)
+    failures = 0
+    for version in releases:
+        if cached_archive(cache, version):
+            print(f"sglang {version}: cached")
+            continue
+        # Download into a private directory, then move: a concurrent reader never sees half a file.
+        staging = tempfile.mkdtemp(prefix=".download-", dir=cache)
+        try:
+            cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
+                   "-q", "-d", staging, f"sglang=={version}"]
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            names = os.listdir(staging)
+            if done.returncode != 0 or len(names) != 1:
+                print(f"sglang {version}: pip download failed (is PyPI reachable?): {done.stderr.strip()}",
+                      file=sys.stderr)
+                failures += 1
+                continue
+            os.replace(os.path.join(staging, names[0]), os.path.join(cache, names[0]))
+            print(f"sglang {version}: downloaded {names[0]}")
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return 1 if failures else 0
+
+
+def extract_backend(archive):
+    if archive.endswith(".whl") or archive.endswith(".zip"):
+        with zipfile.ZipFile(archive) as z:
+            names = [n for n in z.namelist() if n.endswith(BACKEND_SUFFIX)]
+            if len(names) == 1:
+                return z.read(names[0])
+    else:
+        with tarfile.open(archive) as t:
+            members = [m for m in t.getmembers() if m.name.endswith(BACKEND_SUFFIX)]
+            if len(members) == 1:
+                return t.extractfile(members[0]).read()
+    raise InputError(f"{archive}: no single {BACKEND_SUFFIX} inside")
+
+
+class Checker:
+    def __init__(self, kvpatch, repo):
+        self.kvpatch = kvpatch
+        self.repo = repo
+        self.failures = []
+
+    def expect(self, ok, message):
+        if not ok:
+            self.failures.append(message)
+
+    def run(self, *args, cwd=None):
+        return subprocess.run(list(args), cwd=cwd or self.repo, capture_output=True)
+
+    def kv(self, *args):
+        return self.run(self.kvpatch, *args)
+
+
+def summarise(report):
+    sites = report.get("plan_sites", [])
+    casts = report.get("casts", [])
+    fields = report.get("fields", [])
+    by_status = {}
+    for site in sites:
+        by_status[site.get("status")] = by_status.get(site.get("status"), 0) + 1
+    cast_status = {}
+    for cast in casts:
+        cast_status[cast.get("status")] = cast_status.get(cast.get("status"), 0) + 1
+    return {
+        "sites": len(sites),
+        "threaded": by_status.get("threaded", 0),
+        "missing": by_status.get("missing", 0),
+        "gated": by_status.get("gated", 0),
+        "unknown": by_status.get("unknown", 0),
+        "ignored": by_status.get("ignored", 0),
+        "casts": len(casts),
+        "redundant": cast_status.get("redundant", 0),
+        "required": cast_status.get("required", 0),
+        "fields_missing": sum(1 for f in fields if f.get("status") == "missing"),
+        "site_lines": sorted(s.get("line") for s in sites),
+        "cast_lines": sorted(c.get("line") for c in casts),
+    }
+
+
+def check(version, releases, cache, kvpatch):
+    if version not in releases:
+        raise InputError(f"release {version} is not pinned in the releases file")
+    expected = releases[version]
+    archive = cached_archive(cache, version)
+    if archive is None:
+        raise InputError(f"no cached wheel for sglang {version} in {cache}; run the download step first")
+    source = extract_backend(archive)
+    digest = hashlib.sha256(source).hexdigest()
+    if digest != expected["sha256"]:
+        raise InputError(f"sglang {version}: flashinfer_mla_backend.py has sha256 {digest}, pinned "
+                         f"{expected['sha256']}; recount the release by hand before updating the pin")
+
+    with tempfile.TemporaryDirectory(prefix=f"kvpatch-sglang-{version}-") as repo:
+        target = os.path.join(repo, REPO_PATH)
+        os.makedirs(os.path.dirname(target))
+        with open(target, "wb") as f:
+            f.write(source)
+        c = Checker(kvpatch, repo)
+        git = ["git", "-c", "user.name=kvpatch-test", "-c", "user.email=kvpatch-test@invalid",
+               "-c", "core.autocrlf=false"]
+        for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", f"sglang {version}"]):
+            done = c.run(*git, *args)
+            if done.returncode != 0:
+                raise InputError(f"git {' '.join(args)} failed: {done.stderr.decode(errors='replace')}")
+
+        # What check reports on the release as published, counted against releases.txt.
+        report_run = c.kv("check", "--format", "json", REPO_PATH)
+        c.expect(report_run.returncode == expected["check"],
+                 f"check exit {report_run.returncode}, expected {expected['check']}: "
+                 f"{report_run.stderr.decode(errors='replace')}")
+        try:
+            report = json.loads(report_run.stdout)
+        except json.JSONDecodeError as e:
+            c.failures.append(f"check --format json is not JSON: {e}")
+            report = {}
+        got = summarise(report)
+        for key in ("sites", "threaded", "missing", "gated", "unknown", "ignored", "casts", "redundant",
+                    "required", "fields_missing", "site_lines", "cast_lines"):
+            c.expect(got[key] == expected[key], f"{key}: kvpatch reports {got[key]}, hand count {expected[key]}")
+        edits = report.get("summary", {}).get("edits")
+        c.expect(edits == expected["edits"], f"summary.edits: kvpatch reports {edits}, expected {expected['edits']}")
+
+        diff_run = c.kv("diff", REPO_PATH)
+        apply_run = c.kv("apply", REPO_PATH)
+        c.expect(apply_run.returncode == 0, f"apply exit {apply_run.returncode}: "
+                                            f"{apply_run.stderr.decode(errors='replace')}")
+        with open(target, "rb") as f:
+            patched = f.read()
+
+        recheck = c.kv("check", REPO_PATH)
+        c.expect(recheck.returncode == expected["recheck"],
+                 f"check after apply exit {recheck.returncode}, expected {expected['recheck']}: "
+                 f"{recheck.stdout.decode(errors='replace')}")
+        compiled = c.run(sys.executable, "-m", "py_compile", target)
+        c.expect(compiled.returncode == 0, f"py_compile rejects the patched file: "
+                                           f"{compiled.stderr.decode(errors='replace')}")
+
+        second = c.kv("apply", REPO_PATH)
+        with open(target, "rb") as f:
+            c.expect(second.returncode == 0 and f.read() == patched, "a second apply changed the file")
+
+        git_diff = c.run(*git, "diff", "--stat").stdout.decode()
+        c.expect(bool(git_diff.strip()) == (expected["edits"] > 0),
+                 f"git diff after apply is {'non-empty' if git_diff.strip() else 'empty'}, "
+                 f"expected {expected['edits']} edits")
+
+        # kvpatch diff from the published file, applied by git, must give what apply wrote.
+        with open(target, "wb") as f:
+            f.write(source)
+        patch_file = os.path.join(repo, ".git", "kvpatch.diff")
+        with open(patch_file, "wb") as f:
+            f.write(diff_run.stdout)
+        if diff_run.stdout:
+            applied = c.run(*git, "apply", patch_file)
+            c.expect(applied.returncode == 0, f"git apply rejects kvpatch diff: "
+                                              f"{applied.stderr.decode(errors='replace')}")
+        with open(target, "rb") as f:
+            c.expect(f.read() == patched, "kvpatch diff applied by git differs from kvpatch apply")
+
+    if c.failures:
+        for failure in c.failures:
+            print(f"sglang {version}: {failure}", file=sys.stderr)
+        return 1
+    print(f"sglang {version}: {got['sites']} plan sites, {got['casts']} casts, {edits} edits, all as counted")
+    return 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=("download", "check"))
+    parser.add_argument("version", nargs="?")
+    parser.add_argument("--releases", required=True)
+    parser.add_argument("--cache", required=True)
+    parser.add_argument("--kvpatch")
+    args = parser.parse_args()
+    try:
+        releases = load_releases(args.releases)
+        if args.command == "download":
+            return download(releases, args.cache)
+        if not args.version or not args.kvpatch:
+            raise InputError("check needs VERSION and --kvpatch")
+        return check(args.version, releases, args.cache, args.kvpatch)
+    except InputError as e:
+        print(f"check_release.py: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

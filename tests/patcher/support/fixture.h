@@ -1,0 +1,26 @@
+// A fixture directory (fixtures/<name>/) and the expectations in its fixture.cfg.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace kvpatch_test {
+
+struct Fixture {
+  std::string name;            // the directory name
+  std::filesystem::path dir;   // absolute path of fixtures/<name>
+  std::string input;           // the backend source file inside dir
+  int check_exit = -1;         // `kvpatch check` on the fixture as written
+  int diff_exit = -1;          // `kvpatch diff`
+  int apply_exit = -1;         // `kvpatch apply`
+  int recheck_exit = -1;       // `kvpatch check` after apply (1 when unknown sites remain)
+
+  // Refused inputs (syntax errors, bad encodings): every command exits 2 and nothing is edited.
+  bool refused() const { return check_exit == 2; }
+  std::filesystem::path input_path() const { return dir / input; }
+};
+
+// Reads dir/fixture.cfg; throws naming file and line on a malformed or incomplete one.
+Fixture load_fixture(const std::filesystem::path& dir);
+
+}  // namespace kvpatch_test
