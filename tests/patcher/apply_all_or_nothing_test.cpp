@@ -22,6 +22,9 @@ std::string fixture_source(const std::string& name) {
   return read_bytes(fs::path(required_env("KVPATCH_FIXTURES_DIR")) / name / kBackend);
 }
 
+// A bool, so a failure prints the message rather than two whole files.
+bool holds(const fs::path& file, const std::string& bytes) { return read_bytes(file) == bytes; }
+
 std::set<std::string> names_in(const fs::path& dir) {
   std::set<std::string> names;
   for (const auto& entry : fs::directory_iterator(dir)) names.insert(entry.path().filename().string());
@@ -62,8 +65,8 @@ TEST_SUITE("all_or_nothing") {
     TwoTrees trees;
     const ProcessResult result = trees.apply("second/" + std::string(kBackend), true);
     REQUIRE_MESSAGE(result.exit_code == 0, "stderr: ", result.err);
-    CHECK(read_bytes(trees.first / kBackend) != trees.source);
-    CHECK(read_bytes(trees.second / kBackend) != trees.source);
+    CHECK_MESSAGE(!holds(trees.first / kBackend, trees.source), "first/ was not patched");
+    CHECK_MESSAGE(!holds(trees.second / kBackend, trees.source), "second/ was not patched");
   }
 
   TEST_CASE("second file's directory is read-only: exit 2, first file untouched, no temporary files") {
@@ -73,8 +76,8 @@ TEST_SUITE("all_or_nothing") {
     const ProcessResult result = trees.apply("second/" + std::string(kBackend), true);
     CHECK_MESSAGE(result.exit_code == 2, "stderr: ", result.err);
     CHECK_MESSAGE(!result.err.empty(), "the failure must be explained on stderr");
-    CHECK(read_bytes(trees.first / kBackend) == trees.source);
-    CHECK(read_bytes(trees.second / kBackend) == trees.source);
+    CHECK_MESSAGE(holds(trees.first / kBackend, trees.source), "first/ was written although second/ failed");
+    CHECK_MESSAGE(holds(trees.second / kBackend, trees.source), "second/ was written");
     CHECK(names_in(trees.first) == std::set<std::string>{kBackend});
   }
 
@@ -82,7 +85,7 @@ TEST_SUITE("all_or_nothing") {
     TwoTrees trees;
     const ProcessResult result = trees.apply("second/no_such_backend.py");
     CHECK_MESSAGE(result.exit_code == 2, "stderr: ", result.err);
-    CHECK(read_bytes(trees.first / kBackend) == trees.source);
+    CHECK_MESSAGE(holds(trees.first / kBackend, trees.source), "first/ was written although second/ failed");
     CHECK(names_in(trees.first) == std::set<std::string>{kBackend});
   }
 
@@ -92,8 +95,8 @@ TEST_SUITE("all_or_nothing") {
     write_bytes(trees.second / kBackend, broken);
     const ProcessResult result = trees.apply("second/" + std::string(kBackend));
     CHECK_MESSAGE(result.exit_code == 2, "stderr: ", result.err);
-    CHECK(read_bytes(trees.first / kBackend) == trees.source);
-    CHECK(read_bytes(trees.second / kBackend) == broken);
+    CHECK_MESSAGE(holds(trees.first / kBackend, trees.source), "first/ was written although second/ failed");
+    CHECK_MESSAGE(holds(trees.second / kBackend, broken), "the broken file was written");
     CHECK(names_in(trees.first) == std::set<std::string>{kBackend});
   }
 }

@@ -61,9 +61,11 @@ TEST_SUITE("golden") {
       }
       REQUIRE_MESSAGE(fs::exists(golden), "missing golden; create it with KVPATCH_UPDATE_GOLDENS=1 and review it");
       const std::string expected = read_bytes(golden);
-      CHECK_MESSAGE(rendered == expected, first_difference(expected, rendered));
+      const bool same = rendered == expected;
+      CHECK_MESSAGE(same, first_difference(expected, rendered));
     }
     // check and diff never write.
-    CHECK_MESSAGE(read_bytes(scratch.path() / fixture.input) == original, "check or diff modified the input");
+    const bool untouched = read_bytes(scratch.path() / fixture.input) == original;
+    CHECK_MESSAGE(untouched, "check or diff modified the input");
   }
 }

@@ -73,7 +73,8 @@ void check_refused(const Fixture& fixture) {
     CHECK(result.exit_code == 2);
     CHECK_MESSAGE(!result.err.empty(), "a refusal must say why on stderr");
     if (std::string(command) == "diff") CHECK_MESSAGE(result.out.empty(), "a refused file must get no diff");
-    CHECK_MESSAGE(read_bytes(file) == original, "a refused file was modified");
+    const bool untouched = read_bytes(file) == original;
+    CHECK_MESSAGE(untouched, "a refused file was modified");
   }
   // No temporary files left next to the input.
   std::size_t entries = std::distance(fs::directory_iterator(scratch.path()), fs::directory_iterator());
@@ -113,19 +114,22 @@ TEST_SUITE("properties") {
 
     SUBCASE("diff, applied by the test itself, gives exactly what apply wrote") {
       if (patches.empty()) {
-        CHECK_MESSAGE(patched == original, "apply changed a file for which diff printed nothing");
+        CHECK_MESSAGE((patched == original), "apply changed a file for which diff printed nothing: ",
+                      first_difference(original, patched));
       } else {
         CHECK(strip_prefix_b(patches[0].new_path) == fixture.input);
-        CHECK(apply_patch(original, patches[0]) == patched);
+        const std::string by_test = apply_patch(original, patches[0]);
+        CHECK_MESSAGE((by_test == patched), first_difference(by_test, patched));
       }
     }
 
     SUBCASE("a second apply changes nothing and diff is then empty") {
       const ProcessResult again = run_kvpatch({"apply", fixture.input}, scratch.path());
       CHECK_MESSAGE(again.exit_code == fixture.apply_exit, describe({"kvpatch", "apply"}, again));
-      CHECK(read_bytes(file) == patched);
+      const std::string twice = read_bytes(file);
+      CHECK_MESSAGE((twice == patched), first_difference(patched, twice));
       const ProcessResult rediff = run_kvpatch({"diff", fixture.input}, scratch.path());
-      CHECK(rediff.out.empty());
+      CHECK_MESSAGE(rediff.out.empty(), "diff after apply: ", rediff.out);
     }
 
     SUBCASE("check after apply reparses the result and reports only what cannot be fixed") {
@@ -135,7 +139,12 @@ TEST_SUITE("properties") {
 
     SUBCASE("lines outside the hunks are byte-identical; BOM, line endings, final newline, indentation kept") {
       if (!patches.empty()) {
-        CHECK(untouched_old_lines(original, patches[0]) == untouched_new_lines(patched, patches[0]));
+        const std::vector<std::string> kept_before = untouched_old_lines(original, patches[0]);
+        const std::vector<std::string> kept_after = untouched_new_lines(patched, patches[0]);
+        std::string joined_before, joined_after;
+        for (const std::string& l : kept_before) joined_before += l;
+        for (const std::string& l : kept_after) joined_after += l;
+        CHECK_MESSAGE((kept_before == kept_after), "outside the hunks: ", first_difference(joined_before, joined_after));
       }
       CHECK((original.rfind(kBom, 0) == 0) == (patched.rfind(kBom, 0) == 0));
       CHECK(ends_with(original, "\n") == ends_with(patched, "\n"));
@@ -169,7 +178,8 @@ TEST_SUITE("properties") {
         const ProcessResult applied = run_process(argv, ProcessOptions{repo.path()});
         REQUIRE_MESSAGE(applied.exit_code == 0, describe(argv, applied));
       }
-      CHECK(read_bytes(target) == patched);
+      const std::string by_git = read_bytes(target);
+      CHECK_MESSAGE((by_git == patched), first_difference(by_git, patched));
     }
   }
 }
