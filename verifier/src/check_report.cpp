@@ -1,0 +1,191 @@
+#include "check_report.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "json.h"
+#include "kvpatch/mla_decode.h"
+
+namespace kvverify {
+namespace {
+
+// Locates errors as "path:line:column: field: problem (remedy)".
+class Fields {
+ public:
+  explicit Fields(const std::string& path) : path_(path) {}
+
+  [[noreturn]] void fail(const JsonValue& at, const std::string& field, const std::string& problem) const {
+    throw InputError(path_ + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) + ": " + field + ": " +
+                     problem + " (expected the `kvpatch check --format json` schema, format_version 1)");
+  }
+
+  const JsonValue& member(const JsonValue& object, const std::string& key, const std::string& field) const {
+    const JsonValue* value = object.find(key);
+    if (value == nullptr) fail(object, field, "missing member \"" + key + "\"");
+    return *value;
+  }
+
+  std::string string(const JsonValue& object, const std::string& key, const std::string& field) const {
+    const JsonValue& value = member(object, key, field + "." + key);
+    if (!value.is_string()) fail(value, field + "." + key, "expected a string");
+    return value.as_string();
+  }
+
+  int integer(const JsonValue& object, const std::string& key, const std::string& field) const {
+    const JsonValue& value = member(object, key, field + "." + key);
+    if (!value.is_number() || value.as_number() != std::floor(value.as_number())) {
+      fail(value, field + "." + key, "expected an integer");
+    }
+    return static_cast<int>(value.as_number());
+  }
+
+  DtypeRole role(const JsonValue& site, const std::string& key, const std::string& field, std::string& expr) const {
+    const JsonValue& arg = member(site, key, field + "." + key);
+    if (!arg.is_object()) fail(arg, field + "." + key, "expected an object {expr, role}");
+    expr = string(arg, "expr", field + "." + key);
+    const std::string role = string(arg, "role", field + "." + key);
+    if (role == "model") return DtypeRole::kModel;
+    if (role == "kv_cache") return DtypeRole::kKvCache;
+    if (role == "gated") return DtypeRole::kGated;
+    if (role == "unknown") return DtypeRole::kUnknown;
+    fail(*arg.find("role"), field + "." + key + ".role", "'" + role + "' is not one of model, kv_cache, gated, unknown");
+  }
+
+  std::optional<int> head_dim(const JsonValue& site, const std::string& key, const std::string& field) const {
+    const JsonValue& arg = member(site, key, field + "." + key);
+    if (!arg.is_object()) fail(arg, field + "." + key, "expected an object {expr, value}");
+    const JsonValue* value = arg.find("value");
+    if (value == nullptr || value->is_null()) return std::nullopt;
+    if (!value->is_number() || value->as_number() != std::floor(value->as_number()) || value->as_number() < 0) {
+      fail(*value, field + "." + key + ".value", "expected a non-negative integer or null");
+    }
+    return static_cast<int>(value->as_number());
+  }
+
+ private:
+  std::string path_;
+};
+
+std::vector<Dtype> dtypes_for(DtypeRole role, Dtype model, Dtype kv_cache) {
+  switch (role) {
+    case DtypeRole::kModel: return {model};
+    case DtypeRole::kKvCache: return {kv_cache};
+    case DtypeRole::kGated: return model == kv_cache ? std::vector<Dtype>{model} : std::vector<Dtype>{model, kv_cache};
+    case DtypeRole::kUnknown: return {};
+  }
+  return {};
+}
+
+std::string unsupported_reason(const DtypeRequest& request) {
+  if (request.head_dim_ckv != kvpatch::mla::kHeadDimCkv || request.head_dim_kpe != kvpatch::mla::kHeadDimKpe) {
+    return "the kernel supports head_dim_ckv 512 with head_dim_kpe 64 only";
+  }
+  if (request.q_dtype != Dtype::kBf16) return "the kernel takes a BF16 query only";
+  if (request.kv_dtype != Dtype::kFp8E4M3 && request.kv_dtype != Dtype::kBf16) {
+    return "the kernel takes an FP8 E4M3 or BF16 KV cache only";
+  }
+  return "";
+}
+
+}  // namespace
+
+CheckReport parse_check_report(const std::string& text, const std::string& path) {
+  JsonValue document;
+  try {
+    document = parse_json(text);
+  } catch (const JsonSyntaxError& error) {
+    throw InputError(path + ":" + std::to_string(error.line) + ":" + std::to_string(error.column) +
+                     ": not valid JSON: " + error.what() + " (pass the output of `kvpatch check --format json`)");
+  }
+  const Fields fields(path);
+  if (!document.is_object()) fields.fail(document, "(document)", "expected an object");
+  if (fields.string(document, "tool", "(document)") != "kvpatch") {
+    fields.fail(*document.find("tool"), "tool", "the report was not written by kvpatch");
+  }
+  const JsonValue& version = fields.member(document, "format_version", "format_version");
+  if (!version.is_number() || version.as_number() != 1) {
+    fields.fail(version, "format_version", "kvverify reads format_version 1 only");
+  }
+
+  CheckReport report;
+  report.path = path;
+  if (const JsonValue* root = document.find("root"); root != nullptr && root->is_string()) report.root = root->as_string();
+
+  const JsonValue& sites = fields.member(document, "plan_sites", "plan_sites");
+  if (!sites.is_array()) fields.fail(sites, "plan_sites", "expected an array");
+  for (size_t i = 0; i < sites.as_array().size(); ++i) {
+    const JsonValue& site = sites.as_array()[i];
+    const std::string field = "plan_sites[" + std::to_string(i) + "]";
+    if (!site.is_object()) fields.fail(site, field, "expected an object");
+    ReportPlanSite parsed;
+    parsed.file = fields.string(site, "file", field);
+    parsed.line = fields.integer(site, "line", field);
+    parsed.column = fields.integer(site, "column", field);
+    parsed.callee = fields.string(site, "callee", field);
+    parsed.status = fields.string(site, "status", field);
+    parsed.q_role = fields.role(site, "q_data_type", field, parsed.q_expr);
+    parsed.kv_role = fields.role(site, "kv_data_type", field, parsed.kv_expr);
+    parsed.head_dim_ckv = fields.head_dim(site, "head_dim_ckv", field);
+    parsed.head_dim_kpe = fields.head_dim(site, "head_dim_kpe", field);
+    report.plan_sites.push_back(std::move(parsed));
+  }
+
+  if (const JsonValue* errors = document.find("errors"); errors != nullptr && errors->is_array()) {
+    for (const JsonValue& error : errors->as_array()) {
+      const JsonValue* file = error.find("file");
+      const JsonValue* line = error.find("line");
+      const JsonValue* message = error.find("message");
+      report.errors.push_back((file && file->is_string() ? file->as_string() : std::string("?")) + ":" +
+                              (line && line->is_number() ? std::to_string(int(line->as_number())) : std::string("?")) +
+                              ": " + (message && message->is_string() ? message->as_string() : std::string()));
+    }
+  }
+  return report;
+}
+
+CheckReport read_check_report(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw InputError(path + ": cannot open the report (check the path; write it with `kvpatch check --format json > FILE`)");
+  std::ostringstream text;
+  text << file.rdbuf();
+  return parse_check_report(text.str(), path);
+}
+
+ReportRequests collect_requests(const CheckReport& report, Dtype model_dtype, Dtype kv_cache_dtype) {
+  ReportRequests requests;
+  for (const ReportPlanSite& site : report.plan_sites) {
+    if (site.q_role == DtypeRole::kUnknown || site.kv_role == DtypeRole::kUnknown) {
+      const std::string which = site.q_role == DtypeRole::kUnknown ? "q_data_type '" + site.q_expr + "'"
+                                                                    : "kv_data_type '" + site.kv_expr + "'";
+      requests.unverifiable.push_back({site.where(), which + " has role unknown: its dtype cannot be determined"});
+      continue;
+    }
+    for (const Dtype q : dtypes_for(site.q_role, model_dtype, kv_cache_dtype)) {
+      for (const Dtype kv : dtypes_for(site.kv_role, model_dtype, kv_cache_dtype)) {
+        DtypeRequest request;
+        request.q_dtype = q;
+        request.kv_dtype = kv;
+        request.head_dim_ckv = site.head_dim_ckv.value_or(kvpatch::mla::kHeadDimCkv);
+        request.head_dim_kpe = site.head_dim_kpe.value_or(kvpatch::mla::kHeadDimKpe);
+        DtypeRequest* existing = nullptr;
+        for (DtypeRequest& seen : requests.pairs) {
+          if (seen.q_dtype == q && seen.kv_dtype == kv && seen.head_dim_ckv == request.head_dim_ckv &&
+              seen.head_dim_kpe == request.head_dim_kpe) {
+            existing = &seen;
+          }
+        }
+        if (existing == nullptr) {
+          request.reason = unsupported_reason(request);
+          request.supported = request.reason.empty();
+          requests.pairs.push_back(request);
+          existing = &requests.pairs.back();
+        }
+        existing->sites.push_back(site.where());
+      }
+    }
+  }
+  return requests;
+}
+
+}  // namespace kvverify

@@ -1,0 +1,63 @@
+// Reads a `kvpatch check --format json` report and turns its plan sites into the (q dtype,
+// kv dtype, head dims) requests kvverify can check.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "dtype.h"
+
+namespace kvverify {
+
+// An unreadable or malformed report; what() names the file, line and field. kvverify exits 2.
+struct InputError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+enum class DtypeRole { kModel, kKvCache, kGated, kUnknown };
+
+struct ReportPlanSite {
+  std::string file;  // relative to the report's root
+  int line = 0, column = 0;
+  std::string callee, status;
+  std::string q_expr, kv_expr;
+  DtypeRole q_role = DtypeRole::kUnknown, kv_role = DtypeRole::kUnknown;
+  std::optional<int> head_dim_ckv, head_dim_kpe;  // literal values only
+  std::string where() const { return file + ":" + std::to_string(line) + ":" + std::to_string(column); }
+};
+
+struct CheckReport {
+  std::string path;
+  std::string root;
+  std::vector<ReportPlanSite> plan_sites;
+  std::vector<std::string> errors;  // the patcher's own errors, "file:line: message"
+};
+
+CheckReport parse_check_report(const std::string& text, const std::string& path);
+CheckReport read_check_report(const std::string& path);  // throws InputError
+
+struct DtypeRequest {
+  Dtype q_dtype = Dtype::kBf16, kv_dtype = Dtype::kFp8E4M3;
+  int head_dim_ckv = 512, head_dim_kpe = 64;
+  std::vector<std::string> sites;  // file:line:column of each plan site requesting it
+  bool supported = false;
+  std::string reason;              // why not supported
+};
+
+struct UnverifiableSite {
+  std::string site;
+  std::string reason;
+};
+
+struct ReportRequests {
+  std::vector<DtypeRequest> pairs;  // distinct, in first-seen order
+  std::vector<UnverifiableSite> unverifiable;
+};
+
+// role model -> model_dtype, kv_cache -> kv_cache_dtype, gated -> both, unknown -> unverifiable;
+// head dims: the literal when given, else 512/64 (kv_lora_rank / qk_rope_head_dim).
+ReportRequests collect_requests(const CheckReport& report, Dtype model_dtype, Dtype kv_cache_dtype);
+
+}  // namespace kvverify
