@@ -1,0 +1,186 @@
+// kvpatch: check, diff and apply the FlashInfer MLA kv_data_type patch. Exit codes: 0 clean,
+// 1 findings remain (check) or edits exist (diff), 2 usage or input errors.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kvpatch/analyze.h"
+#include "kvpatch/apply_files.h"
+#include "kvpatch/input_error.h"
+#include "kvpatch/python_syntax.h"
+#include "kvpatch/report.h"
+
+namespace {
+using namespace kvpatch;
+
+constexpr int kClean = 0;
+constexpr int kFindings = 1;
+constexpr int kUsageOrInput = 2;
+
+struct Options {
+  std::vector<std::string> paths;
+  std::string rules_dir;
+  std::vector<std::string> sets;
+  std::string kv_dtype_form;
+  std::string format = "text";
+  std::string root;
+  std::string color = "never";
+};
+
+void print_error(const std::string& text) { std::cerr << "kvpatch: error: " << text << "\n"; }
+
+void print_errors(const std::vector<FileError>& errors) {
+  for (const FileError& e : errors) {
+    print_error((e.line > 0 ? e.file + ":" + std::to_string(e.line) : e.file) + ": " + e.message +
+                (e.remedy.empty() ? "" : "; " + e.remedy));
+  }
+}
+
+std::string default_rules_dir() {
+  const char* env = std::getenv("KVPATCH_RULES_DIR");
+  return env != nullptr && *env != '\0' ? env : KVPATCH_DEFAULT_RULES_DIR;
+}
+
+// Colors the status word of each finding line (`file:l:c: status: ...`).
+std::string colorize(const std::string& report) {
+  static const std::map<std::string, std::string> colors = {
+      {"threaded", "32"}, {"present", "32"}, {"missing", "31"}, {"unknown", "35"},
+      {"redundant", "31"}, {"gated", "33"}, {"required", "36"}, {"ignored", "90"}};
+  std::string out;
+  std::size_t start = 0;
+  while (start < report.size()) {
+    std::size_t end = report.find('\n', start);
+    end = end == std::string::npos ? report.size() : end + 1;
+    std::string line = report.substr(start, end - start);
+    for (const auto& [word, code] : colors) {
+      const std::string marker = ": " + word + ": ";
+      const std::size_t at = line.find(marker);
+      if (at != std::string::npos) {
+        line.replace(at + 2, word.size(), "\033[" + code + "m" + word + "\033[0m");
+        break;
+      }
+    }
+    out += line;
+    start = end;
+  }
+  return out;
+}
+
+void add_common_options(CLI::App* command, Options& options) {
+  command->add_option("PATH", options.paths, "Python files or directories (walked for *.py, hidden directories skipped)")
+      ->required();
+  command->add_option("--rules", options.rules_dir, "rules directory (default: $KVPATCH_RULES_DIR or the source tree's rules/)");
+  command->add_option("--set", options.sets, "override a rule parameter, NAME=VALUE (repeatable), e.g. kv_field=self.kv_dtype");
+  command->add_option("--kv-dtype-form", options.kv_dtype_form,
+                      "KV dtype expression for the added field: original (getattr kv_cache_dtype) or upstream "
+                      "(the KV dtype only when it is torch.float8_e4m3fn); same as --set kv_dtype_form=...")
+      ->check(CLI::IsMember({"original", "upstream"}));
+  command->add_option("--root", options.root,
+                      "directory that report and diff paths are relative to (default: a single directory PATH, "
+                      "else the git work tree holding the paths, else the current directory)");
+  command->add_option("--color", options.color, "color the text report: never, auto or always")
+      ->check(CLI::IsMember({"never", "auto", "always"}));
+}
+
+std::optional<std::map<std::string, std::string>> parse_sets(const Options& options) {
+  std::map<std::string, std::string> overrides;
+  for (const std::string& s : options.sets) {
+    const std::size_t eq = s.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      print_error("--set " + s + ": expected NAME=VALUE; e.g. --set kv_field=self.kv_data_type");
+      return std::nullopt;
+    }
+    overrides[s.substr(0, eq)] = s.substr(eq + 1);
+  }
+  if (!options.kv_dtype_form.empty()) overrides["kv_dtype_form"] = options.kv_dtype_form;
+  return overrides;
+}
+
+int run_command(const std::string& command, const Options& options) {
+  try {
+    require_compatible_grammar();
+  } catch (const std::exception& e) {
+    print_error(e.what());
+    return kUsageOrInput;
+  }
+  const auto overrides = parse_sets(options);
+  if (!overrides) return kUsageOrInput;
+  RuleSet rules;
+  try {
+    rules = load_rule_set(options.rules_dir.empty() ? default_rules_dir() : options.rules_dir, *overrides);
+  } catch (const InputError& e) {
+    print_error(e.formatted());
+    return kUsageOrInput;
+  }
+  const InputSet inputs = collect_inputs(
+      options.paths, options.root.empty() ? std::nullopt : std::optional<std::filesystem::path>(options.root));
+  const Run run = analyze_inputs(rules, inputs);
+  print_errors(run.errors);
+  const bool input_errors = !run.errors.empty();
+
+  if (command == "check") {
+    if (options.format == "json") {
+      std::cout << json_report(run);
+    } else {
+      const bool color = options.color == "always" || (options.color == "auto" && ::isatty(STDOUT_FILENO));
+      const std::string report = text_report(run);
+      std::cout << (color ? colorize(report) : report);
+    }
+    if (input_errors) return kUsageOrInput;
+    return has_findings(summarize(run)) ? kFindings : kClean;
+  }
+  if (command == "diff") {
+    bool any = false;
+    for (const FileReport& f : run.files) {
+      const std::string diff = unified_diff(f);
+      any |= !diff.empty();
+      std::cout << diff;
+    }
+    if (input_errors) return kUsageOrInput;
+    return any ? kFindings : kClean;
+  }
+  // apply: nothing is written unless every input is readable and every file can be patched.
+  if (input_errors) {
+    print_error("nothing was written; fix the errors above and run apply again");
+    return kUsageOrInput;
+  }
+  std::vector<const FileReport*> reports;
+  for (const FileReport& f : run.files) reports.push_back(&f);
+  const ApplyResult result = apply_files(reports);
+  print_errors(result.errors);
+  for (const AppliedFile& p : result.patched) {
+    std::cout << "patched " << p.display_path << " (" << p.edits << (p.edits == 1 ? " edit)" : " edits)") << "\n";
+  }
+  if (!result.errors.empty()) return kUsageOrInput;
+  if (result.patched.empty()) std::cerr << "kvpatch: nothing to patch\n";
+  return kClean;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kvpatch: thread kv_data_type into FlashInfer MLA plan() calls and drop the redundant KV casts"};
+  app.set_version_flag("--version", std::string("kvpatch ") + KVPATCH_VERSION);
+  app.require_subcommand(1);
+  Options options;
+  CLI::App* check = app.add_subcommand("check", "report every MLA plan() site, KV field and KV cast (exit 1 when findings remain)");
+  CLI::App* diff = app.add_subcommand("diff", "print the edits as a unified diff; no file is touched (exit 1 when there are edits)");
+  CLI::App* apply = app.add_subcommand("apply", "write the edits in place, atomically and all-or-nothing");
+  for (CLI::App* command : {check, diff, apply}) add_common_options(command, options);
+  check->add_option("--format", options.format, "report format: text or json")->check(CLI::IsMember({"text", "json"}));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kUsageOrInput;
+  }
+  const std::string command = app.got_subcommand(check) ? "check" : app.got_subcommand(diff) ? "diff" : "apply";
+  return run_command(command, options);
+}

@@ -1,0 +1,29 @@
+#pragma once
+// Which dtype an expression holds: the KV-cache dtype, the model dtype, a gate between them, or unknown.
+#include "kvpatch/findings.h"
+#include "kvpatch/module_facts.h"
+#include "kvpatch/rule_set.h"
+
+namespace kvpatch {
+
+class DtypeClassifier {
+public:
+  DtypeClassifier(const ModuleFacts& facts, const DtypeRoleNames& names) : facts_(facts), names_(names) {}
+  // The role of an expression evaluated in scope (nullptr at module level).
+  DtypeArgument classify(TSNode expr, const FunctionFacts* scope) const;
+  // The role of an expression given only as text (a parameter's default).
+  DtypeArgument classify_text(const std::string& text) const;
+
+private:
+  DtypeArgument classify(TSNode expr, const FunctionFacts* scope, int depth) const;
+  DtypeArgument combine(const std::vector<DtypeArgument>& parts, const std::string& what) const;
+  DtypeRole role_of_name(const std::string& name) const;
+
+  const ModuleFacts& facts_;
+  const DtypeRoleNames& names_;
+};
+
+// The class-level method holding a function (itself for a method; the outer method for nested defs).
+const FunctionFacts* holding_method(const ModuleFacts& facts, const FunctionFacts* function);
+
+}  // namespace kvpatch

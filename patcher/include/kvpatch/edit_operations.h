@@ -1,0 +1,39 @@
+#pragma once
+// The generic edit operations rules choose by name. Each returns byte-range edits; none writes a file.
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kvpatch/edit_set.h"
+#include "kvpatch/python_syntax.h"
+#include "kvpatch/signature.h"
+
+namespace kvpatch {
+
+// The source's layout does not allow the edit (e.g. the anchor shares its line with other code).
+class EditNotPossible : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+// `f(a, b)` -> `f(a, <text>)`: replaces a bound argument's value; a keyword stays.
+Edit replace_argument_value(const CallArgument& argument, const std::string& text, const std::string& rule);
+
+// Adds `name=value` as the call's last argument, following its layout (one line, one argument per line,
+// trailing comma or not).
+Edit add_keyword_argument(const SourceFile& source, TSNode argument_list, const std::string& name,
+                          const std::string& value, const std::string& rule);
+
+// Inserts `statement` on a new line after the anchor statement, with the anchor's indentation and the
+// file's line ending; a comment at the end of the anchor's last line stays on that line.
+Edit insert_statement_after(const SourceFile& source, TSNode anchor_statement, const std::string& statement,
+                            const std::string& rule);
+
+// `X.m(args)` -> `X`: removes the method call from the chain, across lines.
+Edit unwrap_method_call(TSNode call, const std::string& rule);
+
+// Removes a statement and keeps valid Python: its own lines; or, when it is the only statement of an
+// if / elif / else branch, that branch (an `if` followed by `elif` becomes that `if`); else `pass`.
+std::vector<Edit> remove_statement(const SourceFile& source, TSNode statement, const std::string& rule);
+
+}  // namespace kvpatch

@@ -1,0 +1,83 @@
+#pragma once
+// Facts read off one module's syntax tree: classes, functions and methods, assignments, calls.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kvpatch/python_syntax.h"
+#include "kvpatch/signature.h"
+
+namespace kvpatch {
+
+struct FunctionFacts {
+  std::string name;         // the def's own name
+  std::string class_name;   // the class it is defined in, directly or through enclosing defs; "" at module level
+  std::string method_name;  // the class-level def that holds it (itself for a method); "" at module level
+  TSNode node{};            // function_definition
+  TSNode body{};
+  Signature signature;
+  int outer = -1;           // index of the enclosing function for nested defs
+  bool is_method() const { return !class_name.empty() && name == method_name; }
+};
+
+enum class AssignmentKind { Plain, LoopTarget, Unpacked, Augmented, ItemStore };
+
+struct Assignment {
+  AssignmentKind kind = AssignmentKind::Plain;
+  std::string target;  // one-line source text: `x`, `self.x`, or for ItemStore the container `self.x`
+  TSNode value{};      // the assigned value, the loop's iterable, or null when unknown
+  TSNode statement{};  // the assignment / for statement
+  int function = -1;   // index of the function it is in; -1 at module or class level
+};
+
+struct ClassFacts {
+  std::string name;
+  TSNode node{};
+  std::vector<int> methods;                                // indices into ModuleFacts::functions
+  std::map<std::string, std::string> field_annotations;    // class-level `name: Type` declarations
+};
+
+class ModuleFacts {
+public:
+  explicit ModuleFacts(const ParsedFile& file);
+
+  const ParsedFile& file() const { return *file_; }
+  std::string text(TSNode node) const { return std::string(file_->text(node)); }
+  const std::vector<FunctionFacts>& functions() const { return functions_; }
+  const std::vector<ClassFacts>& classes() const { return classes_; }
+  const std::vector<Assignment>& assignments() const { return assignments_; }
+  const std::vector<TSNode>& calls() const { return calls_; }
+
+  const ClassFacts* find_class(const std::string& name) const;
+  const FunctionFacts* module_function(const std::string& name) const;
+  const FunctionFacts* method(const ClassFacts& cls, const std::string& name) const;
+  const FunctionFacts* method(const std::string& class_name, const std::string& name) const;
+  // Innermost function containing the node, or nullptr at module or class level.
+  const FunctionFacts* function_at(TSNode node) const;
+  int index_of(const FunctionFacts* function) const;
+
+  // Assignments to a plain name inside one function (not its nested defs).
+  std::vector<const Assignment*> local_assignments(const FunctionFacts& function, const std::string& name) const;
+  // `self.<attr> = ...` (Plain) and `self.<attr>[k] = ...` (ItemStore) and `self.<attr>.append(v)` in the class's methods.
+  std::vector<const Assignment*> self_attribute_assignments(const ClassFacts& cls, const std::string& attr) const;
+  // The declared annotation of a class-level field with this name in any class of the module, "" if none.
+  std::string field_annotation_anywhere(const std::string& field) const;
+
+private:
+  void collect_scope(TSNode scope_body, const std::string& class_name, const std::string& method_name, int outer);
+  void collect_function(TSNode def, const std::string& class_name, const std::string& method_name, int outer);
+  void collect_class(TSNode def);
+  void collect_assignments(TSNode node, int function);
+  void add_assignment_targets(TSNode left, TSNode value, TSNode statement, int function, AssignmentKind kind);
+
+  const ParsedFile* file_;
+  std::vector<FunctionFacts> functions_;
+  std::vector<ClassFacts> classes_;
+  std::vector<Assignment> assignments_;
+  std::vector<TSNode> calls_;
+};
+
+// The receiver name that a method of this function binds (its first parameter), "" when none.
+std::string self_name(const FunctionFacts& function);
+
+}  // namespace kvpatch

@@ -1,0 +1,75 @@
+#pragma once
+// tree-sitter-python behind a small interface: parse a source, find syntax errors, read nodes.
+#include <tree_sitter/api.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kvpatch/source_file.h"
+
+namespace kvpatch {
+
+// Throws std::runtime_error when the compiled grammar's ABI is outside what the runtime loads.
+void require_compatible_grammar();
+
+// Owns the syntax tree of one source file's text (the text after any BOM).
+class PythonTree {
+public:
+  explicit PythonTree(const std::string& text);
+  ~PythonTree();
+  PythonTree(const PythonTree&) = delete;
+  PythonTree& operator=(const PythonTree&) = delete;
+  PythonTree(PythonTree&& other) noexcept;
+  PythonTree& operator=(PythonTree&&) = delete;
+
+  TSNode root() const;
+
+private:
+  TSTree* tree_ = nullptr;
+};
+
+// A parsed file: the source and its tree, kept together so node offsets index source.text().
+struct ParsedFile {
+  SourceFile source;
+  PythonTree tree;
+  explicit ParsedFile(SourceFile file);
+  std::string_view text(TSNode node) const;
+  SourcePosition start(TSNode node) const { return source.position(ts_node_start_byte(node)); }
+};
+
+// Start of the first ERROR or MISSING node, in source order; nullopt for a clean tree.
+std::optional<std::size_t> first_syntax_error(TSNode root);
+
+// Parses a file and throws InputError (with the first error's line) if it has syntax errors.
+ParsedFile parse_source_file(SourceFile file);
+
+namespace syntax {
+inline bool is_null(TSNode node) { return ts_node_is_null(node); }
+inline std::string_view type(TSNode node) { return ts_node_type(node); }
+inline bool is(TSNode node, std::string_view node_type) { return !is_null(node) && type(node) == node_type; }
+TSNode field(TSNode node, const char* name);
+std::vector<TSNode> named_children(TSNode node);
+TSNode parent(TSNode node);
+// The node's named children that are statements of a block or module (comments left out).
+std::vector<TSNode> statements(TSNode block);
+// Calls visit(node) on the node and every named descendant, parents first, in source order.
+// A visit returning false skips that node's descendants.
+template <typename Visit>
+void walk(TSNode node, Visit&& visit) {
+  if (!visit(node)) return;
+  const uint32_t n = ts_node_named_child_count(node);
+  for (uint32_t i = 0; i < n; ++i) walk(ts_node_named_child(node, i), visit);
+}
+bool same(TSNode a, TSNode b);
+// True when inner lies within outer (or is outer).
+bool contains(TSNode outer, TSNode inner);
+// Strips parentheses: (x) -> x.
+TSNode unparenthesized(TSNode node);
+}  // namespace syntax
+
+// Collapses runs of whitespace (newlines included) to one space, for one-line messages.
+std::string one_line(std::string_view text);
+
+}  // namespace kvpatch

@@ -1,0 +1,39 @@
+#pragma once
+// The rule engine: runs each kind of rule over one parsed file and collects findings and edits.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kvpatch/dtype_roles.h"
+#include "kvpatch/findings.h"
+#include "kvpatch/module_facts.h"
+#include "kvpatch/rule_set.h"
+#include "kvpatch/wrapper_types.h"
+
+namespace kvpatch {
+
+// plan-site rules: every call that reaches the wrapper method (or an alias of it), bound and classified.
+std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFacts& facts);
+
+// field rules: each class in scope, with its KV field present or the insertion that adds it.
+std::vector<FieldFinding> check_fields(const FieldRule& rule, const PlanSiteRule& sites_rule, const ModuleFacts& facts,
+                                       const std::vector<PlanSite>& sites);
+
+// Gives each missing site of the rule its fix: the bound KV argument replaced (or added) with the
+// KV field of the site's class, as the field rule found or adds it.
+void plan_site_fixes(const PlanSiteRule& rule, const ModuleFacts& facts, const std::vector<FieldFinding>& fields,
+                     std::vector<PlanSite>& sites);
+
+// cast rules: each cast of a KV-cache value, redundant when every consumer accepts the KV dtype after the edits.
+std::vector<CastFinding> check_casts(const CastRule& rule, const RuleSet& rules, const ModuleFacts& facts,
+                                     const std::vector<PlanSite>& sites);
+
+// `# kvpatch: ignore[RULE-ID] reason` on any line the node spans: the reason ("" when none is given).
+std::optional<std::string> suppression(const SourceFile& source, TSNode node, const std::string& rule_id);
+
+// Runs every rule that selects the file, in dependency order, and fills the edit set.
+// Throws OverlappingEdit when two rules ask for clashing edits.
+FileReport analyze_file(const RuleSet& rules, std::shared_ptr<const ParsedFile> file);
+
+}  // namespace kvpatch

@@ -1,0 +1,121 @@
+#pragma once
+// The rules as data, loaded from rules/*.yaml: what to match, where, and what text to produce.
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kvpatch/signature.h"
+
+namespace kvpatch {
+
+// Which files a rule looks at: every listed string must occur in the file's text.
+struct FileSelection {
+  std::vector<std::string> content_contains;
+  bool matches(const std::string& text) const;
+};
+
+// Attribute or variable names that denote the KV-cache dtype, and those that denote the model dtype.
+struct DtypeRoleNames {
+  std::vector<std::string> kv_cache;
+  std::vector<std::string> model;
+};
+
+// kind: plan-site — calls that reach <wrapper_class>.<method>; their KV-dtype argument is threaded.
+struct PlanSiteRule {
+  std::string id;
+  std::string file;  // the rule file, for messages
+  FileSelection files;
+  std::string wrapper_class;
+  std::string method;
+  Signature signature;
+  std::vector<std::string> alias_same_position;  // module functions whose parameters after the first match here are aliases
+  bool aliases_by_signature = true;
+  bool aliases_by_partial = true;                // `X.<method> = partial(f, X)` makes f an alias
+  std::vector<int> unknown_receiver_arity;       // `.method(...)` on an unknown receiver with this many arguments is a site
+  std::string q_parameter;
+  std::string kv_parameter;
+  std::string head_dim_ckv_parameter;
+  std::string head_dim_kpe_parameter;
+  DtypeRoleNames roles;
+  std::string field_rule;  // the field rule whose per-class field is the fix's replacement text
+};
+
+// kind: field — each class in scope gets `<field> = <value>` after its `<anchor> = ...` in __init__.
+struct FieldRule {
+  std::string id;
+  std::string file;
+  FileSelection files;
+  std::string sites_rule;            // classes must hold sites of this plan-site rule (when require_sites)
+  bool require_sites = true;
+  std::string init_assigns;          // classes whose __init__ assigns this attribute
+  std::vector<std::string> class_patterns;  // optional globs on the class name
+  std::string anchor;
+  std::string field;
+  std::string value;
+};
+
+// Which updater classes plan the wrapper a run() receiver is read from (by the attribute it comes from).
+struct WrapperChannel {
+  std::string receiver_source;
+  std::vector<std::string> classes;  // globs
+};
+
+struct Fp8Consumer {
+  std::string method;      // e.g. run
+  std::string sites_rule;  // the receiver must be that rule's wrapper class; that rule's sites decide
+  std::vector<WrapperChannel> planned_by;
+};
+
+// kind: cast — `.to(<x>.dtype)` on a KV-cache value, redundant when every consumer accepts the KV dtype.
+struct CastRule {
+  std::string id;
+  std::string file;
+  FileSelection files;
+  std::vector<std::string> functions;
+  std::vector<std::string> kv_source_calls;
+  std::vector<std::string> kv_source_attributes;
+  std::string cast_method = "to";
+  std::string cast_argument_attribute = "dtype";
+  std::vector<std::string> metadata_attributes;  // reading these (dtype, shape) does not consume the data
+  std::vector<Fp8Consumer> fp8_consumers;
+};
+
+struct ExpectedFinding {
+  int line = 0;
+  std::string status;
+};
+
+// A rule file's own test case: code, the findings the rule must report, and the file after apply.
+struct RuleTestCase {
+  std::string rule;
+  std::string file;  // the rule file
+  int line = 0;      // where the case starts in it
+  std::string name;
+  std::string code;
+  std::vector<ExpectedFinding> expect;
+  std::optional<std::string> fixed;  // absent: the code must come out unchanged
+  std::map<std::string, std::string> parameters;  // per-case overrides of rule parameters
+};
+
+struct RuleSet {
+  std::filesystem::path directory;
+  std::map<std::string, std::string> parameters;  // effective values, after --set
+  std::vector<PlanSiteRule> plan_site_rules;
+  std::vector<FieldRule> field_rules;
+  std::vector<CastRule> cast_rules;
+  std::vector<RuleTestCase> tests;
+
+  const PlanSiteRule* plan_site_rule(const std::string& id) const;
+  const FieldRule* field_rule(const std::string& id) const;
+};
+
+// Loads every *.yaml in dir (sorted by name). overrides are --set NAME=VALUE pairs.
+// Throws InputError naming the rule file, the line and the field at fault; an unknown override is a usage error.
+RuleSet load_rule_set(const std::filesystem::path& dir, const std::map<std::string, std::string>& overrides = {});
+
+// True when name matches the glob (`*` any run of characters, `?` one character).
+bool glob_match(const std::string& pattern, const std::string& name);
+
+}  // namespace kvpatch

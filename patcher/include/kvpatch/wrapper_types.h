@@ -1,0 +1,34 @@
+#pragma once
+// Whether an expression holds an instance of one wrapper class, from annotations and assignments.
+#include <string>
+
+#include "kvpatch/module_facts.h"
+
+namespace kvpatch {
+
+enum class TypeVerdict { Wrapper, Other, Unknown, Nothing };  // Nothing: `None`, which says nothing
+
+class WrapperTypes {
+public:
+  WrapperTypes(const ModuleFacts& facts, std::string wrapper_class)
+      : facts_(facts), wrapper_class_(std::move(wrapper_class)) {}
+
+  const std::string& wrapper_class() const { return wrapper_class_; }
+  // Wrapper when the expression is known to hold the wrapper (annotation, constructor, attribute
+  // assigned from one, metadata field typed as it, element of a container of them).
+  TypeVerdict of(TSNode expr, const FunctionFacts* scope) const;
+  // The attribute a receiver is read from (`self.forward_metadata.decode_wrapper` -> decode_wrapper),
+  // through local assignments; "" when it is not one attribute.
+  std::string source_attribute(TSNode expr, const FunctionFacts* scope) const;
+
+private:
+  TypeVerdict of(TSNode expr, const FunctionFacts* scope, int depth) const;
+  TypeVerdict element_of(TSNode container, const FunctionFacts* scope, int depth) const;
+  TypeVerdict of_annotation(const std::string& annotation) const;
+  std::string source_attribute(TSNode expr, const FunctionFacts* scope, int depth) const;
+
+  const ModuleFacts& facts_;
+  std::string wrapper_class_;
+};
+
+}  // namespace kvpatch

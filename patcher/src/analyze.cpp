@@ -1,0 +1,118 @@
+#include "kvpatch/analyze.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "kvpatch/input_error.h"
+#include "kvpatch/rule_engine.h"
+
+namespace kvpatch {
+namespace fs = std::filesystem;
+
+namespace {
+constexpr std::uintmax_t kMaxRawBytes = 64u * 1024u * 1024u;  // larger walked files are never backends
+
+bool any_rule_selects(const RuleSet& rules, const std::string& text) {
+  auto selects = [&](const auto& list) {
+    return std::any_of(list.begin(), list.end(), [&](const auto& r) { return r.files.matches(text); });
+  };
+  return selects(rules.plan_site_rules) || selects(rules.field_rules) || selects(rules.cast_rules);
+}
+
+// Raw bytes of a walked file that failed the source checks, to see whether a rule would want it.
+std::string raw_content(const fs::path& path) {
+  std::error_code ec;
+  const std::uintmax_t size = fs::file_size(path, ec);
+  if (ec || size > kMaxRawBytes) return "";
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+FileError to_file_error(const InputError& e) { return {e.file(), e.line(), 0, e.what(), e.remedy()}; }
+}  // namespace
+
+Run analyze_inputs(const RuleSet& rules, const InputSet& inputs) {
+  Run run;
+  run.root = inputs.root;
+  run.parameters = rules.parameters;
+  run.errors = inputs.errors;
+  for (const InputFile& input : inputs.files) {
+    std::optional<SourceFile> source;
+    try {
+      source.emplace(load_source_file(input.path, input.display_path));
+    } catch (const InputError& e) {
+      // A walked file no rule would select is not our business, readable or not.
+      if (input.named || any_rule_selects(rules, raw_content(input.path))) run.errors.push_back(to_file_error(e));
+      continue;
+    }
+    if (!any_rule_selects(rules, source->text())) continue;
+    try {
+      auto parsed = std::make_shared<const ParsedFile>(parse_source_file(std::move(*source)));
+      run.files.push_back(analyze_file(rules, parsed));
+    } catch (const InputError& e) {
+      run.errors.push_back(to_file_error(e));
+    } catch (const OverlappingEdit& e) {
+      run.errors.push_back({input.display_path, 0, 0, std::string("rules asked for clashing edits: ") + e.what(),
+                            "edit this file by hand or suppress one finding with # kvpatch: ignore[RULE-ID]"});
+    }
+  }
+  return run;
+}
+
+std::vector<std::string> run_rule_test(const RuleSet& base, const RuleTestCase& test) {
+  std::vector<std::string> failures;
+  const RuleSet rules = test.parameters.empty() ? base : load_rule_set(base.directory, test.parameters);
+  const std::string where = test.file + ":" + std::to_string(test.line) + " (" + test.name + ")";
+  auto analyse = [&](const std::string& code) -> std::optional<FileReport> {
+    try {
+      auto parsed = std::make_shared<const ParsedFile>(parse_source_file(SourceFile("test.py", "test.py", code)));
+      return analyze_file(rules, parsed);
+    } catch (const std::exception& e) {
+      failures.push_back(where + ": " + e.what());
+      return std::nullopt;
+    }
+  };
+  const std::optional<FileReport> report = analyse(test.code);
+  if (!report) return failures;
+
+  std::vector<std::pair<int, std::string>> found;
+  for (const PlanSite& s : report->plan_sites) {
+    if (s.rule == test.rule) found.emplace_back(s.line, status_name(s.status));
+  }
+  for (const FieldFinding& f : report->fields) {
+    if (f.rule == test.rule) found.emplace_back(f.line, f.present ? "present" : "missing");
+  }
+  for (const CastFinding& c : report->casts) {
+    if (c.rule == test.rule) found.emplace_back(c.line, c.redundant ? "redundant" : "required");
+  }
+  std::vector<std::pair<int, std::string>> expected;
+  for (const ExpectedFinding& e : test.expect) expected.emplace_back(e.line, e.status);
+  std::sort(found.begin(), found.end());
+  std::sort(expected.begin(), expected.end());
+  if (found != expected) {
+    auto list = [](const std::vector<std::pair<int, std::string>>& v) {
+      std::string s;
+      for (const auto& [line, status] : v) s += (s.empty() ? "" : ", ") + std::to_string(line) + ":" + status;
+      return s.empty() ? std::string("none") : s;
+    };
+    failures.push_back(where + ": expected findings [" + list(expected) + "] but got [" + list(found) + "]");
+  }
+
+  const std::string patched = report->file->source.content().substr(0, report->file->source.bom().size()) +
+                              report->edits.apply(report->file->source.text());
+  const std::string& want = test.fixed ? *test.fixed : test.code;
+  if (patched != want) failures.push_back(where + ": after apply the code is\n" + patched + "but expected\n" + want);
+  if (test.fixed) {
+    // The fix must be stable: a second run finds nothing more to edit.
+    if (const std::optional<FileReport> again = analyse(patched); again && !again->edits.empty()) {
+      failures.push_back(where + ": a second run over the fixed code still makes " +
+                         std::to_string(again->edits.size()) + " edits");
+    }
+  }
+  return failures;
+}
+
+}  // namespace kvpatch

@@ -1,0 +1,134 @@
+#include "kvpatch/apply_files.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "kvpatch/python_syntax.h"
+
+namespace kvpatch {
+namespace fs = std::filesystem;
+
+namespace {
+struct Prepared {
+  const FileReport* report = nullptr;
+  fs::path temporary;
+  fs::path target;
+};
+
+// A symlink is patched through: its target is replaced, the link stays.
+fs::path real_target(const fs::path& path) {
+  std::error_code ec;
+  const fs::path resolved = fs::is_symlink(path, ec) ? fs::canonical(path, ec) : path;
+  return ec ? path : resolved;
+}
+
+std::string errno_text() { return std::strerror(errno); }
+
+bool write_all(int fd, const std::string& data) {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+// Empty when the file on disk still has the content and time it had when it was read.
+std::string changed_since_read(const SourceFile& source) {
+  std::error_code ec;
+  if (!fs::is_regular_file(source.path(), ec)) return "it is no longer a regular file";
+  if (fs::last_write_time(source.path(), ec) != source.modified_time || ec) return "it was modified after kvpatch read it";
+  std::ifstream in(source.path(), std::ios::binary);
+  if (!in) return "it can no longer be read";
+  std::ostringstream now;
+  now << in.rdbuf();
+  if (now.str() != source.content()) return "its content changed after kvpatch read it";
+  return "";
+}
+
+// Writes content next to target; returns the temporary's path or throws with the reason.
+fs::path write_temporary(const SourceFile& source, const fs::path& target, const std::string& content) {
+  if (::access(target.c_str(), W_OK) != 0) throw std::runtime_error("the file is not writable: " + errno_text());
+  std::string pattern = (target.parent_path() / ("." + target.filename().string() + ".kvpatch-XXXXXX")).string();
+  const int fd = ::mkstemp(pattern.data());
+  if (fd < 0) throw std::runtime_error("cannot create a temporary file next to it: " + errno_text());
+  const fs::path temporary(pattern);
+  const bool ok = write_all(fd, content) && ::fchmod(fd, static_cast<mode_t>(source.permissions) & 07777) == 0 &&
+                  ::fsync(fd) == 0;
+  const std::string why = ok ? "" : errno_text();
+  if (::close(fd) != 0 || !ok) {
+    std::error_code ec;
+    fs::remove(temporary, ec);
+    throw std::runtime_error("cannot write the temporary file: " + (why.empty() ? errno_text() : why));
+  }
+  return temporary;
+}
+
+void sync_directory(const fs::path& dir) {
+  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+}  // namespace
+
+ApplyResult apply_files(const std::vector<const FileReport*>& files) {
+  ApplyResult result;
+  std::vector<Prepared> prepared;
+  auto discard = [&] {
+    std::error_code ec;
+    for (const Prepared& p : prepared) fs::remove(p.temporary, ec);
+  };
+  for (const FileReport* report : files) {
+    if (report->edits.empty()) continue;
+    const SourceFile& source = report->file->source;
+    try {
+      const std::string content = source.bom() + report->edits.apply(source.text());
+      const fs::path target = real_target(source.path());
+      prepared.push_back({report, write_temporary(source, target, content), target});
+    } catch (const std::exception& e) {
+      result.errors.push_back({source.display_path(), 0, 0, e.what(), "nothing was written; fix the cause and run apply again"});
+    }
+  }
+  // Every original must be as it was read, or none is replaced.
+  for (const Prepared& p : prepared) {
+    const std::string why = changed_since_read(p.report->file->source);
+    if (!why.empty()) {
+      result.errors.push_back({p.report->file->source.display_path(), 0, 0, "refusing to patch: " + why,
+                               "nothing was written; run kvpatch again on the current file"});
+    }
+  }
+  if (!result.errors.empty()) {
+    discard();
+    return result;
+  }
+  for (std::size_t i = 0; i < prepared.size(); ++i) {
+    const Prepared& p = prepared[i];
+    std::error_code ec;
+    fs::rename(p.temporary, p.target, ec);
+    if (ec) {
+      // A rename fails only on a broken file system; the remaining temporaries are dropped.
+      result.errors.push_back({p.report->file->source.display_path(), 0, 0, "rename failed: " + ec.message(),
+                               i == 0 ? "nothing was written" : "files listed as patched were written; the others were not"});
+      for (std::size_t k = i; k < prepared.size(); ++k) fs::remove(prepared[k].temporary, ec);
+      return result;
+    }
+    sync_directory(p.target.parent_path());
+    result.patched.push_back({p.report->file->source.display_path(), static_cast<int>(p.report->edits.size())});
+  }
+  return result;
+}
+
+}  // namespace kvpatch

@@ -1,0 +1,274 @@
+#include <algorithm>
+#include <set>
+
+#include "kvpatch/dtype_roles.h"
+#include "kvpatch/edit_operations.h"
+#include "kvpatch/rule_engine.h"
+
+namespace kvpatch {
+using syntax::field;
+using syntax::is;
+
+namespace {
+constexpr int kMaxTraceDepth = 8;  // bounds alias chains (`kv = k_buf[...]`, `kv2 = kv.view(...)`, ...)
+
+bool listed(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+class CastChecker {
+public:
+  CastChecker(const CastRule& rule, const RuleSet& rules, const ModuleFacts& facts, const std::vector<PlanSite>& sites)
+      : rule_(rule), rules_(rules), facts_(facts), sites_(sites), source_(facts.file().source) {}
+
+  std::vector<CastFinding> run() {
+    std::vector<CastFinding> out;
+    for (TSNode call : facts_.calls()) {
+      const FunctionFacts* scope = facts_.function_at(call);
+      const FunctionFacts* method = holding_method(facts_, scope);
+      if (method == nullptr || !listed(rule_.functions, method->name)) continue;
+      if (!is_cast(call)) continue;
+      TSNode object = field(field(call, "function"), "object");
+      if (!holds_kv(object, scope, call, 0)) continue;
+      out.push_back(finding(call, scope, method));
+    }
+    return out;
+  }
+
+private:
+  // `<x>.to(<y>.dtype)` with one positional argument.
+  bool is_cast(TSNode call) const {
+    TSNode callee = field(call, "function");
+    if (!is(callee, "attribute") || facts_.text(field(callee, "attribute")) != rule_.cast_method) return false;
+    TSNode arguments = field(call, "arguments");
+    if (!is(arguments, "argument_list")) return false;
+    const std::vector<TSNode> args = syntax::statements(arguments);
+    return args.size() == 1 && is(args[0], "attribute") &&
+           facts_.text(field(args[0], "attribute")) == rule_.cast_argument_attribute;
+  }
+
+  // The expression reads a KV-cache source, directly or through a local assigned from one.
+  bool holds_kv(TSNode expr, const FunctionFacts* scope, TSNode cast, int depth) const {
+    if (depth > kMaxTraceDepth) return false;
+    bool found = false;
+    syntax::walk(expr, [&](TSNode n) {
+      if (found) return false;
+      if (is(n, "call")) {
+        TSNode callee = field(n, "function");
+        const std::string name = is(callee, "attribute") ? facts_.text(field(callee, "attribute"))
+                                 : is(callee, "identifier") ? facts_.text(callee) : "";
+        found = listed(rule_.kv_source_calls, name);
+      } else if (is(n, "attribute")) {
+        found = listed(rule_.kv_source_attributes, facts_.text(field(n, "attribute")));
+      }
+      return !found;
+    });
+    if (found || !is(syntax::unparenthesized(expr), "identifier") || scope == nullptr) return found;
+    for (const Assignment* a : facts_.local_assignments(*scope, facts_.text(syntax::unparenthesized(expr)))) {
+      if (a->kind != AssignmentKind::Plain || syntax::is_null(a->value) || syntax::contains(a->statement, cast)) continue;
+      if (holds_kv(a->value, scope, cast, depth + 1)) return true;
+    }
+    return false;
+  }
+
+  struct Consumer {
+    TSNode call{};       // null when the value goes somewhere that is not a call argument
+    std::string where;   // "callee at L:C" or what the value flows into
+  };
+
+  std::string at(TSNode node) const {
+    const SourcePosition p = source_.position(ts_node_start_byte(node));
+    return std::to_string(p.line) + ":" + std::to_string(p.column);
+  }
+
+  // Follows a value holding KV data up the tree to the calls that take it as an argument.
+  void trace(TSNode node, const FunctionFacts* scope, int depth, std::set<uint32_t>& seen,
+             std::vector<Consumer>& out) const {
+    TSNode current = node;
+    while (true) {
+      TSNode parent = syntax::parent(current);
+      if (syntax::is_null(parent)) return;
+      const std::string_view type = syntax::type(parent);
+      if (type == "parenthesized_expression" || type == "conditional_expression" ||
+          (type == "subscript" && syntax::same(field(parent, "value"), current))) {
+        current = parent;
+        continue;
+      }
+      if (type == "attribute" && syntax::same(field(parent, "object"), current)) {
+        if (listed(rule_.metadata_attributes, facts_.text(field(parent, "attribute")))) return;
+        TSNode grand = syntax::parent(parent);
+        current = is(grand, "call") && syntax::same(field(grand, "function"), parent) ? grand : parent;
+        continue;
+      }
+      if (type == "argument_list") {
+        TSNode call = syntax::parent(parent);
+        out.push_back({call, one_line(facts_.text(field(call, "function"))) + " at " + at(call)});
+        return;
+      }
+      if (type == "keyword_argument" && syntax::same(field(parent, "value"), current)) {
+        TSNode call = syntax::parent(syntax::parent(parent));
+        out.push_back({call, one_line(facts_.text(field(call, "function"))) + " at " + at(call)});
+        return;
+      }
+      if (type == "assignment" && syntax::same(field(parent, "right"), current)) {
+        TSNode left = syntax::unparenthesized(field(parent, "left"));
+        if (!is(left, "identifier")) {
+          out.push_back({TSNode{}, "assigned to " + one_line(facts_.text(left)) + " at " + at(parent)});
+          return;
+        }
+        trace_uses(facts_.text(left), parent, scope, depth + 1, seen, out);
+        return;
+      }
+      if (type == "expression_statement") return;  // computed and dropped
+      out.push_back({TSNode{}, std::string(type) + " at " + at(parent)});
+      return;
+    }
+  }
+
+  // Every read of the variable after the statement that assigns it.
+  void trace_uses(const std::string& name, TSNode assignment, const FunctionFacts* scope, int depth,
+                  std::set<uint32_t>& seen, std::vector<Consumer>& out) const {
+    if (depth > kMaxTraceDepth) {
+      out.push_back({TSNode{}, name + " flows through too many assignments to follow"});
+      return;
+    }
+    if (!seen.insert(ts_node_start_byte(assignment)).second) return;
+    if (scope == nullptr) return;
+    syntax::walk(scope->body, [&](TSNode n) {
+      if (is(n, "function_definition") || is(n, "class_definition")) return false;
+      if (!is(n, "identifier") || facts_.text(n) != name) return true;
+      if (ts_node_start_byte(n) < ts_node_end_byte(assignment) && ts_node_start_byte(n) >= ts_node_start_byte(assignment)) {
+        return true;  // inside the assigning statement itself
+      }
+      if (ts_node_start_byte(n) < ts_node_start_byte(assignment)) return true;
+      TSNode parent = syntax::parent(n);
+      if (is(parent, "assignment") && syntax::same(field(parent, "left"), n)) return true;  // rebinding, not a read
+      if (is(parent, "attribute") && syntax::same(field(parent, "attribute"), n)) return true;  // `x.name`, not name
+      if (is(parent, "keyword_argument") && syntax::same(field(parent, "name"), n)) return true;
+      trace(n, scope, depth, seen, out);
+      return true;
+    });
+  }
+
+  // Empty when the consumer accepts the KV dtype after the edits; otherwise why it does not.
+  std::string problem(const Consumer& consumer, const FunctionFacts* scope) const {
+    if (syntax::is_null(consumer.call)) return consumer.where;
+    TSNode callee = field(consumer.call, "function");
+    for (const Fp8Consumer& spec : rule_.fp8_consumers) {
+      if (!is(callee, "attribute") || facts_.text(field(callee, "attribute")) != spec.method) continue;
+      const PlanSiteRule* sites_rule = rules_.plan_site_rule(spec.sites_rule);
+      if (sites_rule == nullptr) continue;
+      const WrapperTypes types(facts_, sites_rule->wrapper_class);
+      TSNode receiver = field(callee, "object");
+      const std::string name = one_line(facts_.text(callee)) + " at " + at(consumer.call);
+      if (types.of(receiver, scope) != TypeVerdict::Wrapper) {
+        return name + ": receiver is not known to be a " + sites_rule->wrapper_class;
+      }
+      const std::string source = types.source_attribute(receiver, scope);
+      const WrapperChannel* channel = nullptr;
+      for (const WrapperChannel& c : spec.planned_by) {
+        if (c.receiver_source == source) channel = &c;
+      }
+      auto in_channel = [&](const PlanSite& s) {
+        if (s.rule != sites_rule->id) return false;
+        if (channel == nullptr) return true;  // unmapped wrapper: every site may plan it
+        auto matches = [&](const WrapperChannel& c) {
+          return std::any_of(c.classes.begin(), c.classes.end(), [&](const std::string& g) { return glob_match(g, s.class_name); });
+        };
+        if (matches(*channel)) return true;
+        // A site in no mapped class could plan any wrapper.
+        return std::none_of(spec.planned_by.begin(), spec.planned_by.end(), matches);
+      };
+      int count = 0;
+      for (const PlanSite& s : sites_) {
+        if (!in_channel(s)) continue;
+        ++count;
+        if (s.threaded_after_edits()) continue;
+        std::string why = name + ": wrapper has a " + std::string(status_name(s.status)) + " plan site at " +
+                          std::to_string(s.line) + ":" + std::to_string(s.column);
+        if (s.status == SiteStatus::Gated) why += " (gated on " + s.condition + ")";
+        return why;
+      }
+      if (count == 0) return name + ": no plan site of " + sites_rule->wrapper_class + " found for this wrapper";
+      return "";
+    }
+    return consumer.where;
+  }
+
+  CastFinding finding(TSNode call, const FunctionFacts* scope, const FunctionFacts* method) const {
+    CastFinding f;
+    f.rule = rule_.id;
+    f.class_name = method->class_name;
+    f.method = method->name;
+    f.expr = std::string(facts_.file().text(call));
+    TSNode parent = syntax::parent(call);
+    TSNode object = syntax::unparenthesized(field(field(call, "function"), "object"));
+    const bool assigned = is(parent, "assignment") && syntax::same(field(parent, "right"), call) &&
+                          is(field(parent, "left"), "identifier");
+    TSNode anchor = assigned ? parent : call;
+    const SourcePosition p = source_.position(ts_node_start_byte(anchor));
+    f.line = p.line;
+    f.column = p.column;
+
+    std::vector<Consumer> consumers;
+    std::set<uint32_t> seen;
+    if (assigned) {
+      f.variable = facts_.text(field(parent, "left"));
+      trace_uses(f.variable, parent, scope, 0, seen, consumers);
+    } else {
+      trace(call, scope, 0, seen, consumers);
+    }
+
+    std::vector<std::string> problems;
+    std::vector<std::string> accepted;
+    for (const Consumer& c : consumers) {
+      const std::string why = problem(c, scope);
+      if (!why.empty()) {
+        if (std::find(problems.begin(), problems.end(), why) == problems.end()) problems.push_back(why);
+      } else if (std::find(accepted.begin(), accepted.end(), c.where) == accepted.end()) {
+        accepted.push_back(c.where);
+      }
+    }
+    // Wrapper reasons first: they say which plan sites keep the cast.
+    std::stable_partition(problems.begin(), problems.end(),
+                          [](const std::string& s) { return s.find(": wrapper has") != std::string::npos; });
+    if (auto reason = suppression(source_, anchor, rule_.id)) {
+      f.consumer = "suppressed by kvpatch: ignore" + (reason->empty() ? "" : ": " + *reason);
+      return f;
+    }
+    if (consumers.empty()) {
+      f.consumer = "no consumer found; a cast is removed only when every consumer is known";
+      return f;
+    }
+    if (!problems.empty()) {
+      f.consumer = problems.front();
+      for (std::size_t i = 1; i < problems.size(); ++i) f.consumer += "; " + problems[i];
+      return f;
+    }
+    f.redundant = true;
+    for (const std::string& a : accepted) f.consumer += (f.consumer.empty() ? "" : ", ") + a;
+    try {
+      const bool self_cast = assigned && is(object, "identifier") && facts_.text(object) == f.variable;
+      f.fix = self_cast ? remove_statement(source_, syntax::parent(parent), rule_.id)
+                        : std::vector<Edit>{unwrap_method_call(call, rule_.id)};
+    } catch (const EditNotPossible& e) {
+      f.redundant = false;
+      f.consumer = std::string("redundant, but ") + e.what() + "; remove the cast by hand";
+    }
+    return f;
+  }
+
+  const CastRule& rule_;
+  const RuleSet& rules_;
+  const ModuleFacts& facts_;
+  const std::vector<PlanSite>& sites_;
+  const SourceFile& source_;
+};
+}  // namespace
+
+std::vector<CastFinding> check_casts(const CastRule& rule, const RuleSet& rules, const ModuleFacts& facts,
+                                     const std::vector<PlanSite>& sites) {
+  return CastChecker(rule, rules, facts, sites).run();
+}
+
+}  // namespace kvpatch

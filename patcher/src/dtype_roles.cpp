@@ -1,0 +1,172 @@
+#include "kvpatch/dtype_roles.h"
+
+#include <algorithm>
+
+namespace kvpatch {
+using syntax::field;
+using syntax::is;
+
+namespace {
+constexpr int kMaxDepth = 8;  // bounds chains of assignments (and cycles through them)
+
+DtypeArgument with_role(DtypeRole role, std::string reason = "") {
+  DtypeArgument a;
+  a.role = role;
+  a.reason = std::move(reason);
+  return a;
+}
+}  // namespace
+
+const char* role_name(DtypeRole role) {
+  switch (role) {
+    case DtypeRole::KvCache: return "kv_cache";
+    case DtypeRole::Model: return "model";
+    case DtypeRole::Gated: return "gated";
+    case DtypeRole::Unknown: break;
+  }
+  return "unknown";
+}
+
+const char* status_name(SiteStatus status) {
+  switch (status) {
+    case SiteStatus::Threaded: return "threaded";
+    case SiteStatus::Missing: return "missing";
+    case SiteStatus::Gated: return "gated";
+    case SiteStatus::Ignored: return "ignored";
+    case SiteStatus::Unknown: break;
+  }
+  return "unknown";
+}
+
+const FunctionFacts* holding_method(const ModuleFacts& facts, const FunctionFacts* function) {
+  while (function != nullptr && function->outer >= 0) {
+    function = &facts.functions()[static_cast<std::size_t>(function->outer)];
+  }
+  return function;
+}
+
+DtypeRole DtypeClassifier::role_of_name(const std::string& name) const {
+  if (std::find(names_.kv_cache.begin(), names_.kv_cache.end(), name) != names_.kv_cache.end()) return DtypeRole::KvCache;
+  if (std::find(names_.model.begin(), names_.model.end(), name) != names_.model.end()) return DtypeRole::Model;
+  return DtypeRole::Unknown;
+}
+
+DtypeArgument DtypeClassifier::classify(TSNode expr, const FunctionFacts* scope) const {
+  DtypeArgument out = classify(expr, scope, 0);
+  out.expr = one_line(facts_.file().text(expr));
+  return out;
+}
+
+DtypeArgument DtypeClassifier::classify_text(const std::string& text) const {
+  DtypeArgument out;
+  out.expr = one_line(text);
+  // A default is read by its last name only: `model_runner.kv_cache_dtype` -> kv_cache_dtype.
+  const std::size_t dot = out.expr.rfind('.');
+  out.role = role_of_name(dot == std::string::npos ? out.expr : out.expr.substr(dot + 1));
+  if (out.role == DtypeRole::Unknown) out.reason = "the default " + out.expr + " is neither the KV-cache nor the model dtype";
+  return out;
+}
+
+DtypeArgument DtypeClassifier::combine(const std::vector<DtypeArgument>& parts, const std::string& what) const {
+  if (parts.empty()) return with_role(DtypeRole::Unknown, "no value found for " + what);
+  auto all = [&](DtypeRole role) {
+    return std::all_of(parts.begin(), parts.end(), [&](const DtypeArgument& p) { return p.role == role; });
+  };
+  if (all(DtypeRole::KvCache)) return with_role(DtypeRole::KvCache);
+  if (all(DtypeRole::Model)) return with_role(DtypeRole::Model);
+  const bool only_kv_or_gated = std::all_of(parts.begin(), parts.end(), [](const DtypeArgument& p) {
+    return p.role == DtypeRole::KvCache || p.role == DtypeRole::Gated;
+  });
+  if (only_kv_or_gated) {
+    for (const DtypeArgument& p : parts) {
+      if (p.role == DtypeRole::Gated) return p;
+    }
+  }
+  for (const DtypeArgument& p : parts) {
+    if (p.role == DtypeRole::Unknown) return with_role(DtypeRole::Unknown, p.reason);
+  }
+  return with_role(DtypeRole::Unknown, what + " is assigned both the KV-cache dtype and the model dtype in different places");
+}
+
+DtypeArgument DtypeClassifier::classify(TSNode expr, const FunctionFacts* scope, int depth) const {
+  expr = syntax::unparenthesized(expr);
+  const std::string text = one_line(facts_.file().text(expr));
+  if (depth > kMaxDepth) return with_role(DtypeRole::Unknown, "assignment chain of " + text + " is too long to follow");
+
+  if (is(expr, "conditional_expression")) {
+    const std::vector<TSNode> parts = syntax::statements(expr);  // value, condition, alternative
+    if (parts.size() != 3) return with_role(DtypeRole::Unknown, "unexpected conditional " + text);
+    const DtypeArgument a = classify(parts[0], scope, depth + 1);
+    const DtypeArgument b = classify(parts[2], scope, depth + 1);
+    const std::string condition = one_line(facts_.file().text(parts[1]));
+    if (a.role == b.role && a.role != DtypeRole::Unknown && a.role != DtypeRole::Gated) return with_role(a.role);
+    const bool kv_and_model = (a.role == DtypeRole::KvCache && b.role == DtypeRole::Model) ||
+                              (a.role == DtypeRole::Model && b.role == DtypeRole::KvCache);
+    if (kv_and_model || ((a.role == DtypeRole::Gated || b.role == DtypeRole::Gated) &&
+                         a.role != DtypeRole::Unknown && b.role != DtypeRole::Unknown)) {
+      DtypeArgument gated = with_role(DtypeRole::Gated);
+      gated.condition = condition;
+      return gated;
+    }
+    return with_role(DtypeRole::Unknown, a.role == DtypeRole::Unknown ? a.reason : b.reason);
+  }
+
+  if (is(expr, "identifier")) {
+    if (scope != nullptr) {
+      std::vector<const Assignment*> assignments = facts_.local_assignments(*scope, text);
+      // A closure reads the enclosing function's locals.
+      for (const FunctionFacts* outer = scope; assignments.empty() && outer->outer >= 0;) {
+        outer = &facts_.functions()[static_cast<std::size_t>(outer->outer)];
+        assignments = facts_.local_assignments(*outer, text);
+      }
+      if (!assignments.empty()) {
+        std::vector<DtypeArgument> parts;
+        for (const Assignment* a : assignments) {
+          if (a->kind != AssignmentKind::Plain || syntax::is_null(a->value)) {
+            return with_role(DtypeRole::Unknown, text + " is assigned in a way kvpatch does not follow");
+          }
+          parts.push_back(classify(a->value, &facts_.functions()[static_cast<std::size_t>(a->function)], depth + 1));
+        }
+        return combine(parts, text);
+      }
+    }
+    const DtypeRole role = role_of_name(text);
+    if (role != DtypeRole::Unknown) return with_role(role);
+    return with_role(DtypeRole::Unknown, "cannot tell which dtype " + text + " holds");
+  }
+
+  if (is(expr, "attribute")) {
+    const std::string attr = one_line(facts_.file().text(field(expr, "attribute")));
+    if (role_of_name(attr) == DtypeRole::KvCache) return with_role(DtypeRole::KvCache);
+    TSNode object = field(expr, "object");
+    const FunctionFacts* method = holding_method(facts_, scope);
+    if (method != nullptr && is(object, "identifier") && facts_.text(object) == self_name(*method)) {
+      if (const ClassFacts* cls = facts_.find_class(method->class_name)) {
+        std::vector<DtypeArgument> parts;
+        for (const Assignment* a : facts_.self_attribute_assignments(*cls, attr)) {
+          if (a->kind != AssignmentKind::Plain || syntax::is_null(a->value)) continue;
+          parts.push_back(classify(a->value, &facts_.functions()[static_cast<std::size_t>(a->function)], depth + 1));
+        }
+        if (!parts.empty()) return combine(parts, text);
+      }
+    }
+    const DtypeRole role = role_of_name(attr);
+    if (role != DtypeRole::Unknown) return with_role(role);
+    return with_role(DtypeRole::Unknown, "cannot tell which dtype " + text + " holds");
+  }
+
+  if (is(expr, "call") && facts_.text(field(expr, "function")) == "getattr") {
+    // getattr(obj, "name", default) reads the attribute by name.
+    const std::vector<TSNode> args = syntax::statements(field(expr, "arguments"));
+    if (args.size() >= 2 && is(args[1], "string")) {
+      std::string name = facts_.text(args[1]);
+      name.erase(std::remove(name.begin(), name.end(), '"'), name.end());
+      name.erase(std::remove(name.begin(), name.end(), '\''), name.end());
+      const DtypeRole role = role_of_name(name);
+      if (role != DtypeRole::Unknown) return with_role(role);
+    }
+  }
+  return with_role(DtypeRole::Unknown, "cannot tell which dtype " + text + " holds");
+}
+
+}  // namespace kvpatch

@@ -1,0 +1,115 @@
+#include "kvpatch/edit_operations.h"
+
+namespace kvpatch {
+using syntax::field;
+using syntax::is;
+
+namespace {
+bool only_blanks(std::string_view text) { return text.find_first_not_of(" \t") == std::string_view::npos; }
+
+// True when the node is the first code on its line.
+bool starts_line(const SourceFile& source, TSNode node) {
+  const std::size_t start = ts_node_start_byte(node);
+  const int line = source.position(start).line;
+  return only_blanks(std::string_view(source.text()).substr(source.line_start(line), start - source.line_start(line)));
+}
+
+// True when only blanks or a comment follow the node on its last line.
+bool ends_line(const SourceFile& source, TSNode node) {
+  const std::size_t end = ts_node_end_byte(node);
+  const int line = source.position(end).line;
+  std::string_view rest = std::string_view(source.text()).substr(end, source.line_content_end(line) - end);
+  const std::size_t code = rest.find_first_not_of(" \t");
+  return code == std::string_view::npos || rest[code] == '#';
+}
+
+// The whole lines the node spans, line endings included.
+Edit delete_lines(const SourceFile& source, TSNode node, const std::string& rule) {
+  if (!starts_line(source, node) || !ends_line(source, node)) {
+    throw EditNotPossible("the statement shares a line with other code");
+  }
+  const int first = source.position(ts_node_start_byte(node)).line;
+  const int last = source.position(ts_node_end_byte(node)).line;
+  return {source.line_start(first), source.line_end(last), "", rule};
+}
+
+Edit replace_with_pass(TSNode statement, const std::string& rule) {
+  return {ts_node_start_byte(statement), ts_node_end_byte(statement), "pass", rule};
+}
+}  // namespace
+
+Edit replace_argument_value(const CallArgument& argument, const std::string& text, const std::string& rule) {
+  return {argument.value_begin, argument.value_end, text, rule};
+}
+
+Edit add_keyword_argument(const SourceFile& source, TSNode argument_list, const std::string& name,
+                          const std::string& value, const std::string& rule) {
+  const std::string item = name + "=" + value;
+  const std::vector<TSNode> arguments = syntax::statements(argument_list);
+  const std::size_t close = ts_node_end_byte(argument_list) - 1;  // the `)`
+  if (arguments.empty()) return {close, close, item, rule};
+  const std::size_t last_end = ts_node_end_byte(arguments.back());
+  std::size_t trailing_comma = std::string::npos;
+  const uint32_t n = ts_node_child_count(argument_list);
+  for (uint32_t i = 0; i < n; ++i) {
+    TSNode child = ts_node_child(argument_list, i);
+    if (!ts_node_is_named(child) && syntax::type(child) == "," && ts_node_start_byte(child) >= last_end) {
+      trailing_comma = ts_node_start_byte(child);
+    }
+  }
+  const int last_line = source.position(last_end).line;
+  const bool one_per_line = source.position(close).line > last_line;
+  if (one_per_line) {
+    const std::string indent = source.indentation_of_line(source.position(ts_node_start_byte(arguments.back())).line);
+    if (trailing_comma != std::string::npos) {
+      return {trailing_comma + 1, trailing_comma + 1, source.line_ending() + indent + item + ",", rule};
+    }
+    return {last_end, last_end, "," + source.line_ending() + indent + item, rule};
+  }
+  if (trailing_comma != std::string::npos) return {trailing_comma + 1, trailing_comma + 1, " " + item, rule};
+  return {last_end, last_end, ", " + item, rule};
+}
+
+Edit insert_statement_after(const SourceFile& source, TSNode anchor_statement, const std::string& statement,
+                            const std::string& rule) {
+  if (!starts_line(source, anchor_statement)) throw EditNotPossible("the anchor statement does not start its line");
+  if (!ends_line(source, anchor_statement)) throw EditNotPossible("code follows the anchor statement on its line");
+  const int first = source.position(ts_node_start_byte(anchor_statement)).line;
+  const int last = source.position(ts_node_end_byte(anchor_statement)).line;
+  const std::size_t at = source.line_content_end(last);
+  return {at, at, source.line_ending() + source.indentation_of_line(first) + statement, rule};
+}
+
+Edit unwrap_method_call(TSNode call, const std::string& rule) {
+  TSNode callee = field(call, "function");
+  if (!is(callee, "attribute")) throw EditNotPossible("the call is not a method call");
+  return {ts_node_end_byte(field(callee, "object")), ts_node_end_byte(call), "", rule};
+}
+
+std::vector<Edit> remove_statement(const SourceFile& source, TSNode statement, const std::string& rule) {
+  TSNode block = syntax::parent(statement);
+  TSNode owner = syntax::parent(block);
+  const bool alone = syntax::statements(block).size() == 1;
+  if (!alone) {
+    if (starts_line(source, statement) && ends_line(source, statement)) return {delete_lines(source, statement, rule)};
+    return {replace_with_pass(statement, rule)};
+  }
+  if (is(owner, "if_statement") && syntax::same(field(owner, "consequence"), block)) {
+    TSNode alternative = field(owner, "alternative");
+    if (syntax::is_null(alternative) && starts_line(source, owner) && ends_line(source, owner)) {
+      return {delete_lines(source, owner, rule)};
+    }
+    if (is(alternative, "elif_clause") && starts_line(source, alternative)) {
+      // `if a: cast` + `elif b: ...` -> `if b: ...`: drop everything up to the `el` of `elif`.
+      return {{ts_node_start_byte(owner), ts_node_start_byte(alternative) + 2, "", rule}};
+    }
+    return {replace_with_pass(statement, rule)};
+  }
+  if ((is(owner, "elif_clause") || is(owner, "else_clause")) && starts_line(source, owner) &&
+      ends_line(source, owner)) {
+    return {delete_lines(source, owner, rule)};
+  }
+  return {replace_with_pass(statement, rule)};
+}
+
+}  // namespace kvpatch

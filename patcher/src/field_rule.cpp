@@ -1,0 +1,87 @@
+#include <algorithm>
+
+#include "kvpatch/dtype_roles.h"
+#include "kvpatch/edit_operations.h"
+#include "kvpatch/rule_engine.h"
+
+namespace kvpatch {
+
+std::vector<FieldFinding> check_fields(const FieldRule& rule, const PlanSiteRule& sites_rule, const ModuleFacts& facts,
+                                       const std::vector<PlanSite>& sites) {
+  const DtypeClassifier classifier(facts, sites_rule.roles);
+  const SourceFile& source = facts.file().source;
+  std::vector<FieldFinding> out;
+  for (const ClassFacts& cls : facts.classes()) {
+    const FunctionFacts* init = facts.method(cls, "__init__");
+    if (init == nullptr) continue;
+    if (!rule.class_patterns.empty() &&
+        std::none_of(rule.class_patterns.begin(), rule.class_patterns.end(),
+                     [&](const std::string& p) { return glob_match(p, cls.name); })) {
+      continue;
+    }
+    const std::vector<const Assignment*> anchors = facts.local_assignments(*init, rule.anchor);
+    if (anchors.empty()) continue;
+    if (rule.require_sites &&
+        std::none_of(sites.begin(), sites.end(), [&](const PlanSite& s) {
+          return s.rule == rule.sites_rule && s.class_name == cls.name;
+        })) {
+      continue;
+    }
+
+    FieldFinding finding;
+    finding.rule = rule.id;
+    finding.class_name = cls.name;
+    // The field itself, or an equivalent one: any `self.X = ...` in __init__ that holds the KV-cache dtype.
+    const Assignment* existing = nullptr;
+    const std::string self_prefix = self_name(*init) + ".";
+    for (const Assignment& a : facts.assignments()) {
+      if (a.function != facts.index_of(init) || a.kind != AssignmentKind::Plain || syntax::is_null(a.value)) continue;
+      if (a.target == rule.field) {
+        existing = &a;
+        break;
+      }
+      if (existing == nullptr && a.target.rfind(self_prefix, 0) == 0 &&
+          classifier.classify(a.value, init).role == DtypeRole::KvCache) {
+        existing = &a;
+      }
+    }
+    if (existing != nullptr) {
+      const SourcePosition at = source.position(ts_node_start_byte(existing->statement));
+      finding.line = at.line;
+      finding.column = at.column;
+      finding.present = true;
+      finding.field_text = existing->target;
+      out.push_back(std::move(finding));
+      continue;
+    }
+
+    // Insert after the last `<anchor> = ...` written directly in __init__'s body (not in a branch).
+    const Assignment* anchor = nullptr;
+    for (const Assignment* a : anchors) {
+      TSNode statement = syntax::parent(a->statement);
+      if (a->kind == AssignmentKind::Plain && syntax::is(statement, "expression_statement") &&
+          syntax::same(syntax::parent(statement), init->body)) {
+        anchor = a;
+      }
+    }
+    const SourcePosition at = source.position(ts_node_start_byte((anchor != nullptr ? anchor : anchors.back())->statement));
+    finding.line = at.line;
+    finding.column = at.column;
+    if (anchor == nullptr) {
+      finding.reason = rule.anchor + " is only assigned inside a branch of " + cls.name +
+                       ".__init__; add " + rule.field + " by hand";
+    } else {
+      try {
+        finding.fix = insert_statement_after(source, syntax::parent(anchor->statement), rule.field + " = " + rule.value,
+                                             rule.id);
+        finding.field_text = rule.field;
+      } catch (const EditNotPossible& e) {
+        finding.reason = std::string(e.what()) + " in " + cls.name + ".__init__; add " + rule.field + " by hand";
+      }
+    }
+    out.push_back(std::move(finding));
+  }
+  return out;
+}
+
+}  // namespace kvpatch

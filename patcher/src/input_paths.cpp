@@ -1,0 +1,106 @@
+#include "kvpatch/input_paths.h"
+
+#include <git2.h>
+
+#include <algorithm>
+
+namespace kvpatch {
+namespace fs = std::filesystem;
+
+namespace {
+fs::path absolute_normal(const fs::path& p) {
+  std::error_code ec;
+  fs::path out = fs::weakly_canonical(fs::absolute(p, ec), ec);
+  return ec ? fs::absolute(p).lexically_normal() : out;
+}
+
+bool is_within(const fs::path& path, const fs::path& dir) {
+  const fs::path rel = path.lexically_relative(dir);
+  return !rel.empty() && *rel.begin() != "..";
+}
+
+// The work tree of the git repository holding path, or empty.
+fs::path git_work_tree(const fs::path& path) {
+  git_libgit2_init();
+  fs::path found;
+  git_buf buffer = GIT_BUF_INIT;
+  const fs::path start = fs::is_directory(path) ? path : path.parent_path();
+  if (git_repository_discover(&buffer, start.c_str(), 0, nullptr) == 0) {
+    git_repository* repo = nullptr;
+    if (git_repository_open(&repo, buffer.ptr) == 0) {
+      if (const char* workdir = git_repository_workdir(repo)) found = absolute_normal(workdir);
+      git_repository_free(repo);
+    }
+    git_buf_dispose(&buffer);
+  }
+  git_libgit2_shutdown();
+  return found;
+}
+
+std::string display(const fs::path& path, const fs::path& root) {
+  const fs::path rel = path.lexically_relative(root);
+  return rel.empty() ? path.string() : rel.generic_string();
+}
+
+bool hidden(const fs::path& p) {
+  const std::string name = p.filename().string();
+  return name.size() > 1 && name[0] == '.';
+}
+}  // namespace
+
+InputSet collect_inputs(const std::vector<std::string>& paths, const std::optional<fs::path>& root) {
+  InputSet set;
+  std::vector<fs::path> existing;
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    if (!fs::exists(p, ec)) {
+      set.errors.push_back({p, 0, 0, "no such file or directory", "check the path"});
+      continue;
+    }
+    existing.push_back(absolute_normal(p));
+  }
+
+  if (root) {
+    set.root = absolute_normal(*root);
+  } else if (existing.size() == 1 && paths.size() == 1 && fs::is_directory(existing.front())) {
+    set.root = existing.front();
+  } else {
+    fs::path tree = existing.empty() ? fs::path() : git_work_tree(existing.front());
+    const bool holds_all = !tree.empty() && std::all_of(existing.begin(), existing.end(), [&](const fs::path& p) {
+      return is_within(p, tree) || p == tree;
+    });
+    set.root = holds_all ? tree : absolute_normal(fs::current_path());
+  }
+
+  for (const fs::path& p : existing) {
+    if (!fs::is_directory(p)) {
+      set.files.push_back({p, display(p, set.root), true});
+      continue;
+    }
+    std::vector<fs::path> found;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec);
+         it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (ec) break;
+      if (it->is_directory() && hidden(it->path())) {
+        it.disable_recursion_pending();
+        continue;
+      }
+      if (it->is_regular_file() && it->path().extension() == ".py") found.push_back(it->path());
+    }
+    if (ec) set.errors.push_back({display(p, set.root), 0, 0, "cannot walk the directory: " + ec.message(), "check its permissions"});
+    std::sort(found.begin(), found.end());
+    for (const fs::path& f : found) set.files.push_back({f, display(f, set.root), false});
+  }
+  // A file named twice (directly and through a directory) is read once.
+  std::vector<InputFile> unique;
+  for (InputFile& f : set.files) {
+    if (std::none_of(unique.begin(), unique.end(), [&](const InputFile& u) { return u.path == f.path; })) {
+      unique.push_back(std::move(f));
+    }
+  }
+  set.files = std::move(unique);
+  return set;
+}
+
+}  // namespace kvpatch

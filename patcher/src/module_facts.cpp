@@ -1,0 +1,227 @@
+#include "kvpatch/module_facts.h"
+
+namespace kvpatch {
+using syntax::field;
+using syntax::is;
+using syntax::named_children;
+
+namespace {
+// The definition inside a decorated_definition, or the node itself.
+TSNode undecorated(TSNode node) {
+  return is(node, "decorated_definition") ? field(node, "definition") : node;
+}
+}  // namespace
+
+ModuleFacts::ModuleFacts(const ParsedFile& file) : file_(&file) {
+  TSNode root = file.tree.root();
+  collect_scope(root, "", "", -1);
+  collect_assignments(root, -1);
+  syntax::walk(root, [&](TSNode node) {
+    if (is(node, "call")) calls_.push_back(node);
+    return true;
+  });
+}
+
+void ModuleFacts::collect_scope(TSNode scope_body, const std::string& class_name, const std::string& method_name,
+                                int outer) {
+  syntax::walk(scope_body, [&](TSNode node) {
+    if (syntax::same(node, scope_body)) return true;
+    TSNode def = undecorated(node);
+    if (is(def, "function_definition")) {
+      collect_function(def, class_name, method_name, outer);
+      return false;
+    }
+    if (is(def, "class_definition")) {
+      collect_class(def);
+      return false;
+    }
+    return true;
+  });
+}
+
+void ModuleFacts::collect_function(TSNode def, const std::string& class_name, const std::string& method_name,
+                                   int outer) {
+  FunctionFacts f;
+  f.name = text(field(def, "name"));
+  f.class_name = class_name;
+  f.method_name = method_name.empty() && !class_name.empty() && outer < 0 ? f.name : method_name;
+  f.node = def;
+  f.body = field(def, "body");
+  f.signature = signature_from_parameters(file_->source.text(), field(def, "parameters"));
+  f.outer = outer;
+  const int index = static_cast<int>(functions_.size());
+  functions_.push_back(f);
+  const std::string held_by = functions_[static_cast<std::size_t>(index)].method_name;
+  collect_scope(f.body, class_name, held_by, index);
+}
+
+void ModuleFacts::collect_class(TSNode def) {
+  ClassFacts cls;
+  cls.name = text(field(def, "name"));
+  cls.node = def;
+  TSNode body = field(def, "body");
+  for (TSNode statement : syntax::statements(body)) {
+    if (!is(statement, "expression_statement")) continue;
+    TSNode inner = ts_node_named_child(statement, 0);
+    if (!is(inner, "assignment")) continue;
+    TSNode left = field(inner, "left");
+    TSNode type = field(inner, "type");
+    if (is(left, "identifier") && !syntax::is_null(type)) cls.field_annotations[text(left)] = text(type);
+  }
+  const auto first_function = static_cast<int>(functions_.size());
+  for (TSNode statement : syntax::statements(body)) {
+    TSNode inner = undecorated(statement);
+    if (is(inner, "function_definition")) {
+      collect_function(inner, cls.name, "", -1);
+    } else if (is(inner, "class_definition")) {
+      collect_class(inner);
+    } else {
+      collect_scope(statement, cls.name, "", -1);
+    }
+  }
+  for (int i = first_function; i < static_cast<int>(functions_.size()); ++i) {
+    const FunctionFacts& f = functions_[static_cast<std::size_t>(i)];
+    if (f.class_name == cls.name && f.outer < 0) cls.methods.push_back(i);
+  }
+  classes_.push_back(std::move(cls));
+}
+
+void ModuleFacts::add_assignment_targets(TSNode left, TSNode value, TSNode statement, int function,
+                                         AssignmentKind kind) {
+  left = syntax::unparenthesized(left);
+  if (is(left, "identifier") || is(left, "attribute")) {
+    assignments_.push_back({kind, one_line(file_->text(left)), value, statement, function});
+  } else if (is(left, "subscript")) {
+    assignments_.push_back(
+        {AssignmentKind::ItemStore, one_line(file_->text(field(left, "value"))), value, statement, function});
+  } else {
+    // Tuple and list targets: each name gets a value we do not track.
+    for (TSNode part : named_children(left)) {
+      add_assignment_targets(part, TSNode{}, statement, function, AssignmentKind::Unpacked);
+    }
+  }
+}
+
+void ModuleFacts::collect_assignments(TSNode node, int function) {
+  syntax::walk(node, [&](TSNode n) {
+    TSNode def = undecorated(n);
+    if (!syntax::same(n, node) && (is(def, "function_definition") || is(def, "class_definition"))) {
+      if (is(def, "function_definition")) {
+        const int inner = index_of(function_at(field(def, "body")));
+        collect_assignments(field(def, "body"), inner);
+      } else {
+        collect_assignments(field(def, "body"), function);
+      }
+      return false;
+    }
+    if (is(n, "assignment")) {
+      // `a = b = v`: the right side is itself an assignment carrying the value.
+      TSNode value = field(n, "right");
+      while (is(value, "assignment")) value = field(value, "right");
+      add_assignment_targets(field(n, "left"), value, n, function, AssignmentKind::Plain);
+    } else if (is(n, "augmented_assignment")) {
+      add_assignment_targets(field(n, "left"), TSNode{}, n, function, AssignmentKind::Augmented);
+    } else if (is(n, "for_statement") || is(n, "for_in_clause")) {
+      TSNode left = field(n, "left");
+      add_assignment_targets(left, field(n, "right"), n, function,
+                             is(syntax::unparenthesized(left), "identifier") ? AssignmentKind::LoopTarget
+                                                                             : AssignmentKind::Unpacked);
+    } else if (is(n, "named_expression")) {
+      add_assignment_targets(field(n, "name"), field(n, "value"), n, function, AssignmentKind::Plain);
+    } else if (is(n, "as_pattern")) {
+      TSNode alias = field(n, "alias");
+      if (!syntax::is_null(alias)) add_assignment_targets(alias, TSNode{}, n, function, AssignmentKind::Unpacked);
+    } else if (is(n, "call")) {
+      // `self.x.append(v)` stores v in the container self.x.
+      TSNode callee = field(n, "function");
+      if (is(callee, "attribute") && text(field(callee, "attribute")) == "append") {
+        TSNode args = syntax::statements(field(n, "arguments")).empty()
+                          ? TSNode{}
+                          : syntax::statements(field(n, "arguments")).front();
+        assignments_.push_back({AssignmentKind::ItemStore, one_line(file_->text(field(callee, "object"))), args, n,
+                                function});
+      }
+    }
+    return true;
+  });
+}
+
+const ClassFacts* ModuleFacts::find_class(const std::string& name) const {
+  for (const ClassFacts& c : classes_) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+const FunctionFacts* ModuleFacts::module_function(const std::string& name) const {
+  for (const FunctionFacts& f : functions_) {
+    if (f.class_name.empty() && f.outer < 0 && f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+const FunctionFacts* ModuleFacts::method(const ClassFacts& cls, const std::string& name) const {
+  for (int i : cls.methods) {
+    if (functions_[static_cast<std::size_t>(i)].name == name) return &functions_[static_cast<std::size_t>(i)];
+  }
+  return nullptr;
+}
+
+const FunctionFacts* ModuleFacts::method(const std::string& class_name, const std::string& name) const {
+  const ClassFacts* cls = find_class(class_name);
+  return cls == nullptr ? nullptr : method(*cls, name);
+}
+
+const FunctionFacts* ModuleFacts::function_at(TSNode node) const {
+  const FunctionFacts* best = nullptr;
+  for (const FunctionFacts& f : functions_) {
+    if (!syntax::contains(f.body, node)) continue;
+    if (best == nullptr || syntax::contains(best->body, f.body)) best = &f;
+  }
+  return best;
+}
+
+int ModuleFacts::index_of(const FunctionFacts* function) const {
+  return function == nullptr ? -1 : static_cast<int>(function - functions_.data());
+}
+
+std::vector<const Assignment*> ModuleFacts::local_assignments(const FunctionFacts& function,
+                                                              const std::string& name) const {
+  std::vector<const Assignment*> out;
+  const int index = index_of(&function);
+  for (const Assignment& a : assignments_) {
+    if (a.function == index && a.target == name && a.kind != AssignmentKind::ItemStore) out.push_back(&a);
+  }
+  return out;
+}
+
+std::vector<const Assignment*> ModuleFacts::self_attribute_assignments(const ClassFacts& cls,
+                                                                       const std::string& attr) const {
+  std::vector<const Assignment*> out;
+  for (const Assignment& a : assignments_) {
+    if (a.function < 0) continue;
+    const FunctionFacts& f = functions_[static_cast<std::size_t>(a.function)];
+    if (f.class_name != cls.name) continue;
+    const FunctionFacts* holder = &f;  // nested defs see the enclosing method's self
+    while (holder->outer >= 0) holder = &functions_[static_cast<std::size_t>(holder->outer)];
+    const std::string self = self_name(*holder);
+    if (!self.empty() && a.target == self + "." + attr) out.push_back(&a);
+  }
+  return out;
+}
+
+std::string ModuleFacts::field_annotation_anywhere(const std::string& field_name) const {
+  for (const ClassFacts& c : classes_) {
+    auto it = c.field_annotations.find(field_name);
+    if (it != c.field_annotations.end()) return it->second;
+  }
+  return "";
+}
+
+std::string self_name(const FunctionFacts& function) {
+  if (function.class_name.empty() || function.signature.parameters.empty()) return "";
+  const Parameter& first = function.signature.parameters.front();
+  return first.kind == ParameterKind::VarPositional || first.kind == ParameterKind::VarKeyword ? "" : first.name;
+}
+
+}  // namespace kvpatch

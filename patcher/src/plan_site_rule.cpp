@@ -1,0 +1,230 @@
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+
+#include "kvpatch/dtype_roles.h"
+#include "kvpatch/edit_operations.h"
+#include "kvpatch/rule_engine.h"
+
+namespace kvpatch {
+using syntax::field;
+using syntax::is;
+
+namespace {
+
+// Module functions that stand in for the wrapper method: same KV/Q parameters at the same positions
+// after a leading receiver parameter, or installed with `X.<method> = partial(f, X)`.
+std::map<std::string, const FunctionFacts*> find_aliases(const PlanSiteRule& rule, const ModuleFacts& facts) {
+  std::map<std::string, const FunctionFacts*> aliases;
+  if (rule.aliases_by_signature && !rule.alias_same_position.empty()) {
+    for (const FunctionFacts& f : facts.functions()) {
+      if (!f.class_name.empty() || f.outer >= 0) continue;
+      const bool matches = std::all_of(rule.alias_same_position.begin(), rule.alias_same_position.end(),
+                                       [&](const std::string& name) {
+                                         const auto at = static_cast<std::size_t>(rule.signature.index_of(name)) + 1;
+                                         return at < f.signature.parameters.size() &&
+                                                f.signature.parameters[at].name == name;
+                                       });
+      if (matches) aliases[f.name] = &f;
+    }
+  }
+  if (rule.aliases_by_partial) {
+    for (const Assignment& a : facts.assignments()) {
+      if (a.kind != AssignmentKind::Plain || syntax::is_null(a.value) || !is(a.value, "call")) continue;
+      const std::string suffix = "." + rule.method;
+      if (a.target.size() <= suffix.size() || a.target.compare(a.target.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+      const std::string callee = facts.text(field(a.value, "function"));
+      if (callee != "partial" && callee != "functools.partial") continue;
+      const std::vector<TSNode> args = syntax::statements(field(a.value, "arguments"));
+      if (args.empty() || !is(args[0], "identifier")) continue;
+      if (const FunctionFacts* f = facts.module_function(facts.text(args[0]))) aliases[f->name] = f;
+    }
+  }
+  return aliases;
+}
+
+HeadDimArgument head_dim(const Binding& binding, const std::string& parameter) {
+  HeadDimArgument out;
+  if (parameter.empty()) return out;
+  const BoundValue* v = binding.find(parameter);
+  if (v == nullptr) return out;
+  out.expr = one_line(v->text);
+  char* end = nullptr;
+  const long long value = std::strtoll(out.expr.c_str(), &end, 10);
+  if (!out.expr.empty() && end != nullptr && *end == '\0') out.value = value;
+  return out;
+}
+
+TSNode argument_node(TSNode argument_list, const CallArgument& argument) {
+  return ts_node_named_descendant_for_byte_range(argument_list, static_cast<uint32_t>(argument.value_begin),
+                                                 static_cast<uint32_t>(argument.value_end));
+}
+
+DtypeArgument bound_dtype(const DtypeClassifier& classifier, const Binding& binding, const std::string& parameter,
+                          const std::vector<CallArgument>& arguments, TSNode argument_list, const FunctionFacts* scope) {
+  const BoundValue* v = binding.find(parameter);
+  if (v == nullptr) {
+    DtypeArgument none;
+    none.reason = parameter + " is not bound";
+    return none;
+  }
+  if (v->from_default()) return classifier.classify_text(v->text);
+  return classifier.classify(argument_node(argument_list, arguments[static_cast<std::size_t>(v->argument)]), scope);
+}
+
+}  // namespace
+
+std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFacts& facts) {
+  const WrapperTypes types(facts, rule.wrapper_class);
+  const DtypeClassifier classifier(facts, rule.roles);
+  const std::map<std::string, const FunctionFacts*> aliases = find_aliases(rule, facts);
+  const SourceFile& source = facts.file().source;
+  std::vector<PlanSite> sites;
+
+  for (TSNode call : facts.calls()) {
+    TSNode callee = field(call, "function");
+    const FunctionFacts* scope = facts.function_at(call);
+    TSNode argument_list = field(call, "arguments");
+    if (!is(argument_list, "argument_list")) continue;  // `f(x for x in y)`
+    const std::vector<CallArgument> arguments = call_arguments(source.text(), argument_list);
+
+    PlanSite site;
+    const Signature* signature = nullptr;
+    bool receiver_unknown = false;
+    if (is(callee, "attribute") && facts.text(field(callee, "attribute")) == rule.method) {
+      TSNode receiver = field(callee, "object");
+      const TypeVerdict verdict = types.of(receiver, scope);
+      if (verdict == TypeVerdict::Other || verdict == TypeVerdict::Nothing) continue;
+      if (verdict == TypeVerdict::Unknown) {
+        const int count = static_cast<int>(arguments.size());
+        if (std::find(rule.unknown_receiver_arity.begin(), rule.unknown_receiver_arity.end(), count) ==
+            rule.unknown_receiver_arity.end()) {
+          continue;
+        }
+        receiver_unknown = true;
+      }
+      site.receiver = one_line(facts.text(receiver));
+      site.callee = rule.wrapper_class + "." + rule.method;
+      signature = &rule.signature;
+    } else if (is(callee, "identifier") && aliases.count(facts.text(callee)) != 0) {
+      const FunctionFacts* alias = aliases.at(facts.text(callee));
+      if (scope != nullptr && syntax::same(scope->node, alias->node)) continue;  // recursion inside the alias
+      site.callee = alias->name;
+      signature = &alias->signature;
+    } else {
+      continue;
+    }
+
+    site.rule = rule.id;
+    site.call = call;
+    site.argument_list = argument_list;
+    const SourcePosition at = source.position(ts_node_start_byte(call));
+    site.line = at.line;
+    site.column = at.column;
+    const FunctionFacts* method = holding_method(facts, scope);
+    if (method != nullptr) {
+      site.class_name = method->class_name;
+      site.method = method->name;
+    }
+
+    const Binding binding = bind_arguments(*signature, arguments);
+    if (binding.complete) {
+      site.q_dtype = bound_dtype(classifier, binding, rule.q_parameter, arguments, argument_list, scope);
+      site.kv_dtype = bound_dtype(classifier, binding, rule.kv_parameter, arguments, argument_list, scope);
+      site.head_dim_ckv = head_dim(binding, rule.head_dim_ckv_parameter);
+      site.head_dim_kpe = head_dim(binding, rule.head_dim_kpe_parameter);
+      if (const BoundValue* kv = binding.find(rule.kv_parameter); kv != nullptr && !kv->from_default()) {
+        site.kv_argument = arguments[static_cast<std::size_t>(kv->argument)];
+      }
+    }
+
+    if (auto reason = suppression(source, call, rule.id)) {
+      site.status = SiteStatus::Ignored;
+      site.reason = reason->empty() ? "suppressed by a kvpatch: ignore comment" : *reason;
+    } else if (receiver_unknown) {
+      site.status = SiteStatus::Unknown;
+      site.reason = "receiver " + site.receiver + " is not known to be a " + rule.wrapper_class +
+                    " but calls ." + rule.method + " with " + std::to_string(arguments.size()) + " arguments";
+    } else if (!binding.complete) {
+      site.status = SiteStatus::Unknown;
+      site.reason = binding.failure;
+    } else if (signature->index_of(rule.kv_parameter) < 0) {
+      site.status = SiteStatus::Unknown;
+      site.reason = site.callee + " has no parameter " + rule.kv_parameter;
+    } else {
+      switch (site.kv_dtype.role) {
+        case DtypeRole::KvCache: site.status = SiteStatus::Threaded; break;
+        case DtypeRole::Model: site.status = SiteStatus::Missing; break;
+        case DtypeRole::Gated:
+          site.status = SiteStatus::Gated;
+          site.condition = site.kv_dtype.condition;
+          break;
+        case DtypeRole::Unknown:
+          site.status = SiteStatus::Unknown;
+          site.reason = site.kv_dtype.reason;
+          break;
+      }
+    }
+    sites.push_back(std::move(site));
+  }
+  return sites;
+}
+
+void plan_site_fixes(const PlanSiteRule& rule, const ModuleFacts& facts, const std::vector<FieldFinding>& fields,
+                     std::vector<PlanSite>& sites) {
+  for (PlanSite& site : sites) {
+    if (site.rule != rule.id || site.status != SiteStatus::Missing) continue;
+    const FieldFinding* field_finding = nullptr;
+    for (const FieldFinding& f : fields) {
+      if (f.rule == rule.field_rule && f.class_name == site.class_name && !site.class_name.empty()) field_finding = &f;
+    }
+    if (field_finding == nullptr || field_finding->field_text.empty()) {
+      site.reason = field_finding != nullptr ? field_finding->reason
+                    : site.class_name.empty()
+                        ? "the call is outside a class, so no KV dtype field is in reach; pass the KV dtype by hand"
+                        : "class " + site.class_name + " is not in the scope of rule " + rule.field_rule +
+                              " and has no KV dtype field; thread it by hand or add the class to the rule's scope";
+      continue;
+    }
+    site.fix_text = field_finding->field_text;
+    if (site.kv_argument) {
+      site.fix = replace_argument_value(*site.kv_argument, site.fix_text, rule.id);
+    } else {
+      site.fix = add_keyword_argument(facts.file().source, site.argument_list, rule.kv_parameter, site.fix_text, rule.id);
+    }
+  }
+}
+
+std::optional<std::string> suppression(const SourceFile& source, TSNode node, const std::string& rule_id) {
+  const int first = source.position(ts_node_start_byte(node)).line;
+  const int last = source.position(ts_node_end_byte(node)).line;
+  for (int line = first; line <= last; ++line) {
+    const std::string_view text = source.line_text(line);
+    const std::size_t hash = text.find('#');
+    if (hash == std::string_view::npos) continue;
+    const std::size_t mark = text.find("kvpatch: ignore[", hash);
+    if (mark == std::string_view::npos) continue;
+    const std::size_t open = mark + std::string_view("kvpatch: ignore[").size();
+    const std::size_t close = text.find(']', open);
+    if (close == std::string_view::npos) continue;
+    const std::string_view ids = text.substr(open, close - open);
+    std::size_t start = 0;
+    bool named = false;
+    while (start <= ids.size()) {
+      std::size_t comma = ids.find(',', start);
+      if (comma == std::string_view::npos) comma = ids.size();
+      std::string_view id = ids.substr(start, comma - start);
+      while (!id.empty() && id.front() == ' ') id.remove_prefix(1);
+      while (!id.empty() && id.back() == ' ') id.remove_suffix(1);
+      named |= id == rule_id;
+      start = comma + 1;
+    }
+    if (!named) continue;
+    std::string reason(text.substr(close + 1));
+    const std::size_t begin = reason.find_first_not_of(" \t");
+    return begin == std::string::npos ? std::string() : reason.substr(begin);
+  }
+  return std::nullopt;
+}
+
+}  // namespace kvpatch

@@ -1,0 +1,134 @@
+#include "kvpatch/python_syntax.h"
+
+#include <stdexcept>
+
+#include "kvpatch/input_error.h"
+
+extern "C" const TSLanguage* tree_sitter_python(void);
+
+namespace kvpatch {
+
+void require_compatible_grammar() {
+  const uint32_t version = ts_language_version(tree_sitter_python());
+  if (version < TREE_SITTER_MIN_COMPATIBLE_LANGUAGE_VERSION || version > TREE_SITTER_LANGUAGE_VERSION) {
+    throw std::runtime_error(
+        "tree-sitter-python grammar has parser ABI " + std::to_string(version) + " but the tree-sitter runtime loads " +
+        std::to_string(TREE_SITTER_MIN_COMPATIBLE_LANGUAGE_VERSION) + "-" + std::to_string(TREE_SITTER_LANGUAGE_VERSION) +
+        "; re-run scripts/fetch-grammar.sh (it pins tree-sitter-python 0.23.6, ABI 14) and rebuild");
+  }
+}
+
+PythonTree::PythonTree(const std::string& text) {
+  TSParser* parser = ts_parser_new();
+  if (!ts_parser_set_language(parser, tree_sitter_python())) {
+    ts_parser_delete(parser);
+    require_compatible_grammar();
+    throw std::runtime_error("tree-sitter refused the Python grammar; rebuild kvpatch after scripts/fetch-grammar.sh");
+  }
+  tree_ = ts_parser_parse_string(parser, nullptr, text.data(), static_cast<uint32_t>(text.size()));
+  ts_parser_delete(parser);
+  if (tree_ == nullptr) throw std::runtime_error("tree-sitter failed to parse");
+}
+
+PythonTree::~PythonTree() {
+  if (tree_ != nullptr) ts_tree_delete(tree_);
+}
+
+PythonTree::PythonTree(PythonTree&& other) noexcept : tree_(other.tree_) { other.tree_ = nullptr; }
+
+TSNode PythonTree::root() const { return ts_tree_root_node(tree_); }
+
+ParsedFile::ParsedFile(SourceFile file) : source(std::move(file)), tree(source.text()) {}
+
+std::string_view ParsedFile::text(TSNode node) const {
+  const uint32_t start = ts_node_start_byte(node);
+  return std::string_view(source.text()).substr(start, ts_node_end_byte(node) - start);
+}
+
+std::optional<std::size_t> first_syntax_error(TSNode root) {
+  if (!ts_node_has_error(root)) return std::nullopt;
+  std::optional<std::size_t> found;
+  // Walk all children (MISSING nodes are often anonymous tokens) and keep the earliest.
+  auto visit = [&](auto&& self, TSNode node) -> void {
+    if (found) return;
+    if (ts_node_is_missing(node) || syntax::type(node) == "ERROR") {
+      found = ts_node_start_byte(node);
+      return;
+    }
+    if (!ts_node_has_error(node)) return;
+    const uint32_t n = ts_node_child_count(node);
+    for (uint32_t i = 0; i < n; ++i) self(self, ts_node_child(node, i));
+  };
+  visit(visit, root);
+  if (!found) found = ts_node_start_byte(root);
+  return found;
+}
+
+ParsedFile parse_source_file(SourceFile file) {
+  ParsedFile parsed(std::move(file));
+  if (auto error = first_syntax_error(parsed.tree.root())) {
+    const SourcePosition where = parsed.source.position(*error);
+    throw InputError(parsed.source.display_path(), where.line,
+                     "syntax error at column " + std::to_string(where.column) + "; the file is not edited",
+                     "fix the Python syntax first (python3 -m py_compile names the problem)");
+  }
+  return parsed;
+}
+
+namespace syntax {
+TSNode field(TSNode node, const char* name) {
+  return ts_node_child_by_field_name(node, name, static_cast<uint32_t>(std::char_traits<char>::length(name)));
+}
+
+std::vector<TSNode> named_children(TSNode node) {
+  std::vector<TSNode> out;
+  const uint32_t n = ts_node_named_child_count(node);
+  out.reserve(n);
+  for (uint32_t i = 0; i < n; ++i) out.push_back(ts_node_named_child(node, i));
+  return out;
+}
+
+TSNode parent(TSNode node) { return ts_node_parent(node); }
+
+std::vector<TSNode> statements(TSNode block) {
+  std::vector<TSNode> out;
+  for (TSNode child : named_children(block)) {
+    if (!is(child, "comment")) out.push_back(child);
+  }
+  return out;
+}
+
+bool same(TSNode a, TSNode b) { return ts_node_eq(a, b); }
+
+bool contains(TSNode outer, TSNode inner) {
+  return ts_node_start_byte(outer) <= ts_node_start_byte(inner) && ts_node_end_byte(inner) <= ts_node_end_byte(outer);
+}
+
+TSNode unparenthesized(TSNode node) {
+  while (is(node, "parenthesized_expression") && ts_node_named_child_count(node) == 1) {
+    node = ts_node_named_child(node, 0);
+  }
+  return node;
+}
+}  // namespace syntax
+
+std::string one_line(std::string_view text) {
+  std::string out;
+  bool in_space = false;
+  for (char c : text) {
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      in_space = true;
+      continue;
+    }
+    if (in_space && !out.empty()) {
+      // No space after an opening bracket or before a closing one: `.to(\n q.dtype\n)` reads `.to(q.dtype)`.
+      const char last = out.back();
+      if (last != '(' && last != '[' && last != '{' && c != ')' && c != ']' && c != '}') out += ' ';
+    }
+    in_space = false;
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace kvpatch

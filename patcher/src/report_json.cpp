@@ -1,0 +1,88 @@
+#include <nlohmann/json.hpp>
+
+#include "kvpatch/report.h"
+
+namespace kvpatch {
+using nlohmann::json;
+
+namespace {
+json dtype_json(const DtypeArgument& a) {
+  return {{"expr", a.expr.empty() ? json(nullptr) : json(a.expr)}, {"role", role_name(a.role)}};
+}
+
+json head_dim_json(const HeadDimArgument& a) {
+  return {{"expr", a.expr.empty() ? json(nullptr) : json(a.expr)},
+          {"value", a.value ? json(*a.value) : json(nullptr)}};
+}
+}  // namespace
+
+std::string json_report(const Run& run) {
+  json report;
+  report["tool"] = "kvpatch";
+  report["format_version"] = 1;
+  report["root"] = run.root.string();
+  report["parameters"] = run.parameters;
+  json sites = json::array();
+  json casts = json::array();
+  json fields = json::array();
+  for (const FileReport& f : run.files) {
+    const std::string& file = f.file->source.display_path();
+    for (const PlanSite& s : f.plan_sites) {
+      json j = {{"rule", s.rule},
+                {"file", file},
+                {"line", s.line},
+                {"column", s.column},
+                {"class", s.class_name},
+                {"method", s.method},
+                {"receiver", s.receiver},
+                {"callee", s.callee},
+                {"q_data_type", dtype_json(s.q_dtype)},
+                {"kv_data_type", dtype_json(s.kv_dtype)},
+                {"head_dim_ckv", head_dim_json(s.head_dim_ckv)},
+                {"head_dim_kpe", head_dim_json(s.head_dim_kpe)},
+                {"status", status_name(s.status)}};
+      if (s.status == SiteStatus::Gated) j["condition"] = s.condition;
+      if (s.status == SiteStatus::Unknown || s.status == SiteStatus::Ignored) j["reason"] = s.reason;
+      sites.push_back(std::move(j));
+    }
+    for (const CastFinding& c : f.casts) {
+      json j = {{"rule", c.rule},
+                {"file", file},
+                {"line", c.line},
+                {"column", c.column},
+                {"class", c.class_name},
+                {"method", c.method},
+                {"variable", c.variable},
+                {"expr", c.expr},
+                {"status", c.redundant ? "redundant" : "required"}};
+      j["consumer"] = c.consumer;
+      casts.push_back(std::move(j));
+    }
+    for (const FieldFinding& field : f.fields) {
+      fields.push_back({{"rule", field.rule},
+                        {"file", file},
+                        {"line", field.line},
+                        {"class", field.class_name},
+                        {"status", field.present ? "present" : "missing"}});
+    }
+  }
+  report["plan_sites"] = std::move(sites);
+  report["casts"] = std::move(casts);
+  report["fields"] = std::move(fields);
+  json errors = json::array();
+  for (const FileError& e : run.errors) {
+    errors.push_back({{"file", e.file},
+                      {"line", e.line},
+                      {"column", e.column},
+                      {"message", e.remedy.empty() ? e.message : e.message + "; " + e.remedy}});
+  }
+  report["errors"] = std::move(errors);
+  const Summary s = summarize(run);
+  report["summary"] = {{"files", s.files},         {"plan_sites", s.plan_sites}, {"threaded", s.threaded},
+                       {"missing", s.missing},     {"gated", s.gated},           {"unknown", s.unknown},
+                       {"ignored", s.ignored},     {"casts", s.casts},           {"redundant", s.redundant},
+                       {"required", s.required},   {"edits", s.edits}};
+  return report.dump(2) + "\n";
+}
+
+}  // namespace kvpatch

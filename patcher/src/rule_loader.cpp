@@ -1,0 +1,463 @@
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <set>
+
+#include "kvpatch/input_error.h"
+#include "kvpatch/parameters.h"
+#include "kvpatch/python_syntax.h"
+#include "kvpatch/rule_set.h"
+
+namespace kvpatch {
+namespace fs = std::filesystem;
+
+bool FileSelection::matches(const std::string& text) const {
+  return std::all_of(content_contains.begin(), content_contains.end(),
+                     [&](const std::string& s) { return text.find(s) != std::string::npos; });
+}
+
+const PlanSiteRule* RuleSet::plan_site_rule(const std::string& id) const {
+  for (const PlanSiteRule& r : plan_site_rules) if (r.id == id) return &r;
+  return nullptr;
+}
+
+const FieldRule* RuleSet::field_rule(const std::string& id) const {
+  for (const FieldRule& r : field_rules) if (r.id == id) return &r;
+  return nullptr;
+}
+
+bool glob_match(const std::string& pattern, const std::string& name) {
+  // Iterative wildcard match with backtracking to the last `*`.
+  std::size_t p = 0, n = 0, star = std::string::npos, mark = 0;
+  while (n < name.size()) {
+    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == name[n])) { ++p; ++n; }
+    else if (p < pattern.size() && pattern[p] == '*') { star = p++; mark = n; }
+    else if (star != std::string::npos) { p = star + 1; n = ++mark; }
+    else return false;
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+namespace {
+
+// Reads one rule file; every error names the file, the line and the field.
+class RuleReader {
+public:
+  RuleReader(std::string file, const std::map<std::string, std::string>* parameters)
+      : file_(std::move(file)), parameters_(parameters) {}
+
+  [[noreturn]] void fail(const YAML::Node& at, const std::string& field, const std::string& problem,
+                         const std::string& remedy) const {
+    const int line = at.IsDefined() ? at.Mark().line + 1 : 0;
+    throw InputError(file_, line, "field '" + field + "': " + problem, remedy);
+  }
+
+  void allow_keys(const YAML::Node& map, const std::string& path, std::initializer_list<const char*> keys) const {
+    if (!map.IsMap()) fail(map, path, "expected a mapping", "see the other files in rules/ for the layout");
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      const std::string key = it->first.as<std::string>();
+      if (std::none_of(keys.begin(), keys.end(), [&](const char* k) { return key == k; })) {
+        std::string known;
+        for (const char* k : keys) known += std::string(known.empty() ? "" : ", ") + k;
+        fail(it->first, join(path, key), "unknown field", "known fields here: " + known);
+      }
+    }
+  }
+
+  YAML::Node required(const YAML::Node& map, const std::string& path, const char* key) const {
+    YAML::Node node = map[key];
+    if (!node.IsDefined() || node.IsNull()) fail(map, join(path, key), "missing", "add it");
+    return node;
+  }
+
+  std::string string(const YAML::Node& map, const std::string& path, const char* key, bool must,
+                     const std::string& fallback = "") const {
+    YAML::Node node = must ? required(map, path, key) : map[key];
+    if (!node.IsDefined() || node.IsNull()) return fallback;
+    if (!node.IsScalar()) fail(node, join(path, key), "expected a string", "write a plain or quoted string");
+    return expand(node, join(path, key), node.as<std::string>());
+  }
+
+  std::string expand(const YAML::Node& at, const std::string& field, const std::string& text) const {
+    if (parameters_ == nullptr) return text;
+    try {
+      return expand_parameters(text, *parameters_);
+    } catch (const ParameterError& e) {
+      fail(at, field, e.what(), "declare it under parameters: in rules/parameters.yaml or fix the reference");
+    }
+  }
+
+  bool boolean(const YAML::Node& map, const std::string& path, const char* key, bool fallback) const {
+    YAML::Node node = map[key];
+    if (!node.IsDefined() || node.IsNull()) return fallback;
+    bool value = fallback;
+    if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value)) {
+      fail(node, join(path, key), "expected true or false", "write true or false");
+    }
+    return value;
+  }
+
+  std::vector<std::string> strings(const YAML::Node& map, const std::string& path, const char* key, bool must) const {
+    YAML::Node node = must ? required(map, path, key) : map[key];
+    std::vector<std::string> out;
+    if (!node.IsDefined() || node.IsNull()) return out;
+    if (!node.IsSequence()) fail(node, join(path, key), "expected a list of strings", "write [a, b] or a - list");
+    for (const YAML::Node& item : node) {
+      if (!item.IsScalar()) fail(item, join(path, key), "expected a string", "write a plain or quoted string");
+      out.push_back(expand(item, join(path, key), item.as<std::string>()));
+    }
+    return out;
+  }
+
+  std::vector<int> integers(const YAML::Node& map, const std::string& path, const char* key) const {
+    std::vector<int> out;
+    YAML::Node node = map[key];
+    if (!node.IsDefined() || node.IsNull()) return out;
+    if (!node.IsSequence()) fail(node, join(path, key), "expected a list of integers", "write [12, 13]");
+    for (const YAML::Node& item : node) {
+      int value = 0;
+      if (!item.IsScalar() || !YAML::convert<int>::decode(item, value)) {
+        fail(item, join(path, key), "expected an integer", "write a whole number");
+      }
+      out.push_back(value);
+    }
+    return out;
+  }
+
+  FileSelection files(const YAML::Node& rule) const {
+    FileSelection selection;
+    YAML::Node node = rule["files"];
+    if (!node.IsDefined()) return selection;
+    allow_keys(node, "files", {"content_contains"});
+    selection.content_contains = strings(node, "files", "content_contains", false);
+    return selection;
+  }
+
+  const std::string& file() const { return file_; }
+
+  static std::string join(const std::string& path, const std::string& key) {
+    return path.empty() ? key : path + "." + key;
+  }
+
+private:
+  std::string file_;
+  const std::map<std::string, std::string>* parameters_;
+};
+
+PlanSiteRule read_plan_site_rule(const RuleReader& r, const YAML::Node& doc) {
+  r.allow_keys(doc, "", {"id", "kind", "description", "files", "callee", "aliases", "unknown_receiver_arity",
+                         "arguments", "dtype_roles", "fix", "tests"});
+  PlanSiteRule rule;
+  rule.id = r.string(doc, "", "id", true);
+  rule.file = r.file();
+  rule.files = r.files(doc);
+  YAML::Node callee = r.required(doc, "", "callee");
+  r.allow_keys(callee, "callee", {"class", "method", "parameters"});
+  rule.wrapper_class = r.string(callee, "callee", "class", true);
+  rule.method = r.string(callee, "callee", "method", true);
+  const std::string parameters = r.string(callee, "callee", "parameters", true);
+  try {
+    rule.signature = parse_parameter_list(parameters);
+  } catch (const std::invalid_argument& e) {
+    r.fail(callee["parameters"], "callee.parameters", e.what(), "write the parameters as in a Python def");
+  }
+  if (YAML::Node aliases = doc["aliases"]; aliases.IsDefined()) {
+    r.allow_keys(aliases, "aliases", {"by_signature", "same_position", "by_partial"});
+    rule.aliases_by_signature = r.boolean(aliases, "aliases", "by_signature", true);
+    rule.alias_same_position = r.strings(aliases, "aliases", "same_position", false);
+    rule.aliases_by_partial = r.boolean(aliases, "aliases", "by_partial", true);
+  }
+  rule.unknown_receiver_arity = r.integers(doc, "", "unknown_receiver_arity");
+  YAML::Node arguments = r.required(doc, "", "arguments");
+  r.allow_keys(arguments, "arguments", {"q_dtype", "kv_dtype", "head_dim_ckv", "head_dim_kpe"});
+  rule.q_parameter = r.string(arguments, "arguments", "q_dtype", true);
+  rule.kv_parameter = r.string(arguments, "arguments", "kv_dtype", true);
+  rule.head_dim_ckv_parameter = r.string(arguments, "arguments", "head_dim_ckv", false);
+  rule.head_dim_kpe_parameter = r.string(arguments, "arguments", "head_dim_kpe", false);
+  for (const std::string* name : {&rule.q_parameter, &rule.kv_parameter, &rule.head_dim_ckv_parameter,
+                                  &rule.head_dim_kpe_parameter}) {
+    if (!name->empty() && rule.signature.index_of(*name) < 0) {
+      r.fail(arguments, "arguments", "'" + *name + "' is not a parameter of callee.parameters",
+             "name a parameter of the callee's signature");
+    }
+  }
+  for (const std::string& name : rule.alias_same_position) {
+    if (rule.signature.index_of(name) < 0) {
+      r.fail(doc["aliases"]["same_position"], "aliases.same_position", "'" + name + "' is not a callee parameter",
+             "name a parameter of the callee's signature");
+    }
+  }
+  YAML::Node roles = r.required(doc, "", "dtype_roles");
+  r.allow_keys(roles, "dtype_roles", {"kv_cache", "model"});
+  rule.roles.kv_cache = r.strings(roles, "dtype_roles", "kv_cache", true);
+  rule.roles.model = r.strings(roles, "dtype_roles", "model", true);
+  YAML::Node fix = r.required(doc, "", "fix");
+  r.allow_keys(fix, "fix", {"field_rule"});
+  rule.field_rule = r.string(fix, "fix", "field_rule", true);
+  return rule;
+}
+
+FieldRule read_field_rule(const RuleReader& r, const YAML::Node& doc) {
+  r.allow_keys(doc, "", {"id", "kind", "description", "files", "scope", "anchor", "field", "value", "tests"});
+  FieldRule rule;
+  rule.id = r.string(doc, "", "id", true);
+  rule.file = r.file();
+  rule.files = r.files(doc);
+  YAML::Node scope = r.required(doc, "", "scope");
+  r.allow_keys(scope, "scope", {"init_assigns", "sites_rule", "require_sites", "class_names"});
+  rule.init_assigns = r.string(scope, "scope", "init_assigns", true);
+  rule.sites_rule = r.string(scope, "scope", "sites_rule", true);
+  rule.require_sites = r.boolean(scope, "scope", "require_sites", true);
+  rule.class_patterns = r.strings(scope, "scope", "class_names", false);
+  rule.anchor = r.string(doc, "", "anchor", true);
+  rule.field = r.string(doc, "", "field", true);
+  rule.value = r.string(doc, "", "value", true);
+  const std::string statement = rule.field + " = " + rule.value + "\n";
+  PythonTree tree(statement);
+  TSNode root = tree.root();
+  const bool one_assignment = !first_syntax_error(root) && ts_node_named_child_count(root) == 1 &&
+                              syntax::is(ts_node_named_child(ts_node_named_child(root, 0), 0), "assignment");
+  if (!one_assignment) {
+    r.fail(doc["value"], "value", "`" + rule.field + " = " + rule.value + "` is not one Python assignment",
+           "check the field and value (and any --set kv_field=/kv_dtype_expr= given)");
+  }
+  return rule;
+}
+
+std::vector<std::string> required_list(const RuleReader& r, const YAML::Node& map, const std::string& path,
+                                       const char* key) {
+  std::vector<std::string> out = r.strings(map, path, key, true);
+  if (out.empty()) r.fail(map[key], RuleReader::join(path, key), "must not be empty", "list at least one entry");
+  return out;
+}
+
+CastRule read_cast_rule(const RuleReader& r, const YAML::Node& doc) {
+  r.allow_keys(doc, "", {"id", "kind", "description", "files", "functions", "kv_sources", "cast",
+                         "metadata_attributes", "fp8_consumers", "tests"});
+  CastRule rule;
+  rule.id = r.string(doc, "", "id", true);
+  rule.file = r.file();
+  rule.files = r.files(doc);
+  rule.functions = required_list(r, doc, "", "functions");
+  YAML::Node sources = r.required(doc, "", "kv_sources");
+  r.allow_keys(sources, "kv_sources", {"calls", "attributes"});
+  rule.kv_source_calls = r.strings(sources, "kv_sources", "calls", false);
+  rule.kv_source_attributes = r.strings(sources, "kv_sources", "attributes", false);
+  if (rule.kv_source_calls.empty() && rule.kv_source_attributes.empty()) {
+    r.fail(sources, "kv_sources", "names no call and no attribute", "list the KV-cache sources, e.g. calls: [get_key_buffer]");
+  }
+  if (YAML::Node cast = doc["cast"]; cast.IsDefined()) {
+    r.allow_keys(cast, "cast", {"method", "argument_attribute"});
+    rule.cast_method = r.string(cast, "cast", "method", false, "to");
+    rule.cast_argument_attribute = r.string(cast, "cast", "argument_attribute", false, "dtype");
+  }
+  rule.metadata_attributes = r.strings(doc, "", "metadata_attributes", false);
+  YAML::Node consumers = doc["fp8_consumers"];
+  if (consumers.IsDefined() && !consumers.IsNull()) {
+    if (!consumers.IsSequence()) r.fail(consumers, "fp8_consumers", "expected a list", "write a - list or []");
+    for (const YAML::Node& c : consumers) {
+      r.allow_keys(c, "fp8_consumers", {"method", "sites_rule", "planned_by"});
+      Fp8Consumer consumer;
+      consumer.method = r.string(c, "fp8_consumers", "method", true);
+      consumer.sites_rule = r.string(c, "fp8_consumers", "sites_rule", true);
+      YAML::Node channels = c["planned_by"];
+      if (channels.IsDefined() && !channels.IsNull()) {
+        if (!channels.IsSequence()) r.fail(channels, "fp8_consumers.planned_by", "expected a list", "write a - list");
+        for (const YAML::Node& ch : channels) {
+          r.allow_keys(ch, "fp8_consumers.planned_by", {"receiver_source", "classes"});
+          consumer.planned_by.push_back({r.string(ch, "fp8_consumers.planned_by", "receiver_source", true),
+                                         required_list(r, ch, "fp8_consumers.planned_by", "classes")});
+        }
+      }
+      rule.fp8_consumers.push_back(std::move(consumer));
+    }
+  }
+  return rule;
+}
+
+std::vector<RuleTestCase> read_tests(const RuleReader& raw, const YAML::Node& doc, const std::string& rule_id,
+                                     const std::string& kind) {
+  std::vector<RuleTestCase> out;
+  YAML::Node tests = doc["tests"];
+  if (!tests.IsDefined() || tests.IsNull()) return out;
+  if (!tests.IsSequence()) raw.fail(tests, "tests", "expected a list of test cases", "write a - list");
+  const std::set<std::string> statuses =
+      kind == "plan-site" ? std::set<std::string>{"threaded", "missing", "gated", "unknown", "ignored"}
+      : kind == "field"   ? std::set<std::string>{"present", "missing"}
+                          : std::set<std::string>{"redundant", "required"};
+  for (const YAML::Node& t : tests) {
+    raw.allow_keys(t, "tests", {"name", "code", "expect", "fixed", "parameters"});
+    RuleTestCase c;
+    c.rule = rule_id;
+    c.file = raw.file();
+    c.line = t.Mark().line + 1;
+    c.name = raw.string(t, "tests", "name", true);
+    c.code = raw.string(t, "tests", "code", true);
+    if (t["fixed"].IsDefined()) c.fixed = raw.string(t, "tests", "fixed", true);
+    YAML::Node expect = t["expect"];
+    if (expect.IsDefined() && !expect.IsNull()) {
+      if (!expect.IsSequence()) raw.fail(expect, "tests.expect", "expected a list", "write - {line: N, status: S}");
+      for (const YAML::Node& e : expect) {
+        raw.allow_keys(e, "tests.expect", {"line", "status"});
+        ExpectedFinding f;
+        YAML::Node line = raw.required(e, "tests.expect", "line");
+        if (!line.IsScalar() || !YAML::convert<int>::decode(line, f.line)) {
+          raw.fail(line, "tests.expect.line", "expected an integer", "write the 1-based line of the finding");
+        }
+        f.status = raw.string(e, "tests.expect", "status", true);
+        if (statuses.count(f.status) == 0) {
+          std::string known;
+          for (const std::string& s : statuses) known += (known.empty() ? "" : ", ") + s;
+          raw.fail(e["status"], "tests.expect.status", "'" + f.status + "' is not a status of a " + kind + " rule",
+                   "use one of " + known);
+        }
+        c.expect.push_back(f);
+      }
+    }
+    if (YAML::Node p = t["parameters"]; p.IsDefined()) {
+      if (!p.IsMap()) raw.fail(p, "tests.parameters", "expected a mapping", "write name: value pairs");
+      for (auto it = p.begin(); it != p.end(); ++it) c.parameters[it->first.as<std::string>()] = it->second.as<std::string>();
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+struct LoadedDocument {
+  std::string file;
+  YAML::Node doc;
+  std::string kind;
+};
+
+}  // namespace
+
+RuleSet load_rule_set(const fs::path& dir, const std::map<std::string, std::string>& overrides) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    throw InputError(dir.string(), 0, "rules directory not found", "pass --rules DIR or set KVPATCH_RULES_DIR");
+  }
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".yaml") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  if (files.empty()) throw InputError(dir.string(), 0, "no *.yaml rule files", "pass the kvpatch rules/ directory");
+
+  // First pass: parse every file and collect the parameters, so rule fields can reference them.
+  std::vector<LoadedDocument> documents;
+  std::map<std::string, std::string> declared;
+  std::map<std::string, std::pair<std::vector<std::string>, std::string>> choices;  // name -> (values, file)
+  for (const fs::path& path : files) {
+    const std::string file = path.string();
+    YAML::Node doc;
+    try {
+      doc = YAML::LoadFile(file);
+    } catch (const YAML::Exception& e) {
+      throw InputError(file, e.mark.line + 1, "malformed YAML: " + e.msg, "fix the YAML syntax");
+    }
+    RuleReader raw(file, nullptr);
+    if (!doc.IsMap()) raw.fail(doc, "kind", "the file is not a mapping", "start the file with kind: ...");
+    const std::string kind = raw.string(doc, "", "kind", true);
+    if (kind == "parameters") {
+      raw.allow_keys(doc, "", {"kind", "description", "parameters", "choices"});
+      YAML::Node params = raw.required(doc, "", "parameters");
+      if (!params.IsMap()) raw.fail(params, "parameters", "expected a mapping", "write name: value pairs");
+      for (auto it = params.begin(); it != params.end(); ++it) {
+        const std::string name = it->first.as<std::string>();
+        if (!it->second.IsScalar()) raw.fail(it->second, "parameters." + name, "expected a string", "quote the value");
+        if (declared.count(name) != 0) {
+          raw.fail(it->first, "parameters." + name, "declared twice", "declare each parameter in one file only");
+        }
+        declared[name] = it->second.as<std::string>();
+      }
+      if (YAML::Node c = doc["choices"]; c.IsDefined()) {
+        if (!c.IsMap()) raw.fail(c, "choices", "expected a mapping", "write name: [value, ...]");
+        for (auto it = c.begin(); it != c.end(); ++it) {
+          const std::string name = it->first.as<std::string>();
+          choices[name] = {raw.strings(c, "choices", name.c_str(), true), file};
+        }
+      }
+    } else if (kind != "plan-site" && kind != "field" && kind != "cast") {
+      raw.fail(doc["kind"], "kind", "'" + kind + "' is not a rule kind", "use parameters, plan-site, field or cast");
+    }
+    documents.push_back({file, doc, kind});
+  }
+
+  RuleSet set;
+  set.directory = dir;
+  std::map<std::string, std::string> raw_parameters = declared;
+  for (const auto& [name, value] : overrides) {
+    if (declared.count(name) == 0) {
+      std::string known;
+      for (const auto& [k, v] : declared) known += (known.empty() ? "" : ", ") + k;
+      throw InputError("--set " + name, 0, "unknown rule parameter '" + name + "'", "known parameters: " + known);
+    }
+    raw_parameters[name] = value;
+  }
+  try {
+    set.parameters = expand_all(raw_parameters);
+  } catch (const ParameterError& e) {
+    throw InputError(dir.string(), 0, std::string("rule parameters: ") + e.what(),
+                     "check --set values and the parameters: files in the rules directory");
+  }
+  for (const auto& [name, allowed] : choices) {
+    auto it = set.parameters.find(name);
+    if (it == set.parameters.end()) continue;
+    if (std::find(allowed.first.begin(), allowed.first.end(), it->second) == allowed.first.end()) {
+      std::string known;
+      for (const std::string& v : allowed.first) known += (known.empty() ? "" : ", ") + v;
+      throw InputError("--set " + name, 0, "'" + it->second + "' is not a value of parameter '" + name + "'",
+                       "use one of " + known);
+    }
+  }
+
+  std::set<std::string> ids;
+  for (const LoadedDocument& d : documents) {
+    if (d.kind == "parameters") continue;
+    RuleReader reader(d.file, &set.parameters);
+    std::string id;
+    if (d.kind == "plan-site") {
+      set.plan_site_rules.push_back(read_plan_site_rule(reader, d.doc));
+      id = set.plan_site_rules.back().id;
+    } else if (d.kind == "field") {
+      set.field_rules.push_back(read_field_rule(reader, d.doc));
+      id = set.field_rules.back().id;
+    } else {
+      set.cast_rules.push_back(read_cast_rule(reader, d.doc));
+      id = set.cast_rules.back().id;
+    }
+    if (!ids.insert(id).second) reader.fail(d.doc["id"], "id", "rule id '" + id + "' is used twice", "give each rule its own id");
+    RuleReader verbatim(d.file, nullptr);  // test code is taken as written, never expanded
+    for (RuleTestCase& c : read_tests(verbatim, d.doc, id, d.kind)) set.tests.push_back(std::move(c));
+  }
+
+  // Cross-references between rules name existing rules of the right kind.
+  for (const LoadedDocument& d : documents) {
+    RuleReader reader(d.file, &set.parameters);
+    if (d.kind == "plan-site") {
+      const std::string ref = reader.string(d.doc["fix"], "fix", "field_rule", true);
+      if (set.field_rule(ref) == nullptr) {
+        reader.fail(d.doc["fix"]["field_rule"], "fix.field_rule", "no field rule has id '" + ref + "'",
+                    "name the id of a kind: field rule");
+      }
+    } else if (d.kind == "field") {
+      const std::string ref = reader.string(d.doc["scope"], "scope", "sites_rule", true);
+      if (set.plan_site_rule(ref) == nullptr) {
+        reader.fail(d.doc["scope"]["sites_rule"], "scope.sites_rule", "no plan-site rule has id '" + ref + "'",
+                    "name the id of a kind: plan-site rule");
+      }
+    } else if (d.kind == "cast" && d.doc["fp8_consumers"].IsSequence()) {
+      for (const YAML::Node& c : d.doc["fp8_consumers"]) {
+        const std::string ref = reader.string(c, "fp8_consumers", "sites_rule", true);
+        if (set.plan_site_rule(ref) == nullptr) {
+          reader.fail(c["sites_rule"], "fp8_consumers.sites_rule", "no plan-site rule has id '" + ref + "'",
+                      "name the id of a kind: plan-site rule");
+        }
+      }
+    }
+  }
+  return set;
+}
+
+}  // namespace kvpatch

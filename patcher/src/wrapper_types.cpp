@@ -1,0 +1,184 @@
+#include "kvpatch/wrapper_types.h"
+
+#include <cctype>
+#include <vector>
+
+#include "kvpatch/dtype_roles.h"
+
+namespace kvpatch {
+using syntax::field;
+using syntax::is;
+
+namespace {
+constexpr int kMaxDepth = 10;  // bounds chains of assignments (and cycles through them)
+
+// Wrapper if any part is and none is another type; Other if all known parts are other types.
+TypeVerdict merge(const std::vector<TypeVerdict>& parts) {
+  bool wrapper = false, other = false, unknown = false;
+  for (TypeVerdict v : parts) {
+    wrapper |= v == TypeVerdict::Wrapper;
+    other |= v == TypeVerdict::Other;
+    unknown |= v == TypeVerdict::Unknown;
+  }
+  if (wrapper && !other) return TypeVerdict::Wrapper;
+  if (other && !wrapper && !unknown) return TypeVerdict::Other;
+  if (!wrapper && !other && !unknown) return TypeVerdict::Nothing;
+  return TypeVerdict::Unknown;
+}
+
+bool word_in(const std::string& text, const std::string& word) {
+  for (std::size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) {
+    const bool left = at == 0 || !(std::isalnum(static_cast<unsigned char>(text[at - 1])) || text[at - 1] == '_');
+    const std::size_t end = at + word.size();
+    const bool right = end >= text.size() || !(std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_');
+    if (left && right) return true;
+  }
+  return false;
+}
+
+// The last name of a callee: `a.b.C` -> C.
+std::string last_name(const ModuleFacts& facts, TSNode callee) {
+  if (is(callee, "identifier")) return facts.text(callee);
+  if (is(callee, "attribute")) return facts.text(field(callee, "attribute"));
+  return "";
+}
+}  // namespace
+
+TypeVerdict WrapperTypes::of_annotation(const std::string& annotation) const {
+  if (annotation.empty()) return TypeVerdict::Unknown;
+  return word_in(annotation, wrapper_class_) ? TypeVerdict::Wrapper : TypeVerdict::Other;
+}
+
+TypeVerdict WrapperTypes::of(TSNode expr, const FunctionFacts* scope) const { return of(expr, scope, 0); }
+
+TypeVerdict WrapperTypes::of(TSNode expr, const FunctionFacts* scope, int depth) const {
+  expr = syntax::unparenthesized(expr);
+  if (syntax::is_null(expr) || depth > kMaxDepth) return TypeVerdict::Unknown;
+  if (is(expr, "none")) return TypeVerdict::Nothing;
+  if (is(expr, "call")) {
+    const std::string name = last_name(facts_, field(expr, "function"));
+    if (name == wrapper_class_) return TypeVerdict::Wrapper;
+    // Another class's constructor (by naming convention) builds something else.
+    if (!name.empty() && std::isupper(static_cast<unsigned char>(name[0]))) return TypeVerdict::Other;
+    return TypeVerdict::Unknown;
+  }
+  if (is(expr, "boolean_operator") || is(expr, "conditional_expression")) {
+    std::vector<TypeVerdict> parts;
+    const std::vector<TSNode> children = syntax::statements(expr);
+    for (std::size_t i = 0; i < children.size(); ++i) {
+      if (is(expr, "conditional_expression") && i == 1) continue;  // the condition
+      parts.push_back(of(children[i], scope, depth + 1));
+    }
+    return merge(parts);
+  }
+  if (is(expr, "subscript")) return element_of(field(expr, "value"), scope, depth + 1);
+  if (is(expr, "identifier")) {
+    const std::string name = facts_.text(expr);
+    std::vector<TypeVerdict> parts;
+    for (const FunctionFacts* f = scope; f != nullptr;
+         f = f->outer >= 0 ? &facts_.functions()[static_cast<std::size_t>(f->outer)] : nullptr) {
+      const int index = f->signature.index_of(name);
+      if (index >= 0) {
+        const std::string& annotation = f->signature.parameters[static_cast<std::size_t>(index)].annotation;
+        if (!annotation.empty()) parts.push_back(of_annotation(annotation));
+      }
+      for (const Assignment* a : facts_.local_assignments(*f, name)) {
+        if (a->kind == AssignmentKind::Plain) parts.push_back(of(a->value, f, depth + 1));
+        else if (a->kind == AssignmentKind::LoopTarget) parts.push_back(element_of(a->value, f, depth + 1));
+        else parts.push_back(TypeVerdict::Unknown);
+      }
+      if (!parts.empty() || index >= 0) break;  // the nearest scope that binds the name decides
+    }
+    return parts.empty() ? TypeVerdict::Unknown : merge(parts);
+  }
+  if (is(expr, "attribute")) {
+    const std::string attr = facts_.text(field(expr, "attribute"));
+    TSNode object = field(expr, "object");
+    std::vector<TypeVerdict> parts;
+    const FunctionFacts* method = holding_method(facts_, scope);
+    if (method != nullptr && is(object, "identifier") && facts_.text(object) == self_name(*method)) {
+      if (const ClassFacts* cls = facts_.find_class(method->class_name)) {
+        auto declared = cls->field_annotations.find(attr);
+        if (declared != cls->field_annotations.end()) parts.push_back(of_annotation(declared->second));
+        for (const Assignment* a : facts_.self_attribute_assignments(*cls, attr)) {
+          if (a->kind == AssignmentKind::Plain) {
+            parts.push_back(of(a->value, &facts_.functions()[static_cast<std::size_t>(a->function)], depth + 1));
+          }
+        }
+      }
+    }
+    if (parts.empty()) {
+      // A metadata field declared with the wrapper's type in some class of the module.
+      const std::string annotation = facts_.field_annotation_anywhere(attr);
+      if (!annotation.empty()) parts.push_back(of_annotation(annotation));
+    }
+    return parts.empty() ? TypeVerdict::Unknown : merge(parts);
+  }
+  return TypeVerdict::Unknown;
+}
+
+TypeVerdict WrapperTypes::element_of(TSNode container, const FunctionFacts* scope, int depth) const {
+  container = syntax::unparenthesized(container);
+  if (syntax::is_null(container) || depth > kMaxDepth) return TypeVerdict::Unknown;
+  if (is(container, "list") || is(container, "tuple")) {
+    std::vector<TypeVerdict> parts;
+    for (TSNode item : syntax::statements(container)) parts.push_back(of(item, scope, depth + 1));
+    return parts.empty() ? TypeVerdict::Nothing : merge(parts);
+  }
+  if (is(container, "attribute") || is(container, "identifier")) {
+    const std::string target = one_line(facts_.file().text(container));
+    const FunctionFacts* method = holding_method(facts_, scope);
+    const bool is_self_attribute = is(container, "attribute") && method != nullptr &&
+                                   is(field(container, "object"), "identifier") &&
+                                   facts_.text(field(container, "object")) == self_name(*method);
+    std::vector<TypeVerdict> parts;
+    for (const Assignment& a : facts_.assignments()) {
+      if (a.target != target || a.function < 0) continue;
+      const FunctionFacts* where = &facts_.functions()[static_cast<std::size_t>(a.function)];
+      const bool same_scope = is_self_attribute ? where->class_name == method->class_name : where == scope;
+      if (!same_scope) continue;
+      if (a.kind == AssignmentKind::ItemStore) parts.push_back(of(a.value, where, depth + 1));
+      else if (a.kind == AssignmentKind::Plain) {
+        const TSNode value = syntax::unparenthesized(a.value);
+        // `self.x = []` or `{}` says nothing; a literal with items or another container does.
+        if (!(is(value, "list") || is(value, "dictionary") || is(value, "tuple")) || ts_node_named_child_count(value) > 0) {
+          parts.push_back(element_of(value, where, depth + 1));
+        }
+      }
+    }
+    if (is_self_attribute) {
+      if (const ClassFacts* cls = facts_.find_class(method->class_name)) {
+        auto declared = cls->field_annotations.find(facts_.text(field(container, "attribute")));
+        if (declared != cls->field_annotations.end()) parts.push_back(of_annotation(declared->second));
+      }
+    }
+    return parts.empty() ? TypeVerdict::Unknown : merge(parts);
+  }
+  return TypeVerdict::Unknown;
+}
+
+std::string WrapperTypes::source_attribute(TSNode expr, const FunctionFacts* scope) const {
+  return source_attribute(expr, scope, 0);
+}
+
+std::string WrapperTypes::source_attribute(TSNode expr, const FunctionFacts* scope, int depth) const {
+  expr = syntax::unparenthesized(expr);
+  if (syntax::is_null(expr) || depth > kMaxDepth) return "";
+  if (is(expr, "attribute")) return facts_.text(field(expr, "attribute"));
+  if (is(expr, "subscript")) return source_attribute(field(expr, "value"), scope, depth + 1);
+  if (is(expr, "identifier") && scope != nullptr) {
+    std::string found;
+    const std::vector<const Assignment*> assignments = facts_.local_assignments(*scope, facts_.text(expr));
+    if (assignments.empty()) return "";
+    for (const Assignment* a : assignments) {
+      if (a->kind != AssignmentKind::Plain) return "";
+      const std::string source = source_attribute(a->value, scope, depth + 1);
+      if (source.empty() || (!found.empty() && source != found)) return "";
+      found = source;
+    }
+    return found;
+  }
+  return "";
+}
+
+}  // namespace kvpatch
