@@ -184,7 +184,9 @@ private:
         if (!in_channel(s)) continue;
         ++count;
         if (s.threaded_after_edits()) continue;
-        std::string why = name + ": wrapper has a " + std::string(status_name(s.status)) + " plan site at " +
+        const std::string status = status_name(s.status);
+        const char* article = status == "unknown" || status == "ignored" ? "an " : "a ";
+        std::string why = name + ": wrapper has " + article + status + " plan site at " +
                           std::to_string(s.line) + ":" + std::to_string(s.column);
         if (s.status == SiteStatus::Gated) why += " (gated on " + s.condition + ")";
         return why;

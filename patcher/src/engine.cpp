@@ -29,6 +29,17 @@ FileReport analyze_file(const RuleSet& rules, std::shared_ptr<const ParsedFile> 
     for (CastFinding& c : check_casts(rule, rules, facts, report.plan_sites)) report.casts.push_back(std::move(c));
   }
 
+  // Two cast rules may select one file; a cast both report is kept once, required winning over redundant.
+  std::vector<CastFinding> unique_casts;
+  for (CastFinding& c : report.casts) {
+    auto same = std::find_if(unique_casts.begin(), unique_casts.end(), [&](const CastFinding& u) {
+      return u.line == c.line && u.column == c.column;
+    });
+    if (same == unique_casts.end()) unique_casts.push_back(std::move(c));
+    else if (same->redundant && !c.redundant) *same = std::move(c);
+  }
+  report.casts = std::move(unique_casts);
+
   auto by_position = [](const auto& a, const auto& b) { return std::tie(a.line, a.column) < std::tie(b.line, b.column); };
   std::stable_sort(report.plan_sites.begin(), report.plan_sites.end(), by_position);
   std::stable_sort(report.fields.begin(), report.fields.end(), by_position);

@@ -96,11 +96,17 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
       const TypeVerdict verdict = types.of(receiver, scope);
       if (verdict == TypeVerdict::Other || verdict == TypeVerdict::Nothing) continue;
       if (verdict == TypeVerdict::Unknown) {
+        // With *args / **kwargs the arity is unknown too: the call may fill every parameter.
         const int count = static_cast<int>(arguments.size());
-        if (std::find(rule.unknown_receiver_arity.begin(), rule.unknown_receiver_arity.end(), count) ==
-            rule.unknown_receiver_arity.end()) {
-          continue;
-        }
+        const bool unpacks = std::any_of(arguments.begin(), arguments.end(), [](const CallArgument& a) {
+          return a.kind == ArgumentKind::UnpackedSequence || a.kind == ArgumentKind::UnpackedMapping;
+        });
+        const int most = rule.unknown_receiver_arity.empty()
+                             ? 0
+                             : *std::max_element(rule.unknown_receiver_arity.begin(), rule.unknown_receiver_arity.end());
+        const bool plan_arity = std::find(rule.unknown_receiver_arity.begin(), rule.unknown_receiver_arity.end(),
+                                          count) != rule.unknown_receiver_arity.end();
+        if (!plan_arity && !(unpacks && count <= most)) continue;
         receiver_unknown = true;
       }
       site.receiver = one_line(facts.text(receiver));
@@ -143,8 +149,10 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
       site.reason = reason->empty() ? "suppressed by a kvpatch: ignore comment" : *reason;
     } else if (receiver_unknown) {
       site.status = SiteStatus::Unknown;
-      site.reason = "receiver " + site.receiver + " is not known to be a " + rule.wrapper_class +
-                    " but calls ." + rule.method + " with " + std::to_string(arguments.size()) + " arguments";
+      site.reason = "receiver " + site.receiver + " is not known to be a " + rule.wrapper_class + " but calls ." +
+                    rule.method + (binding.complete ? " with " + std::to_string(arguments.size()) + " arguments"
+                                                    : " and " + binding.failure) +
+                    "; annotate it or suppress with # kvpatch: ignore[" + rule.id + "] <reason>";
     } else if (!binding.complete) {
       site.status = SiteStatus::Unknown;
       site.reason = binding.failure;

@@ -65,14 +65,15 @@ std::string site_message(const PlanSite& s) {
                   (s.receiver.empty() ? s.callee : s.receiver + "." + s.callee.substr(s.callee.rfind('.') + 1));
   if (!s.kv_dtype.expr.empty()) {
     m += " binds q_data_type=" + s.q_dtype.expr + ", kv_data_type=" + s.kv_dtype.expr + " (" +
-         describe_role(s.kv_dtype.role) + ")";
+         (s.kv_dtype.role == DtypeRole::Gated ? "gated on " + s.kv_dtype.condition : describe_role(s.kv_dtype.role)) +
+         ")";
   }
   switch (s.status) {
     case SiteStatus::Threaded: break;
     case SiteStatus::Missing:
       m += s.fix ? "; fix: kv_data_type=" + s.fix_text : "; no fix: " + s.reason;
       break;
-    case SiteStatus::Gated: m += " on " + s.condition + "; casts feeding this wrapper stay"; break;
+    case SiteStatus::Gated: m += "; counts as threaded, casts feeding this wrapper stay"; break;
     case SiteStatus::Unknown:
     case SiteStatus::Ignored: m += "; " + s.reason; break;
   }
