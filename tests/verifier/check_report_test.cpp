@@ -1,0 +1,100 @@
+// Reading `kvpatch check --format json` reports (hand-written ones in data/) into dtype requests.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "src/check_report.h"
+
+using namespace kvverify;
+
+namespace {
+const std::string kData = KVVERIFY_DATA_DIR;
+}
+
+TEST_SUITE("check_report") {
+  TEST_CASE("patched report: roles become dtype pairs; gated gives both branches") {
+    const CheckReport report = read_check_report(kData + "/check_report_patched.json");
+    REQUIRE(report.plan_sites.size() == 3);
+    CHECK(report.root == "/srv/sglang");
+    CHECK(report.plan_sites[0].where() == "python/sglang/srt/layers/attention/flashinfer_mla_backend.py:734:13");
+    CHECK(report.plan_sites[1].head_dim_ckv == 512);
+    CHECK_FALSE(report.plan_sites[0].head_dim_ckv.has_value());
+    CHECK(report.plan_sites[2].kv_role == DtypeRole::kGated);
+
+    const ReportRequests requests = collect_requests(report, Dtype::kBf16, Dtype::kFp8E4M3);
+    REQUIRE(requests.pairs.size() == 2);
+    CHECK(requests.pairs[0].q_dtype == Dtype::kBf16);
+    CHECK(requests.pairs[0].kv_dtype == Dtype::kFp8E4M3);
+    CHECK(requests.pairs[0].sites.size() == 3);  // two threaded sites and the gate's FP8 branch
+    CHECK(requests.pairs[0].supported);
+    CHECK(requests.pairs[1].kv_dtype == Dtype::kBf16);
+    CHECK(requests.pairs[1].supported);
+    CHECK(requests.unverifiable.empty());
+  }
+
+  TEST_CASE("--model-dtype and --kv-cache-dtype decide what the roles mean") {
+    const CheckReport report = read_check_report(kData + "/check_report_patched.json");
+    const ReportRequests requests = collect_requests(report, Dtype::kFp16, Dtype::kFp8E5M2);
+    REQUIRE(requests.pairs.size() == 2);
+    CHECK(requests.pairs[0].q_dtype == Dtype::kFp16);
+    CHECK_FALSE(requests.pairs[0].supported);
+    CHECK(requests.pairs[0].reason.find("BF16 query") != std::string::npos);
+    // A gate between two equal dtypes is one branch.
+    CHECK(collect_requests(report, Dtype::kBf16, Dtype::kBf16).pairs.size() == 1);
+  }
+
+  TEST_CASE("unsupported pairs, literal head dims and unknown roles are reported as such") {
+    const CheckReport report = read_check_report(kData + "/check_report_unsupported.json");
+    REQUIRE(report.errors.size() == 1);
+    CHECK(report.errors[0] == "backend/other.py:12: syntax error");
+    const ReportRequests requests = collect_requests(report, Dtype::kBf16, Dtype::kFp8E4M3);
+    REQUIRE(requests.pairs.size() == 3);
+    CHECK(requests.pairs[0].supported);
+    CHECK(requests.pairs[1].head_dim_ckv == 128);
+    CHECK_FALSE(requests.pairs[1].supported);
+    CHECK(requests.pairs[1].reason.find("head_dim_ckv 512") != std::string::npos);
+    CHECK(requests.pairs[2].q_dtype == Dtype::kFp8E4M3);
+    CHECK_FALSE(requests.pairs[2].supported);
+    REQUIRE(requests.unverifiable.size() == 1);
+    CHECK(requests.unverifiable[0].site == "backend/mla.py:151:13");
+    CHECK(requests.unverifiable[0].reason.find("role unknown") != std::string::npos);
+  }
+
+  TEST_CASE("malformed reports name file, line, column and field") {
+    auto error_of = [](const std::string& path) {
+      try {
+        read_check_report(path);
+      } catch (const InputError& error) {
+        return std::string(error.what());
+      }
+      return std::string("no error");
+    };
+    CHECK(error_of(kData + "/check_report_bad_role.json")
+              .find("check_report_bad_role.json:10:61: plan_sites[0].kv_data_type.role: 'kv-cache'") != std::string::npos);
+    CHECK(error_of(kData + "/check_report_not_json.json").find("check_report_not_json.json:5:21: not valid JSON") !=
+          std::string::npos);
+    CHECK(error_of(kData + "/does_not_exist.json").find("cannot open the report") != std::string::npos);
+
+    auto parse_error = [](const std::string& text) {
+      try {
+        parse_check_report(text, "r.json");
+      } catch (const InputError& error) {
+        return std::string(error.what());
+      }
+      return std::string("no error");
+    };
+    CHECK(parse_error(R"({"tool": "other", "format_version": 1, "plan_sites": []})").find("not written by kvpatch") !=
+          std::string::npos);
+    CHECK(parse_error(R"({"tool": "kvpatch", "format_version": 2, "plan_sites": []})").find("format_version 1 only") !=
+          std::string::npos);
+    CHECK(parse_error(R"({"tool": "kvpatch", "format_version": 1})").find("missing member \"plan_sites\"") !=
+          std::string::npos);
+    CHECK(parse_error(R"({"tool": "kvpatch", "format_version": 1, "plan_sites": [{"file": "a.py", "line": "3"}]})")
+              .find("plan_sites[0].line: expected an integer") != std::string::npos);
+  }
+
+  TEST_CASE("an empty report has no requests") {
+    const CheckReport report = parse_check_report(R"({"tool": "kvpatch", "format_version": 1, "plan_sites": []})", "r");
+    CHECK(collect_requests(report, Dtype::kBf16, Dtype::kFp8E4M3).pairs.empty());
+  }
+}
