@@ -9,7 +9,7 @@
 namespace kvpatch::mla {
 namespace {
 
-constexpr int kWarps = 8;
+constexpr int kWarps = kNaiveDecodeThreads / 32;
 constexpr int kDimsPerLane = kHeadDimCkv / 32;  // 16 latent dims per lane
 constexpr int kRopePerLane = kHeadDimKpe / 32;  // 2 rope dims per lane
 

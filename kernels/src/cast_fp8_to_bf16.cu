@@ -3,6 +3,7 @@
 
 #include "kvpatch/mla_decode_launch.h"
 #include "kvpatch/numeric.h"
+#include "mla_decode_config.h"
 
 namespace kvpatch::mla {
 namespace {
@@ -43,7 +44,7 @@ cudaError_t launch_cast_fp8_to_bf16(const void* src_fp8, void* dst_bf16, size_t 
   int device = 0, sm_count = 0;
   cudaGetDevice(&device);
   cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device);
-  const int threads = 256, blocks = sm_count * 8;
+  const int threads = tiling::kCastThreads, blocks = sm_count * 8;
   const bool aligned = reinterpret_cast<uintptr_t>(src_fp8) % 16 == 0 && reinterpret_cast<uintptr_t>(dst_bf16) % 16 == 0;
   size_t done = 0;
   if (aligned && n >= 16) {

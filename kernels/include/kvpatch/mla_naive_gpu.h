@@ -9,6 +9,8 @@
 
 namespace kvpatch::mla {
 
+inline constexpr int kNaiveDecodeThreads = 256;  // 8 warps per (request, head) block
+
 // Writes FP32 results: out_f32 [batch, num_heads, 512] dense, lse_f32 [batch, num_heads] (base 2).
 // Ignores device_params.out and device_params.lse.
 cudaError_t launch_naive_decode(const DecodeParams& device_params, float* out_f32, float* lse_f32,

@@ -1,0 +1,146 @@
+// The KV-dtype-specific part of the decode kernel: where a token row's 16-byte chunks sit in a
+// pipeline stage (swizzled so the two fragment access patterns below are bank-conflict free), and
+// how a thread turns stage bytes into BF16 mma fragments. Both dtypes hand the mma the same BF16
+// operands for the same dims and tokens, so the two instantiations accumulate identically.
+//
+// Fragment maps (g = lane / 4, c = lane % 4, as in the PTX mma fragment layouts):
+//  - Key (QK, B operand of m16n8k16, k = dims): k-slice q covers latent dims [128q, 128q + 128) in
+//    8 k-steps and rope dims [16q, 16q + 16) in one. In k-step s the thread holds the dims
+//    base(s) + {0, 1} (b0) and base(s) + {2, 3} (b1), base(s) = 128q + 64 (s / 4) + 16c + 4 (s % 4);
+//    for the rope step, base = 16q + 4c. The query fragments use the same map.
+//  - Value (PV, B operand, k = tokens): warp w owns latent dims [64w, 64w + 64); n-tile j's column
+//    g is dim 64w + 8g + j. In token k-step i the thread holds tokens 16i + 2c + {0, 1} (b0) and
+//    16i + 2c + {8, 9} (b1).
+#pragma once
+
+#include <cstdint>
+
+#include "device_primitives.cuh"
+#include "kvpatch/mla_decode.h"
+
+namespace kvpatch::mla::device {
+
+inline constexpr int kKeySteps = 9;     // 8 latent k-steps + 1 rope k-step per k-slice
+inline constexpr int kValueTiles = 8;   // n8 tiles per warp in PV (64 dims)
+
+template <KvDtype kDtype>
+struct KvTile;
+
+template <>
+struct KvTile<KvDtype::kFp8E4M3> {
+  static constexpr int kRowBytes = 576;
+  static constexpr int kCkvChunks = 32;  // 512 latent bytes
+  static constexpr int kRowChunks = 36;  // + 64 rope bytes
+
+  // Rows are 576 B (4 chunks past a 128 B line), so rows r and r + 1 already sit on opposite
+  // halves of the banks; the XOR spreads rows 2c (the value loads) over all 8 chunk positions.
+  __device__ static int physical_chunk(int row, int chunk) {
+    const int pair = (row >> 1) & 3;
+    return chunk < kCkvChunks ? chunk ^ (2 * pair) : kCkvChunks + ((chunk - kCkvChunks) ^ pair);
+  }
+
+  __device__ static const uint8_t* chunk_pointer(const uint8_t* stage, int row, int chunk) {
+    return stage + row * kRowBytes + 16 * physical_chunk(row, chunk);
+  }
+
+  __device__ static void load_key(const uint8_t* stage, int row, int k_slice, int c, uint32_t (&frag)[kKeySteps][2]) {
+    const uint4 near = *reinterpret_cast<const uint4*>(chunk_pointer(stage, row, 8 * k_slice + c));
+    const uint4 far = *reinterpret_cast<const uint4*>(chunk_pointer(stage, row, 8 * k_slice + 4 + c));
+    const uint32_t rope = *reinterpret_cast<const uint32_t*>(chunk_pointer(stage, row, kCkvChunks + k_slice) + 4 * c);
+    const uint32_t words[8] = {near.x, near.y, near.z, near.w, far.x, far.y, far.z, far.w};
+#pragma unroll
+    for (int s = 0; s < 8; ++s) {
+      frag[s][0] = e4m3x2_to_bf16x2(words[s]);
+      frag[s][1] = e4m3x2_to_bf16x2(words[s] >> 16);
+    }
+    frag[8][0] = e4m3x2_to_bf16x2(rope);
+    frag[8][1] = e4m3x2_to_bf16x2(rope >> 16);
+  }
+
+  __device__ static void load_value(const uint8_t* stage, int k_step, int warp, int g, int c,
+                                    uint32_t (&frag)[kValueTiles][2]) {
+    uint2 rows[4];
+    const int offsets[4] = {0, 1, 8, 9};
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int row = 16 * k_step + 2 * c + offsets[e];
+      rows[e] = *reinterpret_cast<const uint2*>(chunk_pointer(stage, row, 4 * warp + (g >> 1)) + 8 * (g & 1));
+    }
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      // Interleave the bytes of tokens (2c, 2c + 1) and (2c + 8, 2c + 9) so one conversion yields
+      // a (token, token + 1) pair of the same dim.
+      const uint32_t lo0 = half ? rows[0].y : rows[0].x, lo1 = half ? rows[1].y : rows[1].x;
+      const uint32_t hi0 = half ? rows[2].y : rows[2].x, hi1 = half ? rows[3].y : rows[3].x;
+      const uint32_t lo_a = byte_perm(lo0, lo1, 0x5140), lo_b = byte_perm(lo0, lo1, 0x7362);
+      const uint32_t hi_a = byte_perm(hi0, hi1, 0x5140), hi_b = byte_perm(hi0, hi1, 0x7362);
+      const int j = 4 * half;
+      frag[j + 0][0] = e4m3x2_to_bf16x2(lo_a);
+      frag[j + 1][0] = e4m3x2_to_bf16x2(lo_a >> 16);
+      frag[j + 2][0] = e4m3x2_to_bf16x2(lo_b);
+      frag[j + 3][0] = e4m3x2_to_bf16x2(lo_b >> 16);
+      frag[j + 0][1] = e4m3x2_to_bf16x2(hi_a);
+      frag[j + 1][1] = e4m3x2_to_bf16x2(hi_a >> 16);
+      frag[j + 2][1] = e4m3x2_to_bf16x2(hi_b);
+      frag[j + 3][1] = e4m3x2_to_bf16x2(hi_b >> 16);
+    }
+  }
+};
+
+template <>
+struct KvTile<KvDtype::kBf16> {
+  static constexpr int kRowBytes = 1152;
+  static constexpr int kCkvChunks = 64;  // 1024 latent bytes
+  static constexpr int kRowChunks = 72;  // + 128 rope bytes
+
+  // Rows are 1152 B (a whole number of 128 B lines): the XOR alone spreads rows over the banks.
+  __device__ static int physical_chunk(int row, int chunk) {
+    const int spread = row & 7;
+    return chunk < kCkvChunks ? chunk ^ spread : kCkvChunks + ((chunk - kCkvChunks) ^ spread);
+  }
+
+  __device__ static const uint8_t* chunk_pointer(const uint8_t* stage, int row, int chunk) {
+    return stage + row * kRowBytes + 16 * physical_chunk(row, chunk);
+  }
+
+  __device__ static void load_key(const uint8_t* stage, int row, int k_slice, int c, uint32_t (&frag)[kKeySteps][2]) {
+#pragma unroll
+    for (int group = 0; group < 2; ++group) {
+      const int chunk = 16 * k_slice + 8 * group + 2 * c;
+      const uint4 a = *reinterpret_cast<const uint4*>(chunk_pointer(stage, row, chunk));
+      const uint4 b = *reinterpret_cast<const uint4*>(chunk_pointer(stage, row, chunk + 1));
+      const int s = 4 * group;
+      frag[s + 0][0] = a.x, frag[s + 0][1] = a.y;
+      frag[s + 1][0] = a.z, frag[s + 1][1] = a.w;
+      frag[s + 2][0] = b.x, frag[s + 2][1] = b.y;
+      frag[s + 3][0] = b.z, frag[s + 3][1] = b.w;
+    }
+    const uint2 rope = *reinterpret_cast<const uint2*>(chunk_pointer(stage, row, kCkvChunks + 2 * k_slice + (c >> 1)) +
+                                                       8 * (c & 1));
+    frag[8][0] = rope.x;
+    frag[8][1] = rope.y;
+  }
+
+  __device__ static void load_value(const uint8_t* stage, int k_step, int warp, int g, int c,
+                                    uint32_t (&frag)[kValueTiles][2]) {
+    uint4 rows[4];
+    const int offsets[4] = {0, 1, 8, 9};
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int row = 16 * k_step + 2 * c + offsets[e];
+      rows[e] = *reinterpret_cast<const uint4*>(chunk_pointer(stage, row, 8 * warp + g));
+    }
+    const uint32_t r0[4] = {rows[0].x, rows[0].y, rows[0].z, rows[0].w};
+    const uint32_t r1[4] = {rows[1].x, rows[1].y, rows[1].z, rows[1].w};
+    const uint32_t r8[4] = {rows[2].x, rows[2].y, rows[2].z, rows[2].w};
+    const uint32_t r9[4] = {rows[3].x, rows[3].y, rows[3].z, rows[3].w};
+#pragma unroll
+    for (int j = 0; j < kValueTiles; ++j) {
+      const uint32_t selector = (j & 1) ? 0x7632 : 0x5410;  // high or low halves of both tokens
+      frag[j][0] = byte_perm(r0[j / 2], r1[j / 2], selector);
+      frag[j][1] = byte_perm(r8[j / 2], r9[j / 2], selector);
+    }
+  }
+};
+
+}  // namespace kvpatch::mla::device

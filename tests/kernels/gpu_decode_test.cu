@@ -1,0 +1,280 @@
+// GPU tests of the MLA decode kernel (plain main: the GPU machine has no doctest). Exit 77 when
+// no GPU is present, so CTest reports SKIP. Checks, per shape of the matrix in issue 3:
+//  - FP8 kernel vs reference (CPU reference on small shapes; the naive FP32 GPU kernel, itself
+//    checked against the CPU reference, on big ones): per-row relative L2 error and LSE error;
+//  - FP8 kernel vs BF16 kernel on an exactly cast pool: bit-identical output and LSE;
+//  - zero-length requests give zeros and LSE -inf; E4M3 NaN codes make their request NaN;
+//  - every output element is written (outputs are poisoned first).
+// `--small` runs only the small shapes (for compute-sanitizer).
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "decode_problem.h"
+#include "kvpatch/mla_decode_launch.h"
+#include "kvpatch/mla_naive_gpu.h"
+#include "kvpatch/mla_reference.h"
+
+using namespace kvtest;
+namespace mla = kvpatch::mla;
+
+namespace {
+
+constexpr float kMaxRelL2 = 1e-2f;   // BF16 probabilities and BF16 output rounding: ~3e-3 expected
+constexpr float kMaxLseError = 2e-3f;
+
+int g_failures = 0;
+
+void fail(const std::string& what) {
+  std::printf("FAIL %s\n", what.c_str());
+  ++g_failures;
+}
+
+struct RunResult {
+  std::vector<uint16_t> out;  // BF16 bits with the problem's out strides
+  std::vector<float> lse;
+};
+
+struct DeviceProblem {
+  DeviceBuffer<uint16_t> q_nope, q_pe;
+  DeviceBuffer<uint8_t> pool;
+  DeviceBuffer<uint16_t> pool_bf16;
+  DeviceBuffer<int32_t> indptr, indices, lens;
+  explicit DeviceProblem(const Problem& pr)
+      : q_nope(pr.q_nope.size()), q_pe(pr.q_pe.size()), pool(pr.pool.size()), pool_bf16(pr.pool.size()),
+        indptr(pr.indptr.size()), indices(std::max<size_t>(pr.indices.size(), 1)), lens(std::max<size_t>(pr.lens.size(), 1)) {
+    q_nope.upload(pr.q_nope);
+    if (!pr.q_pe.empty()) q_pe.upload(pr.q_pe);
+    pool.upload(pr.pool);
+    indptr.upload(pr.indptr);
+    if (!pr.indices.empty()) indices.upload(pr.indices);
+    if (!pr.lens.empty()) lens.upload(pr.lens);
+    KV_CUDA_CHECK(mla::launch_cast_fp8_to_bf16(pool.ptr, pool_bf16.ptr, pr.pool.size(), nullptr));
+  }
+  mla::DecodeParams params(const Problem& pr, KvDtype dtype, void* out, float* lse) const {
+    const void* kv = dtype == KvDtype::kFp8E4M3 ? static_cast<const void*>(pool.ptr) : pool_bf16.ptr;
+    return pr.params(q_nope.ptr, q_pe.ptr, kv, dtype, indptr.ptr, indices.ptr, lens.ptr, out, lse);
+  }
+};
+
+RunResult run_kernel(const Problem& pr, const DeviceProblem& dp, KvDtype dtype, const mla::DecodePlan& plan) {
+  DeviceBuffer<uint16_t> out(pr.out_elems());
+  DeviceBuffer<float> lse(std::max(pr.batch * pr.shape.num_heads, 1));
+  KV_CUDA_CHECK(cudaMemset(out.ptr, 0xFF, out.count * sizeof(uint16_t)));  // NaN poison
+  KV_CUDA_CHECK(cudaMemset(lse.ptr, 0xFF, lse.count * sizeof(float)));
+  DeviceBuffer<uint8_t> workspace(std::max<size_t>(plan.workspace_bytes, 1));
+  KV_CUDA_CHECK(mla::launch_decode(dp.params(pr, dtype, out.ptr, lse.ptr), plan, workspace.ptr, nullptr));
+  KV_CUDA_CHECK(cudaDeviceSynchronize());
+  return {out.download(), lse.download()};
+}
+
+mla::ReferenceOutput run_naive(const Problem& pr, const DeviceProblem& dp) {
+  DeviceBuffer<float> out(static_cast<size_t>(pr.batch) * pr.shape.num_heads * kHeadDimCkv);
+  DeviceBuffer<float> lse(static_cast<size_t>(pr.batch) * pr.shape.num_heads);
+  KV_CUDA_CHECK(mla::launch_naive_decode(dp.params(pr, KvDtype::kFp8E4M3, nullptr, nullptr), out.ptr, lse.ptr, nullptr));
+  KV_CUDA_CHECK(cudaDeviceSynchronize());
+  return {out.download(), lse.download()};
+}
+
+mla::ReferenceOutput run_cpu_reference(const Problem& pr) {
+  const void* q_pe = pr.shape.strided ? nullptr : pr.q_pe.data();
+  return mla::reference_decode(pr.params(pr.q_nope.data(), q_pe, pr.pool.data(), KvDtype::kFp8E4M3, pr.indptr.data(),
+                                         pr.indices.data(), pr.lens.data(), nullptr, nullptr));
+}
+
+struct Errors {
+  double max_rel_l2 = 0, max_lse = 0;
+  int nan_rows = 0, bad_rows = 0;
+};
+
+// Compares BF16 output rows with a reference; `nan_requests` must come out all-NaN.
+Errors compare(const Problem& pr, const RunResult& got, const mla::ReferenceOutput& ref, const std::string& label,
+               const std::vector<int>& nan_requests = {}) {
+  Errors e;
+  const int h_count = pr.shape.num_heads;
+  for (int b = 0; b < pr.batch; ++b) {
+    const bool expect_nan = std::find(nan_requests.begin(), nan_requests.end(), b) != nan_requests.end();
+    for (int h = 0; h < h_count; ++h) {
+      const float* r = ref.out.data() + (static_cast<size_t>(b) * h_count + h) * kHeadDimCkv;
+      const uint16_t* o = got.out.data() + b * pr.out_stride_b + h * pr.out_stride_h;
+      const float lse = got.lse[b * h_count + h], ref_lse = ref.lse[b * h_count + h];
+      double diff2 = 0, ref2 = 0;
+      bool any_nan = false, all_nan = true;
+      for (int d = 0; d < kHeadDimCkv; ++d) {
+        const float v = mla::bf16_bits_to_float(o[d]);
+        any_nan |= std::isnan(v);
+        all_nan &= std::isnan(v);
+        diff2 += (v - r[d]) * static_cast<double>(v - r[d]);
+        ref2 += static_cast<double>(r[d]) * r[d];
+      }
+      if (expect_nan) {
+        if (!all_nan || !std::isnan(lse) || !std::isnan(ref_lse)) ++e.bad_rows;
+        ++e.nan_rows;
+        continue;
+      }
+      if (pr.lens[b] == 0) {
+        bool zeros = true;
+        for (int d = 0; d < kHeadDimCkv; ++d) zeros &= o[d] == 0;
+        if (!zeros || !(std::isinf(lse) && lse < 0)) ++e.bad_rows;
+        continue;
+      }
+      if (any_nan || std::isnan(lse)) {
+        ++e.bad_rows;
+        continue;
+      }
+      const double rel = std::sqrt(diff2 / std::max(ref2, 1e-30));
+      const double lse_err = std::fabs(lse - ref_lse) / std::max(1.0, static_cast<double>(std::fabs(ref_lse)));
+      e.max_rel_l2 = std::max(e.max_rel_l2, rel);
+      e.max_lse = std::max(e.max_lse, lse_err);
+      if (rel > kMaxRelL2 || lse_err > kMaxLseError) ++e.bad_rows;
+    }
+  }
+  if (e.bad_rows) fail(label + ": " + std::to_string(e.bad_rows) + " rows out of tolerance");
+  return e;
+}
+
+bool bit_identical(const Problem& pr, const RunResult& a, const RunResult& b, const std::string& label) {
+  size_t diff_out = 0, diff_lse = 0;
+  for (int r = 0; r < pr.batch; ++r)
+    for (int h = 0; h < pr.shape.num_heads; ++h) {
+      const size_t base = r * pr.out_stride_b + h * pr.out_stride_h;
+      for (int d = 0; d < kHeadDimCkv; ++d) {
+        const uint16_t x = a.out[base + d], y = b.out[base + d];
+        const bool both_nan = std::isnan(mla::bf16_bits_to_float(x)) && std::isnan(mla::bf16_bits_to_float(y));
+        diff_out += (x != y && !both_nan);
+      }
+      const float lx = a.lse[r * pr.shape.num_heads + h], ly = b.lse[r * pr.shape.num_heads + h];
+      diff_lse += std::memcmp(&lx, &ly, sizeof lx) != 0 && !(std::isnan(lx) && std::isnan(ly));
+    }
+  if (diff_out || diff_lse)
+    fail(label + ": FP8 vs BF16-on-cast differ in " + std::to_string(diff_out) + " outputs, " + std::to_string(diff_lse) + " LSEs");
+  return diff_out == 0 && diff_lse == 0;
+}
+
+int sm_count() {
+  int device = 0, count = 0;
+  KV_CUDA_CHECK(cudaGetDevice(&device));
+  KV_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+  return count;
+}
+
+mla::DecodePlan forced_plan(const Problem& pr, int splits) {
+  mla::DecodePlan plan;
+  plan.num_splits = splits;
+  plan.workspace_bytes = splits > 1 ? static_cast<size_t>(pr.batch) * pr.shape.num_heads * splits * (kHeadDimCkv + 1) * 4 : 0;
+  return plan;
+}
+
+// One shape: reference comparison for each plan, and FP8/BF16 parity.
+void check_shape(const std::string& name, const ProblemShape& shape, uint32_t seed, bool cpu_reference,
+                 const std::vector<int>& forced_splits = {}) {
+  Problem pr(shape, seed);
+  DeviceProblem dp(pr);
+  const mla::ReferenceOutput ref = cpu_reference ? run_cpu_reference(pr) : run_naive(pr, dp);
+  std::vector<mla::DecodePlan> plans = {mla::plan_decode(pr.batch, shape.num_heads, std::max(pr.max_len, 1), sm_count())};
+  for (int s : forced_splits) plans.push_back(forced_plan(pr, s));
+  for (const auto& plan : plans) {
+    const std::string label = name + " splits=" + std::to_string(plan.num_splits);
+    const RunResult fp8 = run_kernel(pr, dp, KvDtype::kFp8E4M3, plan);
+    const Errors e = compare(pr, fp8, ref, label);
+    const RunResult bf16 = run_kernel(pr, dp, KvDtype::kBf16, plan);
+    const bool same = bit_identical(pr, fp8, bf16, label);
+    std::printf("%-44s %-5s H=%-3d B=%-3d page=%-2d max_len=%-6d splits=%-3d relL2=%.2e lse=%.1e parity=%s\n",
+                name.c_str(), cpu_reference ? "cpu" : "naive", shape.num_heads, pr.batch, shape.page_size, pr.max_len,
+                plan.num_splits, e.max_rel_l2, e.max_lse, same ? "bit-exact" : "DIFFERENT");
+  }
+}
+
+// The naive GPU kernel must match the CPU reference before it stands in for it.
+void check_naive_against_cpu(const ProblemShape& shape, uint32_t seed) {
+  Problem pr(shape, seed);
+  DeviceProblem dp(pr);
+  const mla::ReferenceOutput cpu = run_cpu_reference(pr), gpu = run_naive(pr, dp);
+  double worst = 0;
+  for (size_t i = 0; i < cpu.out.size(); ++i)
+    worst = std::max(worst, static_cast<double>(std::fabs(cpu.out[i] - gpu.out[i])));
+  for (size_t i = 0; i < cpu.lse.size(); ++i) {
+    const bool both_inf = std::isinf(cpu.lse[i]) && cpu.lse[i] == gpu.lse[i];
+    if (!both_inf) worst = std::max(worst, static_cast<double>(std::fabs(cpu.lse[i] - gpu.lse[i])));
+  }
+  std::printf("naive GPU vs CPU reference: H=%d B=%d max abs diff %.2e\n", shape.num_heads, pr.batch, worst);
+  if (!(worst < 1e-4)) fail("naive GPU kernel disagrees with the CPU reference");
+}
+
+// NaN codes (0x7F, 0xFF) in one referenced slot of request 1 poison exactly that request.
+void check_nan_propagation(int num_heads, int page_size, uint8_t nan_code) {
+  ProblemShape shape;
+  shape.num_heads = num_heads, shape.page_size = page_size, shape.lens = {200, 300, 0, 90};
+  Problem pr(shape, 99 + nan_code);
+  const int token = 123;
+  const int64_t page = pr.indices[pr.indptr[1] + token / page_size];
+  pr.pool[(page * page_size + token % page_size) * pr.slot_stride + 7] = nan_code;
+  DeviceProblem dp(pr);
+  const mla::ReferenceOutput ref = run_cpu_reference(pr);
+  for (int splits : {1, 4}) {
+    const std::string label = "nan code " + std::to_string(nan_code) + " splits=" + std::to_string(splits);
+    const RunResult fp8 = run_kernel(pr, dp, KvDtype::kFp8E4M3, forced_plan(pr, splits));
+    const Errors e = compare(pr, fp8, ref, label, {1});
+    const RunResult bf16 = run_kernel(pr, dp, KvDtype::kBf16, forced_plan(pr, splits));
+    bit_identical(pr, fp8, bf16, label);
+    std::printf("%-44s H=%-3d rows NaN as expected: %d, other rows relL2=%.2e\n", label.c_str(), num_heads, e.nan_rows,
+                e.max_rel_l2);
+  }
+}
+
+void small_matrix() {
+  for (int h : {16, 32, 128}) check_naive_against_cpu({h, 16, {0, 1, 33, 700}, true, 0.5f, 2.f}, 7 + h);
+  uint32_t seed = 1000;
+  for (int h : {1, 8, 16, 24, 32, 48, 64, 128})
+    for (int page : {1, 16, 64})
+      for (bool strided : {false, true}) {
+        ProblemShape s;
+        s.num_heads = h, s.page_size = page, s.strided = strided;
+        s.lens = {0, 1, 31, 32, 33, 257, 1000};
+        if (strided) s.ckv_scale = 0.75f, s.kpe_scale = 1.5f;
+        check_shape("small" + std::string(strided ? " strided" : ""), s, ++seed, true, {1, 3, 8});
+      }
+  for (uint8_t code : {uint8_t{0x7F}, uint8_t{0xFF}})
+    for (int page : {1, 64}) check_nan_propagation(32, page, code);
+  ProblemShape empty;
+  empty.num_heads = 16, empty.lens = {0, 0, 0};
+  check_shape("all requests empty", empty, 5, true, {1, 2});
+}
+
+// The matrix of issue 3: H in {16, 32, 64, 128}, B in {1, 4, 16, 64, 128}, ragged lengths up to
+// 128K (total tokens bounded per batch), page sizes 1 and 64.
+void full_matrix() {
+  uint32_t seed = 5000;
+  for (int h : {16, 32, 64, 128})
+    for (int b : {1, 4, 16, 64, 128})
+      for (int page : {1, 64}) {
+        std::mt19937 rng(++seed);
+        const int max_len = b == 1 ? 131072 : b == 4 ? 65536 : b == 16 ? 16384 : b == 64 ? 4096 : 2048;
+        std::uniform_int_distribution<int> len_dist(1, max_len);
+        ProblemShape s;
+        s.num_heads = h, s.page_size = page, s.strided = (b % 2 == 0);
+        for (int i = 0; i < b; ++i) s.lens.push_back(len_dist(rng));
+        s.lens[0] = max_len;
+        if (b >= 4) s.lens[1] = 0, s.lens[2] = 1;
+        check_shape("matrix", s, seed, false);
+      }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("no CUDA device: skipped\n");
+    return 77;
+  }
+  const bool small_only = argc > 1 && std::strcmp(argv[1], "--small") == 0;
+  small_matrix();
+  if (!small_only) full_matrix();
+  std::printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "PASSED", g_failures);
+  return g_failures ? 1 : 0;
+}
