@@ -57,7 +57,8 @@ TEST_SUITE("check_report") {
     CHECK_FALSE(requests.pairs[2].supported);
     REQUIRE(requests.unverifiable.size() == 1);
     CHECK(requests.unverifiable[0].site == "backend/mla.py:151:13");
-    CHECK(requests.unverifiable[0].reason.find("role unknown") != std::string::npos);
+    CHECK(requests.unverifiable[0].reason.find("q_data_type has role unknown") != std::string::npos);
+    CHECK(requests.unverifiable[0].reason.find("(kvpatch: arguments forwarded through **kwargs)") != std::string::npos);
   }
 
   TEST_CASE("malformed reports name file, line, column and field") {

@@ -43,7 +43,10 @@ class Fields {
   DtypeRole role(const JsonValue& site, const std::string& key, const std::string& field, std::string& expr) const {
     const JsonValue& arg = member(site, key, field + "." + key);
     if (!arg.is_object()) fail(arg, field + "." + key, "expected an object {expr, role}");
-    expr = string(arg, "expr", field + "." + key);
+    // The patcher writes null where no expression exists (an unknown site's **kwargs, say).
+    const JsonValue& text = member(arg, "expr", field + "." + key + ".expr");
+    if (!text.is_string() && !text.is_null()) fail(text, field + "." + key + ".expr", "expected a string or null");
+    expr = text.is_string() ? text.as_string() : "";
     const std::string role = string(arg, "role", field + "." + key);
     if (role == "model") return DtypeRole::kModel;
     if (role == "kv_cache") return DtypeRole::kKvCache;
@@ -128,6 +131,9 @@ CheckReport parse_check_report(const std::string& text, const std::string& path)
     parsed.kv_role = fields.role(site, "kv_data_type", field, parsed.kv_expr);
     parsed.head_dim_ckv = fields.head_dim(site, "head_dim_ckv", field);
     parsed.head_dim_kpe = fields.head_dim(site, "head_dim_kpe", field);
+    if (const JsonValue* reason = site.find("reason"); reason != nullptr && reason->is_string()) {
+      parsed.reason = reason->as_string();
+    }
     report.plan_sites.push_back(std::move(parsed));
   }
 
@@ -156,9 +162,11 @@ ReportRequests collect_requests(const CheckReport& report, Dtype model_dtype, Dt
   ReportRequests requests;
   for (const ReportPlanSite& site : report.plan_sites) {
     if (site.q_role == DtypeRole::kUnknown || site.kv_role == DtypeRole::kUnknown) {
-      const std::string which = site.q_role == DtypeRole::kUnknown ? "q_data_type '" + site.q_expr + "'"
-                                                                    : "kv_data_type '" + site.kv_expr + "'";
-      requests.unverifiable.push_back({site.where(), which + " has role unknown: its dtype cannot be determined"});
+      const std::string which = site.q_role == DtypeRole::kUnknown ? "q_data_type" : "kv_data_type";
+      const std::string& expr = site.q_role == DtypeRole::kUnknown ? site.q_expr : site.kv_expr;
+      std::string reason = which + (expr.empty() ? "" : " '" + expr + "'") + " has role unknown: its dtype cannot be determined";
+      if (!site.reason.empty()) reason += " (kvpatch: " + site.reason + ")";
+      requests.unverifiable.push_back({site.where(), reason});
       continue;
     }
     for (const Dtype q : dtypes_for(site.q_role, model_dtype, kv_cache_dtype)) {

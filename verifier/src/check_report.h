@@ -25,6 +25,7 @@ struct ReportPlanSite {
   std::string q_expr, kv_expr;
   DtypeRole q_role = DtypeRole::kUnknown, kv_role = DtypeRole::kUnknown;
   std::optional<int> head_dim_ckv, head_dim_kpe;  // literal values only
+  std::string reason;                             // kvpatch's reason for an unknown or ignored site
   std::string where() const { return file + ":" + std::to_string(line) + ":" + std::to_string(column); }
 };
 
