@@ -2,6 +2,7 @@
 // and with an FP32-or-better reference, and measures what removing the cast buys.
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +48,11 @@ int probe(const Options& options) {
 
 int run(const Options& options) {
   const auto start = std::chrono::steady_clock::now();
+  std::ofstream json_file;
+  if (!options.json_path.empty()) {
+    json_file.open(options.json_path, std::ios::binary | std::ios::trunc);
+    if (!json_file) throw UsageError("--json: cannot write '" + options.json_path + "' (check the directory exists)");
+  }
   RunReport report;
   report.model = resolve_model(options);
 
@@ -123,6 +129,7 @@ int run(const Options& options) {
 
   const std::string text = options.format == OutputFormat::kJson ? render_json(report) : render_text(report);
   std::fwrite(text.data(), 1, text.size(), stdout);
+  if (json_file.is_open()) json_file << render_json(report);
   return report.exit_code();
 }
 

@@ -163,6 +163,23 @@ TEST_SUITE("cli") {
     CHECK(shapes[1].find("bytes_needed")->as_number() > 32 << 20);
   }
 
+  TEST_CASE("--json FILE writes the JSON report besides the text on stdout") {
+    const std::string path = std::string(KVVERIFY_JSON_SCRATCH);
+    std::remove(path.c_str());
+    const Run run = run_kvverify("--cpu --tp 8 --batch-sizes 1 --context-lengths 9 --page-sizes 1 --json " + path);
+    CHECK(run.exit_code == 0);
+    CHECK(run.out.find("summary: 1 shapes") != std::string::npos);
+    FILE* file = std::fopen(path.c_str(), "r");
+    REQUIRE(file != nullptr);
+    std::string text;
+    char buffer[4096];
+    size_t n;
+    while ((n = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, n);
+    std::fclose(file);
+    CHECK(kvverify::parse_json(text).find("summary")->find("result")->as_string() == "PASS");
+    CHECK(run_kvverify("--cpu --json /nonexistent-dir/report.json 2>/dev/null").exit_code == 2);
+  }
+
   TEST_CASE("--help and --version exit 0") {
     CHECK(run_kvverify("--help").exit_code == 0);
     CHECK(run_kvverify("--help").out.find("Exit codes:") != std::string::npos);

@@ -101,6 +101,10 @@ Options parse_flags(const std::vector<std::string>& args) {
          else if (v == "json") options.format = OutputFormat::kJson;
          else throw UsageError(f + ": '" + v + "' is not a format (text or json)");
        }},
+      {"--json", [&](auto& f, auto& v) {
+         if (v.empty()) throw UsageError(f + ": needs a file path");
+         options.json_path = v;
+       }},
       {"--memory-limit", [&](auto& f, auto& v) { options.memory_limit = parse_bytes(f, v); }},
       {"--timing-iters", [&](auto& f, auto& v) { options.timing_iters = static_cast<int>(parse_integer(f, v, 0, 10000)); }},
       {"--device", [&](auto& f, auto& v) { options.device = static_cast<int>(parse_integer(f, v, 0, 1023)); }},
@@ -174,6 +178,7 @@ Modes:
 
 Output and limits:
   --format text|json     report format on stdout (default text); progress goes to stderr on a terminal
+  --json FILE            also write the JSON report to FILE
   --memory-limit BYTES   skip shapes needing more (suffix K, M, G, T allowed)
   --timing-iters N       timed runs for the cast-path comparison (default 20; 0 skips it)
   --device N             CUDA device index (default 0)

@@ -32,6 +32,7 @@ struct Options {
   Dtype model_dtype = Dtype::kBf16;            // --model-dtype: what role "model" means
   Dtype kv_cache_dtype = Dtype::kFp8E4M3;      // --kv-cache-dtype: what role "kv_cache" means
   OutputFormat format = OutputFormat::kText;   // --format text|json
+  std::string json_path;                       // --json FILE: the JSON report, besides stdout
   std::optional<int64_t> memory_limit;         // --memory-limit BYTES: shapes above it are skipped
   int timing_iters = 20;                       // --timing-iters; 0 = no cast-path timing
   int device = 0;                              // --device: CUDA device index

@@ -79,7 +79,9 @@ std::string render_text(const RunReport& report) {
   }
 
   if (report.self_test) {
-    out += "\nself-test: each fault must FAIL, each clean control must PASS\n" + table_header();
+    out += "\nself-test: each fault must FAIL, each clean control must PASS";
+    if (!report.controls.empty()) out += " (shape " + report.controls.front().result.shape.label() + ")";
+    out += "\n" + table_header();
     for (const SelfTestControl& control : report.controls) {
       out += shape_line(control.result, fault_info(control.result.fault).id + (control.result.shape.unit_scales() ? "" : " (scaled)"));
     }
