@@ -93,6 +93,11 @@ DtypeArgument DtypeClassifier::classify(TSNode expr, const FunctionFacts* scope,
   const std::string text = one_line(facts_.file().text(expr));
   if (depth > kMaxDepth) return with_role(DtypeRole::Unknown, "assignment chain of " + text + " is too long to follow");
 
+  if (is(expr, "none")) {
+    // FlashInfer reads a None dtype as "same as the query": the rule file says which role that is.
+    const DtypeRole role = role_of_name("None");
+    return role != DtypeRole::Unknown ? with_role(role) : with_role(DtypeRole::Unknown, "None");
+  }
   if (is(expr, "conditional_expression")) {
     const std::vector<TSNode> parts = syntax::statements(expr);  // value, condition, alternative
     if (parts.size() != 3) return with_role(DtypeRole::Unknown, "unexpected conditional " + text);

@@ -395,15 +395,10 @@ RuleSet load_rule_set(const fs::path& dir, const std::map<std::string, std::stri
     }
     raw_parameters[name] = value;
   }
-  try {
-    set.parameters = expand_all(raw_parameters);
-  } catch (const ParameterError& e) {
-    throw InputError(dir.string(), 0, std::string("rule parameters: ") + e.what(),
-                     "check --set values and the parameters: files in the rules directory");
-  }
+  // Choices are checked on the values as given, before they select other parameters.
   for (const auto& [name, allowed] : choices) {
-    auto it = set.parameters.find(name);
-    if (it == set.parameters.end()) continue;
+    auto it = raw_parameters.find(name);
+    if (it == raw_parameters.end()) continue;
     if (std::find(allowed.first.begin(), allowed.first.end(), it->second) == allowed.first.end()) {
       std::string known;
       for (const std::string& v : allowed.first) known += (known.empty() ? "" : ", ") + v;
@@ -412,6 +407,12 @@ RuleSet load_rule_set(const fs::path& dir, const std::map<std::string, std::stri
     }
   }
 
+  try {
+    set.parameters = expand_all(raw_parameters);
+  } catch (const ParameterError& e) {
+    throw InputError(dir.string(), 0, std::string("rule parameters: ") + e.what(),
+                     "check --set values and the parameters: files in the rules directory");
+  }
   std::set<std::string> ids;
   for (const LoadedDocument& d : documents) {
     if (d.kind == "parameters") continue;

@@ -42,7 +42,7 @@ std::string unified_diff(const FileReport& file) {
   const std::vector<std::string> old_lines = split_lines(source.content());
   const int bom_shift = static_cast<int>(source.bom().size());  // offsets index the text after the BOM
 
-  // Group edits by the old lines they touch; edits sharing or touching a line form one change.
+  // Group edits by the old lines they touch.
   std::vector<Change> changes;
   const std::vector<Edit>& edits = file.edits.edits();
   std::size_t i = 0;
@@ -50,11 +50,11 @@ std::string unified_diff(const FileReport& file) {
     int first = source.position(edits[i].begin).line;
     int last = source.position(edits[i].end > edits[i].begin ? edits[i].end - 1 : edits[i].begin).line;
     std::size_t j = i + 1;
-    while (j < edits.size() && source.position(edits[j].begin).line <= last) {
+    // Edits on the same or the next line form one change, so a reader sees old lines then new ones.
+    while (j < edits.size() && source.position(edits[j].begin).line <= last + 1) {
       last = std::max(last, source.position(edits[j].end > edits[j].begin ? edits[j].end - 1 : edits[j].begin).line);
       ++j;
     }
-    // An edit that starts at a line's first byte after deleting through the previous line end belongs there.
     const std::size_t region_begin = source.line_start(first);
     const std::size_t region_end = source.line_end(last);
     std::string replaced;

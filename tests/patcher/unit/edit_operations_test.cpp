@@ -1,0 +1,134 @@
+// The generic edit operations: replace an argument, add a keyword, insert after an anchor,
+// unwrap a method call, remove a (guarded) statement. Each result must still parse.
+#include <doctest/doctest.h>
+
+#include "kvpatch/edit_operations.h"
+#include "test_support.h"
+
+using namespace kvpatch;
+
+namespace {
+std::string edited(const ParsedFile& file, const std::vector<Edit>& edits) {
+  EditSet set;
+  for (const Edit& e : edits) set.add(e);
+  const std::string out = file.source.bom() + set.apply(file.source.text());
+  PythonTree tree(out.substr(file.source.bom().size()));
+  CHECK_MESSAGE(!first_syntax_error(tree.root()), "edited code does not parse:\n" << out);
+  return out;
+}
+
+std::string edited(const ParsedFile& file, const Edit& edit) { return edited(file, std::vector<Edit>{edit}); }
+
+TSNode statement_of(const ParsedFile& file, const std::string& starts) {
+  return test::find_node(file, "expression_statement", starts);
+}
+}  // namespace
+
+TEST_SUITE("edit_operations") {
+  TEST_CASE("replace a bound positional argument keeps everything around it") {
+    auto file = test::parse("w.plan(\n    a,  # first\n    self.data_type,\n)\n");
+    TSNode call = test::find_node(*file, "call");
+    const auto args = call_arguments(file->source.text(), syntax::field(call, "arguments"));
+    CHECK(edited(*file, replace_argument_value(args[1], "self.kv_data_type", "r")) ==
+          "w.plan(\n    a,  # first\n    self.kv_data_type,\n)\n");
+  }
+
+  TEST_CASE("replace a keyword argument keeps the keyword") {
+    auto file = test::parse("w.plan(a, kv_data_type=self.data_type)\n");
+    TSNode call = test::find_node(*file, "call");
+    const auto args = call_arguments(file->source.text(), syntax::field(call, "arguments"));
+    CHECK(edited(*file, replace_argument_value(args[1], "self.kv_data_type", "r")) ==
+          "w.plan(a, kv_data_type=self.kv_data_type)\n");
+  }
+
+  TEST_CASE("add a keyword argument follows the call's layout") {
+    auto added = [](const std::string& code) {
+      auto file = test::parse(code);
+      TSNode list = syntax::field(test::find_node(*file, "call"), "arguments");
+      return edited(*file, add_keyword_argument(file->source, list, "kv_data_type", "self.kv_data_type", "r"));
+    };
+    CHECK(added("f()\n") == "f(kv_data_type=self.kv_data_type)\n");
+    CHECK(added("f(a, b)\n") == "f(a, b, kv_data_type=self.kv_data_type)\n");
+    CHECK(added("f(a, b,)\n") == "f(a, b, kv_data_type=self.kv_data_type)\n");
+    CHECK(added("f(\n    a,\n    b,\n)\n") == "f(\n    a,\n    b,\n    kv_data_type=self.kv_data_type,\n)\n");
+    CHECK(added("f(\n    a,\n    b\n)\n") == "f(\n    a,\n    b,\n    kv_data_type=self.kv_data_type\n)\n");
+    CHECK(added("f(\r\n\ta,\r\n)\r\n") == "f(\r\n\ta,\r\n\tkv_data_type=self.kv_data_type,\r\n)\r\n");
+  }
+
+  TEST_CASE("insert after an anchor uses its indentation and the file's line ending") {
+    const std::string stmt = "self.kv_data_type = kv";
+    SUBCASE("spaces and LF") {
+      auto file = test::parse("class U:\n    def __init__(self):\n        self.data_type = d\n        self.x = 1\n");
+      CHECK(edited(*file, insert_statement_after(file->source, statement_of(*file, "self.data_type"), stmt, "r")) ==
+            "class U:\n    def __init__(self):\n        self.data_type = d\n        self.kv_data_type = kv\n        self.x = 1\n");
+    }
+    SUBCASE("tabs and CRLF") {
+      auto file = test::parse("class U:\r\n\tdef __init__(self):\r\n\t\tself.data_type = d\r\n\t\tself.x = 1\r\n");
+      CHECK(edited(*file, insert_statement_after(file->source, statement_of(*file, "self.data_type"), stmt, "r")) ==
+            "class U:\r\n\tdef __init__(self):\r\n\t\tself.data_type = d\r\n\t\tself.kv_data_type = kv\r\n\t\tself.x = 1\r\n");
+    }
+    SUBCASE("a BOM is kept and offsets skip it") {
+      auto file = test::parse("\xEF\xBB\xBFself.data_type = d\nx = 1\n");
+      CHECK(file->source.bom() == "\xEF\xBB\xBF");
+      CHECK(edited(*file, insert_statement_after(file->source, statement_of(*file, "self.data_type"), stmt, "r")) ==
+            "\xEF\xBB\xBFself.data_type = d\nself.kv_data_type = kv\nx = 1\n");
+    }
+    SUBCASE("a trailing comment stays on the anchor's line; a multi-line anchor is passed whole") {
+      auto file = test::parse("def f(self):\n    self.data_type = (\n        d\n    )  # model dtype\n    return 1\n");
+      CHECK(edited(*file, insert_statement_after(file->source, statement_of(*file, "self.data_type"), stmt, "r")) ==
+            "def f(self):\n    self.data_type = (\n        d\n    )  # model dtype\n    self.kv_data_type = kv\n    return 1\n");
+    }
+    SUBCASE("no final newline stays missing") {
+      auto file = test::parse("def f(self):\n    self.data_type = d");
+      CHECK(edited(*file, insert_statement_after(file->source, statement_of(*file, "self.data_type"), stmt, "r")) ==
+            "def f(self):\n    self.data_type = d\n    self.kv_data_type = kv");
+    }
+    SUBCASE("an anchor sharing its line is refused") {
+      auto file = test::parse("def f(self):\n    x = 1; self.data_type = d\n");
+      TSNode anchor = test::find_node(*file, "assignment", "self.data_type");
+      CHECK_THROWS_AS(insert_statement_after(file->source, anchor, stmt, "r"), EditNotPossible);
+    }
+  }
+
+  TEST_CASE("unwrap a method call, on one line or across lines") {
+    auto one = test::parse("k = pool.get_key_buffer(i).to(q.dtype)\n");
+    CHECK(edited(*one, unwrap_method_call(test::find_node(*one, "call", "pool.get_key_buffer(i).to"), "r")) ==
+          "k = pool.get_key_buffer(i)\n");
+    auto three = test::parse("k = pool.get_key_buffer(i).to(\n    q_nope.dtype\n)\nrun(k)\n");
+    CHECK(edited(*three, unwrap_method_call(test::find_node(*three, "call", "pool.get_key_buffer(i).to"), "r")) ==
+          "k = pool.get_key_buffer(i)\nrun(k)\n");
+    auto plain = test::parse("k = to(x)\n");
+    CHECK_THROWS_AS(unwrap_method_call(test::find_node(*plain, "call"), "r"), EditNotPossible);
+  }
+
+  TEST_CASE("remove a guarded cast: the whole if, an elif branch, or the if branch before an elif") {
+    auto removed = [](const std::string& code) {
+      auto file = test::parse(code);
+      return edited(*file, remove_statement(file->source, statement_of(*file, "k = k.to"), "r"));
+    };
+    CHECK(removed("def f(k, q):\n    if k.dtype != q.dtype:\n        k = k.to(q.dtype)\n    return k\n") ==
+          "def f(k, q):\n    return k\n");
+    CHECK(removed("def f(k, q):\n    if k.dtype != q.dtype: k = k.to(q.dtype)\n    return k\n") ==
+          "def f(k, q):\n    return k\n");
+    CHECK(removed("def f(k, q):\n    if fast:\n        k = g(k)\n    elif k.dtype != q.dtype:\n        k = k.to(q.dtype)\n"
+                  "    return k\n") ==
+          "def f(k, q):\n    if fast:\n        k = g(k)\n    return k\n");
+    CHECK(removed("def f(k, q):\n    if fast:\n        k = g(k)\n    elif k.dtype != q.dtype:\n        k = k.to(q.dtype)\n"
+                  "    else:\n        pass\n    return k\n") ==
+          "def f(k, q):\n    if fast:\n        k = g(k)\n    else:\n        pass\n    return k\n");
+    CHECK(removed("def f(k, q):\n    if k.dtype != q.dtype:\n        k = k.to(q.dtype)\n    elif slow:\n        k = g(k)\n"
+                  "    return k\n") ==
+          "def f(k, q):\n    if slow:\n        k = g(k)\n    return k\n");
+    CHECK(removed("def f(k, q):\n    if k.dtype != q.dtype:\n        k = k.to(q.dtype)\n    else:\n        k = g(k)\n") ==
+          "def f(k, q):\n    if k.dtype != q.dtype:\n        pass\n    else:\n        k = g(k)\n");
+  }
+
+  TEST_CASE("remove a statement among others deletes only its lines, CRLF included") {
+    auto file = test::parse("def f(k, q):\r\n    log(k)\r\n    k = k.to(q.dtype)  # cast\r\n    return k\r\n");
+    CHECK(edited(*file, remove_statement(file->source, statement_of(*file, "k = k.to"), "r")) ==
+          "def f(k, q):\r\n    log(k)\r\n    return k\r\n");
+    auto alone = test::parse("def f(k, q):\n    k = k.to(q.dtype)\n");
+    CHECK(edited(*alone, remove_statement(alone->source, statement_of(*alone, "k = k.to"), "r")) ==
+          "def f(k, q):\n    pass\n");
+  }
+}

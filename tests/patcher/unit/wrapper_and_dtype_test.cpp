@@ -1,0 +1,138 @@
+// Receiver typing (is this the MLA wrapper?) and dtype roles (is this the KV-cache dtype?).
+#include <doctest/doctest.h>
+
+#include "kvpatch/dtype_roles.h"
+#include "kvpatch/module_facts.h"
+#include "kvpatch/wrapper_types.h"
+#include "test_support.h"
+
+using namespace kvpatch;
+
+namespace {
+const char* kModule = R"PY(
+from dataclasses import dataclass
+from flashinfer import BatchMLAPagedAttentionWrapper as W0
+from flashinfer import BatchMLAPagedAttentionWrapper, BatchPrefillWithRaggedKVCacheWrapper
+
+
+@dataclass
+class DecodeMetadata:
+    decode_wrapper: BatchMLAPagedAttentionWrapper
+
+
+class Backend:
+    def __init__(self, model_runner):
+        self.decode_wrapper = BatchMLAPagedAttentionWrapper(ws)
+        self.ragged = BatchPrefillWithRaggedKVCacheWrapper(ws)
+        self.graph = {}
+        self.steps = []
+        self.data_type = model_runner.dtype
+        self.kv_cache_dtype = model_runner.kv_cache_dtype
+
+    def capture(self, bs):
+        w = BatchMLAPagedAttentionWrapper(ws)
+        self.graph[bs] = w
+        self.steps.append(BatchMLAPagedAttentionWrapper(ws))
+
+    def uses(self, bs, given: Optional[BatchMLAPagedAttentionWrapper], other: BatchPrefillWithRaggedKVCacheWrapper, plain):
+        a = self.decode_wrapper
+        b = self.graph[bs]
+        for c in self.steps:
+            pass
+        d = self.forward_metadata.decode_wrapper
+        e = given or self.decode_wrapper
+        f = self.ragged
+        g = plain
+        h = [self.decode_wrapper, BatchMLAPagedAttentionWrapper(ws)][0]
+        return a, b, c, d, e, f, g, h, other
+
+    def dtypes(self, model_runner, fp8_native):
+        kv = self.kv_cache_dtype
+        chosen = self.kv_cache_dtype if fp8_native else self.data_type
+        via = getattr(model_runner, "kv_cache_dtype", model_runner.dtype)
+        both = kv if fp8_native else chosen
+        mixed = kv
+        mixed = self.data_type
+        return kv, chosen, via, both, mixed, self.data_type, torch.float8_e4m3fn, q.dtype
+)PY";
+
+struct Module {
+  std::shared_ptr<const ParsedFile> file = test::parse(kModule);
+  ModuleFacts facts{*file};
+  WrapperTypes types{facts, "BatchMLAPagedAttentionWrapper"};
+  DtypeRoleNames names{{"kv_data_type", "kv_cache_dtype"}, {"dtype", "data_type", "q_data_type"}};
+  DtypeClassifier dtypes{facts, names};
+
+  // The i-th element of the tuple returned by the named method.
+  TSNode returned(const std::string& method, std::size_t i) const {
+    const FunctionFacts* f = facts.method("Backend", method);
+    REQUIRE(f != nullptr);
+    TSNode ret{};
+    syntax::walk(f->body, [&](TSNode n) {
+      if (syntax::is(n, "return_statement")) ret = n;
+      return true;
+    });
+    TSNode tuple = ts_node_named_child(ret, 0);
+    return syntax::statements(tuple).at(i);
+  }
+  const FunctionFacts* scope(const std::string& method) const { return facts.method("Backend", method); }
+};
+}  // namespace
+
+TEST_SUITE("wrapper_and_dtype") {
+  TEST_CASE("module facts: classes, methods, nested defs, annotated fields") {
+    Module m;
+    REQUIRE(m.facts.find_class("Backend") != nullptr);
+    CHECK(m.facts.find_class("Backend")->methods.size() == 4);
+    CHECK(m.facts.find_class("DecodeMetadata")->field_annotations.at("decode_wrapper") == "BatchMLAPagedAttentionWrapper");
+    CHECK(m.facts.field_annotation_anywhere("decode_wrapper") == "BatchMLAPagedAttentionWrapper");
+    CHECK(self_name(*m.scope("uses")) == "self");
+    CHECK(m.facts.local_assignments(*m.scope("dtypes"), "mixed").size() == 2);
+  }
+
+  TEST_CASE("receivers known to be the MLA wrapper") {
+    Module m;
+    const FunctionFacts* uses = m.scope("uses");
+    CHECK(m.types.of(m.returned("uses", 0), uses) == TypeVerdict::Wrapper);  // self attribute from the constructor
+    CHECK(m.types.of(m.returned("uses", 1), uses) == TypeVerdict::Wrapper);  // dict of wrappers
+    CHECK(m.types.of(m.returned("uses", 2), uses) == TypeVerdict::Wrapper);  // loop over a list of wrappers
+    CHECK(m.types.of(m.returned("uses", 3), uses) == TypeVerdict::Wrapper);  // metadata field typed as it
+    CHECK(m.types.of(m.returned("uses", 4), uses) == TypeVerdict::Wrapper);  // Optional[...] parameter or attribute
+    CHECK(m.types.of(m.returned("uses", 7), uses) == TypeVerdict::Wrapper);  // element of a list literal
+  }
+
+  TEST_CASE("receivers of another type, or of no known type") {
+    Module m;
+    const FunctionFacts* uses = m.scope("uses");
+    CHECK(m.types.of(m.returned("uses", 5), uses) == TypeVerdict::Other);
+    CHECK(m.types.of(m.returned("uses", 8), uses) == TypeVerdict::Other);
+    CHECK(m.types.of(m.returned("uses", 6), uses) == TypeVerdict::Unknown);
+  }
+
+  TEST_CASE("the attribute a receiver is read from names its wrapper") {
+    Module m;
+    const FunctionFacts* uses = m.scope("uses");
+    CHECK(m.types.source_attribute(m.returned("uses", 3), uses) == "decode_wrapper");
+    CHECK(m.types.source_attribute(m.returned("uses", 1), uses) == "graph");
+    CHECK(m.types.source_attribute(m.returned("uses", 6), uses).empty());
+  }
+
+  TEST_CASE("dtype roles through locals, attributes, getattr and gates") {
+    Module m;
+    const FunctionFacts* scope = m.scope("dtypes");
+    auto role = [&](std::size_t i) { return m.dtypes.classify(m.returned("dtypes", i), scope); };
+    CHECK(role(0).role == DtypeRole::KvCache);
+    const DtypeArgument gated = role(1);
+    CHECK(gated.role == DtypeRole::Gated);
+    CHECK(gated.condition == "fp8_native");
+    CHECK(gated.expr == "chosen");
+    CHECK(role(2).role == DtypeRole::KvCache);
+    CHECK(role(3).role == DtypeRole::Gated);
+    CHECK(role(4).role == DtypeRole::Unknown);  // assigned both dtypes in turn
+    CHECK(role(5).role == DtypeRole::Model);
+    CHECK(role(6).role == DtypeRole::Unknown);  // a literal dtype is never guessed
+    CHECK(role(7).role == DtypeRole::Model);
+    CHECK(m.dtypes.classify_text("model_runner.kv_cache_dtype").role == DtypeRole::KvCache);
+    CHECK(m.dtypes.classify_text("None").role == DtypeRole::Unknown);
+  }
+}
