@@ -47,6 +47,7 @@ TEST_SUITE("metrics") {
     const double bound = std::ldexp(1.0, -8) + std::ldexp(1.0, -6);  // 0.01953125
     c.tested[3] = static_cast<float>(1 + bound * 0.999);
     CHECK(c.run().pass);
+    CHECK(c.run().max_bound_ratio == doctest::Approx(0.999).epsilon(1e-4));
     c.tested[3] = static_cast<float>(1 + bound * 1.001);
     const ParityMetrics m = c.run();
     CHECK_FALSE(m.pass);

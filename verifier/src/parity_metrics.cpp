@@ -76,7 +76,9 @@ ParityMetrics compare_to_reference(const ParityInput& in, const Tolerance& toler
         const double floor = std::max({std::fabs(r), std::ldexp(a, -8), double(FLT_MIN)});
         m.max_rel_err = std::max(m.max_rel_err, d / floor);
       }
-      outside = d > tolerance.output_bound(r, a, in.kv_len[static_cast<size_t>(b)]);
+      const double bound = tolerance.output_bound(r, a, in.kv_len[static_cast<size_t>(b)]);
+      if (d > 0) m.max_bound_ratio = std::max(m.max_bound_ratio, bound > 0 ? d / bound : HUGE_VAL);
+      outside = d > bound;
       dot += t * r;
       tested_sq += t * t;
       reference_sq += r * r;

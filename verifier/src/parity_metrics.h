@@ -24,6 +24,7 @@ struct ParityMetrics {
   int64_t lost_nan = 0;          // reference NaN (a NaN input) where the tested value is finite
   double max_abs_err = 0;        // over elements finite in both
   double max_rel_err = 0;        // |d| / max(|ref|, u a): relative where the value is not a cancellation
+  double max_bound_ratio = 0;    // max |d| / bound: how much of its tolerance the worst element uses
   double cosine = 1;             // over elements finite in both; 1 for two zero vectors
   double beyond_share = 0;
   double scale_fit = 1;          // least-squares k in tested ~ k x reference

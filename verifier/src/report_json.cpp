@@ -13,6 +13,7 @@ JsonValue metrics_json(const ParityMetrics& m) {
   v.set("elements", m.elements);
   v.set("max_abs_err", m.max_abs_err);
   v.set("max_rel_err", m.max_rel_err);
+  v.set("max_error_over_bound", m.max_bound_ratio);
   v.set("cosine", m.cosine);
   v.set("beyond_tolerance", m.beyond);
   v.set("beyond_tolerance_share", m.beyond_share);

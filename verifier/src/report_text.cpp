@@ -32,14 +32,15 @@ std::string shape_line(const ShapeResult& shape, const std::string& label) {
     return printf_string("%-44s %-7s %s\n", label.c_str(), status_name(shape.status).c_str(), shape.reason.c_str());
   }
   const ParityMetrics& m = *shape.vs_reference;
-  return printf_string("%-44s %-4s %9.3g %9.3g %9.6f %8.4f%% %-14s %s\n", label.c_str(),
+  return printf_string("%-44s %-4s %9.3g %9.3g %8.2g %9.6f %8.4f%% %-14s %s\n", label.c_str(),
                        shape.reference_kind.starts_with("naive GPU") ? "gpu" : "cpu", m.max_abs_err, m.max_rel_err,
-                       m.cosine, 100 * m.beyond_share, cast_column(shape).c_str(), status_name(shape.status).c_str());
+                       m.max_bound_ratio, m.cosine, 100 * m.beyond_share, cast_column(shape).c_str(),
+                       status_name(shape.status).c_str());
 }
 
 std::string table_header() {
-  return printf_string("%-44s %-4s %9s %9s %9s %9s %-14s %s\n", "shape", "ref", "max_abs", "max_rel", "cosine",
-                       "beyond", "vs cast path", "result");
+  return printf_string("%-44s %-4s %9s %9s %8s %9s %9s %-14s %s\n", "shape", "ref", "max_abs", "max_rel", "err/tol",
+                       "cosine", "beyond", "vs cast path", "result");
 }
 
 void append_tolerance(std::string& out, const Tolerance& t) {
