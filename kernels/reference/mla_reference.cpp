@@ -33,7 +33,7 @@ void check_params(const DecodeParams& p) {
   require(p.kv_dtype == KvDtype::kFp8E4M3 || p.kv_dtype == KvDtype::kBf16, "unknown kv_dtype");
   if (p.batch == 0) return;
   require(p.q_nope && p.q_pe && p.ckv && p.kpe, "q_nope, q_pe, ckv and kpe must be set");
-  require(p.kv_indptr && p.kv_indices && p.kv_len, "kv_indptr, kv_indices and kv_len must be set");
+  require(p.kv_indptr && p.kv_len, "kv_indptr and kv_len must be set");
   for (int b = 0; b < p.batch; ++b) {
     const int64_t len = p.kv_len[b];
     const int64_t pages = static_cast<int64_t>(p.kv_indptr[b + 1]) - p.kv_indptr[b];
@@ -41,6 +41,7 @@ void check_params(const DecodeParams& p) {
     require(pages * p.page_size >= len,
             "request " + std::to_string(b) + " has " + std::to_string(pages) + " pages of " +
                 std::to_string(p.page_size) + " for " + std::to_string(len) + " tokens");
+    require(len == 0 || p.kv_indices, "kv_indices must be set when a request has tokens");
   }
 }
 

@@ -33,12 +33,16 @@ KVPATCH_TILING_FN int kv_row_bytes(KvDtype dtype) { return kRowBytesFp8 * kv_ele
 // Deep enough to keep ~55 KB (FP8) / ~37 KB (BF16) of KV in flight per block under the SM120 limit.
 KVPATCH_TILING_FN int pipeline_stages(KvDtype dtype) { return dtype == KvDtype::kFp8E4M3 ? 4 : 2; }
 KVPATCH_TILING_FN int stage_bytes(KvDtype dtype) { return kTileTokens * kv_row_bytes(dtype); }
+// Page ids are fetched 2 * stages - 2 tiles ahead of their KV loads (a dependent global load per
+// tile would otherwise stall the pipeline); the ring holds them until then.
+KVPATCH_TILING_FN int page_ring_tiles(KvDtype dtype) { return 2 * pipeline_stages(dtype); }
 
 struct SmemLayout {
   size_t kv_offset = 0;        // [stages][kTileTokens][row bytes], 16-byte chunks swizzled per row
   size_t score_offset = 0;     // [kKSlices][rows][kScoreStride] FP32 partial scores
   size_t prob_offset = 0;      // [rows][kProbStride] BF16 probabilities
   size_t row_stat_offset = 0;  // [3][rows] FP32: rescale factor, final sum, final max
+  size_t page_offset = 0;      // [page ring tiles][kTileTokens] int32 page ids
   size_t total = 0;
 };
 
@@ -49,7 +53,8 @@ KVPATCH_TILING_FN SmemLayout smem_layout(KvDtype dtype, int m_tiles) {
   layout.score_offset = layout.kv_offset + static_cast<size_t>(pipeline_stages(dtype)) * stage_bytes(dtype);
   layout.prob_offset = layout.score_offset + kKSlices * rows * kScoreStride * sizeof(float);
   layout.row_stat_offset = layout.prob_offset + rows * kProbStride * 2;
-  layout.total = layout.row_stat_offset + 3 * rows * sizeof(float);
+  layout.page_offset = layout.row_stat_offset + 3 * rows * sizeof(float);
+  layout.total = layout.page_offset + static_cast<size_t>(page_ring_tiles(dtype)) * kTileTokens * sizeof(int32_t);
   return layout;
 }
 

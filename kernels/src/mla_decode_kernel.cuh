@@ -45,13 +45,19 @@ __device__ inline uint32_t load_bf16_pair(const uint16_t* base, int64_t index) {
   return static_cast<uint32_t>(base[index]) | (static_cast<uint32_t>(base[index + 1]) << 16);
 }
 
+// FP8 with 16 rows fits 128 registers, so two blocks share an SM on SM90 (SM120's shared memory
+// holds one either way); the others need more registers and run one block per SM.
 template <KvDtype kDtype, int kMTiles>
-__global__ void __launch_bounds__(kThreads, 1)
+inline constexpr int kMinBlocksPerSm = (kDtype == KvDtype::kFp8E4M3 && kMTiles == 1) ? 2 : 1;
+
+template <KvDtype kDtype, int kMTiles>
+__global__ void __launch_bounds__(kThreads, (kMinBlocksPerSm<kDtype, kMTiles>))
     mla_decode_kernel(const DecodeParams p, const int num_splits, float* partial_out, float* partial_lse) {
   using Tile = KvTile<kDtype>;
   constexpr int kRows = kMTiles * kRowsPerMTile;
   constexpr int kStages = pipeline_stages(kDtype);
   constexpr int kStageBytes = stage_bytes(kDtype);
+  constexpr int kPageRing = page_ring_tiles(kDtype);
   constexpr SmemLayout kLayout = smem_layout(kDtype, kMTiles);
   constexpr int kRowsPerWarp = kRows / kWarps;            // softmax rows per warp
   constexpr int kLanesPerRow = 32 / kRowsPerWarp;          // softmax lanes sharing a row
@@ -66,6 +72,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   float* row_alpha = reinterpret_cast<float*>(smem + kLayout.row_stat_offset);
   float* row_sum = row_alpha + kRows;
   float* row_max = row_sum + kRows;
+  int32_t* page_ring = reinterpret_cast<int32_t*>(smem + kLayout.page_offset);
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, c = lane % 4;
@@ -76,19 +83,28 @@ __global__ void __launch_bounds__(kThreads, 1)
   const SplitRange range = split_range(p.kv_len[b], split, num_splits);
   const int num_tiles = range.tiles();
 
-  // ---- KV loader: 8 threads per token row, chunks sub, sub + 8, ... ----
+  // ---- KV loader: 8 threads per token row, chunks sub, sub + 8, ... Page ids come from a ring in
+  // shared memory that warp 0 fills 2 * kStages - 2 tiles ahead (in the cp.async group of an
+  // earlier KV tile), so no iteration waits on a global load. ----
   const int load_row = threadIdx.x / 8, load_sub = threadIdx.x % 8;
   const int32_t* pages = p.kv_indices + p.kv_indptr[b];
   const uint8_t* ckv_bytes = static_cast<const uint8_t*>(p.ckv);
   const uint8_t* kpe_bytes = static_cast<const uint8_t*>(p.kpe);
   const int64_t ckv_stride = p.ckv_stride_slot * kv_elem_bytes(kDtype);
   const int64_t kpe_stride = p.kpe_stride_slot * kv_elem_bytes(kDtype);
-  auto slot_of = [&](int tile) -> int64_t {
-    const int token = range.begin + tile * kTileTokens + load_row;
-    if (tile >= num_tiles || token >= range.end) return -1;
-    return static_cast<int64_t>(pages[token / p.page_size]) * p.page_size + token % p.page_size;
+  auto issue_page_ids = [&](int tile) {
+    if (warp != 0 || tile >= num_tiles) return;
+    const int token = range.begin + tile * kTileTokens + lane;
+    const bool valid = token < range.end;
+    cp_async_4(shared_address(page_ring + (tile % kPageRing) * kTileTokens + lane), valid ? pages + token / p.page_size : pages,
+               valid);
   };
-  auto issue_tile = [&](int tile, int64_t slot) {
+  auto issue_tile = [&](int tile) {
+    if (tile >= num_tiles) return;
+    const int token = range.begin + tile * kTileTokens + load_row;
+    const bool valid = token < range.end;
+    const int64_t slot =
+        valid ? static_cast<int64_t>(page_ring[(tile % kPageRing) * kTileTokens + load_row]) * p.page_size + token % p.page_size : 0;
     uint8_t* stage = kv_stages + (tile % kStages) * kStageBytes;
 #pragma unroll
     for (int i = 0; i < kLoadsPerThread; ++i) {
@@ -96,15 +112,12 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (chunk < Tile::kRowChunks) {
         const uint8_t* src = chunk < Tile::kCkvChunks ? ckv_bytes + slot * ckv_stride + 16 * chunk
                                                       : kpe_bytes + slot * kpe_stride + 16 * (chunk - Tile::kCkvChunks);
-        cp_async_16(shared_address(Tile::chunk_pointer(stage, load_row, chunk)), slot >= 0 ? src : ckv_bytes, slot >= 0);
+        cp_async_16(shared_address(Tile::chunk_pointer(stage, load_row, chunk)), src, valid);
       }
     }
   };
-  for (int tile = 0; tile < kStages - 1; ++tile) {
-    if (tile < num_tiles) issue_tile(tile, slot_of(tile));
-    cp_async_commit();
-  }
-  int64_t next_slot = slot_of(kStages - 1);
+  for (int tile = 0; tile < kStages - 1; ++tile) issue_page_ids(tile);
+  cp_async_commit();
 
   // ---- query fragments for this warp's k-slice, in the key fragment map of kv_tile.cuh ----
   const int k_slice = warp % kKSlices, token_half = warp / kKSlices;
@@ -157,16 +170,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int tile = 0; tile < num_tiles; ++tile) {
     cp_async_wait<kStages - 2>();
     __syncthreads();  // stage `tile` landed; everyone is done with tile - 1 and its stage
-    {
-      const int ahead = tile + kStages - 1;
-      if (ahead < num_tiles) issue_tile(ahead, next_slot);
-      cp_async_commit();
-      next_slot = slot_of(ahead + 1);
-    }
+    issue_tile(tile + kStages - 1);
+    issue_page_ids(tile + 2 * kStages - 2);
+    cp_async_commit();
     const uint8_t* stage = kv_stages + (tile % kStages) * kStageBytes;
 
-    // QK: partial scores over this warp's k-slice for its 16 tokens.
-#pragma unroll
+    // QK: partial scores over this warp's k-slice for its 16 tokens (with two blocks per SM, one
+    // token group's fragments at a time, to stay within 128 registers).
+#pragma unroll(kMinBlocksPerSm<kDtype, kMTiles> == 2 ? 1 : 2)
     for (int nt = 0; nt < 2; ++nt) {
       const int token_row = 16 * token_half + 8 * nt + g;
       uint32_t key[kKeySteps][2];

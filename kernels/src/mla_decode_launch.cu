@@ -13,8 +13,8 @@ using namespace tiling;
 constexpr int kMaxHeads = 128;
 constexpr int kMaxSplits = 256;
 // Per-block fixed cost in tile-times (pipeline fill, epilogue), and the merge pass's when split.
-constexpr double kBlockOverheadTiles = 3.0;
-constexpr double kMergeOverheadTiles = 2.0;
+constexpr double kBlockOverheadTiles = 6.0;
+constexpr double kMergeOverheadTiles = 4.0;
 
 struct HeadGroups {
   int groups = 1;          // blocks per (request, split), adjacent in the grid so they share L2
@@ -64,12 +64,15 @@ DecodePlan plan_decode(int batch, int num_heads, int max_kv_len, int sm_count) {
   if (batch <= 0 || num_heads <= 0 || max_kv_len <= 0 || sm_count <= 0) return plan;
   const HeadGroups hg = head_groups(num_heads);
   const long long base_blocks = static_cast<long long>(batch) * hg.groups;
+  // Resident blocks per SM of the FP8 instantiation (the plan is shared with BF16 for parity).
+  const int resident = device::kMinBlocksPerSm<KvDtype::kFp8E4M3, 1> * (hg.m_tiles == 1) + (hg.m_tiles != 1);
+  const long long slots = static_cast<long long>(sm_count) * resident;
   const int tiles = (max_kv_len + kTileTokens - 1) / kTileTokens;
   // Choose the split count that minimises (waves x per-block tile time), counting fixed costs.
   double best_cost = 0.0;
   for (int splits = 1; splits <= std::min(tiles, kMaxSplits); ++splits) {
     const long long blocks = base_blocks * splits;
-    const long long waves = (blocks + sm_count - 1) / sm_count;
+    const long long waves = (blocks + slots - 1) / slots;
     const double per_block = (tiles + splits - 1) / splits + kBlockOverheadTiles + (splits > 1 ? kMergeOverheadTiles : 0.0);
     const double cost = static_cast<double>(waves) * per_block;
     if (splits == 1 || cost < best_cost) {

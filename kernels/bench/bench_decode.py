@@ -1,0 +1,288 @@
+#!/usr/bin/env python3
+"""MLA decode benchmark on one GPU, every variant side by side in one process, per shape:
+
+  fp8        our kernel on the FP8 E4M3 pool (the fix)
+  bf16       our kernel on a BF16 copy of the pool
+  cast+bf16  the original bug: cast the whole 495,552-slot FP8 pool to BF16, then our BF16 kernel
+  gather+bf16  dequantize only the referenced slots (PyTorch index + cast), then our BF16 kernel
+  fi_fp8 / fi_bf16  FlashInfer BatchMLAPagedAttentionWrapper (when importable; reason kept if not)
+  copy       a device-to-device copy, the bandwidth ceiling (bytes read + written)
+
+Timing: CUDA events around each variant, the L2 flushed (a 256 MB write) before every timed run,
+warm-up first, median of --iters runs. KV bandwidth = KV bytes the attention kernel of that variant
+reads (576 B/token FP8, 1152 B/token BF16) / the variant's whole time (conversions included).
+Writes JSON, a Markdown table and a PNG plot of bandwidth against context length.
+Usage: bench_decode.py --lib build/kernels/libkvpatch_mla_capi.so --out results/
+"""
+import argparse
+import ctypes
+import datetime
+import inspect
+import json
+import math
+import os
+import statistics
+import sys
+
+import torch
+
+POOL_SLOTS = 495_552  # GLM-5 per-layer pool of the original report
+ROW = 576
+L2_FLUSH_BYTES = 256 << 20
+
+# (name, batch, heads, context): sweeps for the plot, then the issue's target shapes.
+SHAPES = (
+    [("b1_h16", 1, 16, ctx) for ctx in (1024, 4096, 16384, 32768, 65536, 131072)]
+    + [("b32_h16", 32, 16, ctx) for ctx in (1024, 4096, 8192, 16384, 32768)]
+    + [("b64_h16", 64, 16, 8192), ("b32_h32", 32, 32, 16384), ("b8_h32", 8, 32, 32768),
+       ("b1_h32", 1, 32, 131072), ("b16_h64", 16, 64, 16384), ("b16_h128", 16, 128, 16384),
+       ("b1_h128", 1, 128, 65536)]
+)
+
+
+class Kvpatch:
+    """Our kernels through the C ABI of kernels/bench/mla_capi.cu."""
+
+    def __init__(self, path):
+        self.lib = ctypes.CDLL(path)
+        c = ctypes
+        self.lib.kvpatch_mla_plan.argtypes = [c.c_int, c.c_int, c.c_int, c.c_int, c.POINTER(c.c_int), c.POINTER(c.c_size_t)]
+        ll, vp = c.c_longlong, c.c_void_p
+        self.lib.kvpatch_mla_decode.argtypes = [
+            vp, ll, ll, vp, ll, ll, vp, ll, vp, ll, c.c_int, vp, vp, vp, c.c_int, c.c_int, c.c_int,
+            c.c_float, c.c_float, c.c_float, vp, ll, ll, vp, c.c_int, c.c_size_t, vp, vp]
+        self.lib.kvpatch_mla_cast_fp8_to_bf16.argtypes = [vp, vp, c.c_size_t, vp]
+
+    def plan(self, batch, heads, max_len, sms):
+        splits, ws = ctypes.c_int(), ctypes.c_size_t()
+        self.lib.kvpatch_mla_plan(batch, heads, max_len, sms, ctypes.byref(splits), ctypes.byref(ws))
+        return splits.value, ws.value
+
+    def decode(self, q_nope, q_pe, kv, kv_dtype, indptr, indices, lens, out, lse, sm_scale, splits, ws):
+        elem = kv.element_size()
+        kpe_ptr = kv.data_ptr() + 512 * elem
+        stream = torch.cuda.current_stream().cuda_stream
+        err = self.lib.kvpatch_mla_decode(
+            q_nope.data_ptr(), q_nope.stride(0), q_nope.stride(1), q_pe.data_ptr(), q_pe.stride(0), q_pe.stride(1),
+            kv.data_ptr(), kv.stride(0), kpe_ptr, kv.stride(0), kv_dtype, indptr.data_ptr(), indices.data_ptr(),
+            lens.data_ptr(), lens.numel(), q_nope.shape[1], 1, sm_scale, 1.0, 1.0, out.data_ptr(), out.stride(0),
+            out.stride(1), lse.data_ptr() if lse is not None else None, splits, ws.numel(), ws.data_ptr(), stream)
+        if err != 0:
+            raise RuntimeError(f"kvpatch_mla_decode returned CUDA error {err}")
+
+    def cast(self, src, dst):
+        err = self.lib.kvpatch_mla_cast_fp8_to_bf16(src.data_ptr(), dst.data_ptr(), src.numel(),
+                                                    torch.cuda.current_stream().cuda_stream)
+        if err != 0:
+            raise RuntimeError(f"kvpatch_mla_cast_fp8_to_bf16 returned CUDA error {err}")
+
+
+def time_variant(fn, flush, iters, warmup=3):
+    """Median milliseconds of fn() over iters runs, each after an L2 flush."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(iters):
+        flush()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def copy_bandwidth(iters):
+    src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    ms = time_variant(lambda: dst.copy_(src), lambda: None, iters)
+    return 2 * src.numel() / (ms * 1e-3), ms
+
+
+def load_flashinfer():
+    try:
+        import flashinfer  # noqa: F401
+        from flashinfer.mla import BatchMLAPagedAttentionWrapper
+        return BatchMLAPagedAttentionWrapper, getattr(flashinfer, "__version__", "?"), None
+    except Exception as exc:  # the reason goes into the results
+        return None, None, f"{type(exc).__name__}: {exc}"
+
+
+def flashinfer_runner(wrapper_cls, q_nope, q_pe, kv, indptr, indices, lens, sm_scale, kv_dtype, backend):
+    device = q_nope.device
+    batch, heads = q_nope.shape[0], q_nope.shape[1]
+    workspace = torch.empty(128 << 20, dtype=torch.uint8, device=device)
+    wrapper = wrapper_cls(workspace, backend=backend)
+    qo_indptr = torch.arange(batch + 1, dtype=torch.int32, device=device)
+    wrapper.plan(qo_indptr, indptr, indices, lens, heads, 512, 64, 1, False, sm_scale, torch.bfloat16, kv_dtype)
+    pages = kv.view(kv.shape[0], 1, ROW)
+    ckv, kpe = pages[:, :, :512], pages[:, :, 512:]
+    out = torch.empty(batch, heads, 512, dtype=torch.bfloat16, device=device)
+    kwargs = {}
+    if kv_dtype == torch.float8_e4m3fn and "ckv_scale" in inspect.signature(wrapper.run).parameters:
+        kwargs = {"ckv_scale": 1.0, "kpe_scale": 1.0}
+
+    def run():
+        wrapper.run(q_nope, q_pe, ckv, kpe, out=out, **kwargs)
+    return run, out
+
+
+def bench_shape(kv_api, name, batch, heads, ctx, pools, flush, iters, sms, fi):
+    device = "cuda"
+    pool_u8, pool_bf16 = pools
+    gen = torch.Generator(device="cpu").manual_seed(batch * 1000003 + heads * 101 + ctx)
+    slots = torch.randperm(POOL_SLOTS, generator=gen)[: batch * ctx] if batch * ctx <= POOL_SLOTS else \
+        torch.randint(0, POOL_SLOTS, (batch * ctx,), generator=gen)
+    indices = slots.to(torch.int32).to(device)
+    lens = torch.full((batch,), ctx, dtype=torch.int32, device=device)
+    indptr = torch.arange(0, batch * ctx + 1, ctx, dtype=torch.int32, device=device)
+    q = torch.randn(batch, heads, ROW, device=device).to(torch.bfloat16)
+    q_nope, q_pe = q[:, :, :512], q[:, :, 512:]
+    sm_scale = 1.0 / math.sqrt(ROW)
+    splits, ws_bytes = kv_api.plan(batch, heads, ctx, sms)
+    ws = torch.empty(max(ws_bytes, 16), dtype=torch.uint8, device=device)
+    out = {k: torch.empty(batch, heads, 512, dtype=torch.bfloat16, device=device) for k in ("fp8", "bf16", "cast", "gather")}
+    lse = torch.empty(batch, heads, dtype=torch.float32, device=device)
+    cast_dst = torch.empty(POOL_SLOTS, ROW, dtype=torch.bfloat16, device=device)
+    gathered = torch.empty(batch * ctx, ROW, dtype=torch.bfloat16, device=device)
+    dense_indices = torch.arange(batch * ctx, dtype=torch.int32, device=device)
+
+    tokens = batch * ctx
+    fp8_bytes, bf16_bytes = tokens * ROW, tokens * ROW * 2
+    variants = {}
+
+    def fp8():
+        kv_api.decode(q_nope, q_pe, pool_u8, 0, indptr, indices, lens, out["fp8"], lse, sm_scale, splits, ws)
+
+    def bf16():
+        kv_api.decode(q_nope, q_pe, pool_bf16, 1, indptr, indices, lens, out["bf16"], lse, sm_scale, splits, ws)
+
+    def cast_path():
+        kv_api.cast(pool_u8, cast_dst)
+        kv_api.decode(q_nope, q_pe, cast_dst, 1, indptr, indices, lens, out["cast"], lse, sm_scale, splits, ws)
+
+    def gather_path():
+        gathered.copy_(torch.index_select(pool_u8, 0, indices).view(torch.float8_e4m3fn))
+        kv_api.decode(q_nope, q_pe, gathered, 1, indptr, dense_indices, lens, out["gather"], lse, sm_scale, splits, ws)
+
+    variants["fp8"] = (time_variant(fp8, flush, iters), fp8_bytes)
+    variants["bf16"] = (time_variant(bf16, flush, iters), bf16_bytes)
+    variants["cast+bf16"] = (time_variant(cast_path, flush, iters), bf16_bytes)
+    variants["gather+bf16"] = (time_variant(gather_path, flush, iters), bf16_bytes)
+    parity = bool(torch.equal(out["fp8"].view(torch.int16), out["bf16"].view(torch.int16)))
+    fi_notes = {}
+    if fi["cls"] is not None:
+        for key, dtype, pool in (("fi_fp8", torch.float8_e4m3fn, pool_u8.view(torch.float8_e4m3fn)),
+                                 ("fi_bf16", torch.bfloat16, pool_bf16)):
+            try:
+                run, fi_out = flashinfer_runner(fi["cls"], q_nope, q_pe, pool, indptr, indices, lens, sm_scale, dtype,
+                                                fi["backend"])
+                variants[key] = (time_variant(run, flush, iters), fp8_bytes if dtype != torch.bfloat16 else bf16_bytes)
+                ref = out["bf16"].float()
+                fi_notes[key + "_rel_err_vs_ours"] = float((fi_out.float() - ref).norm() / ref.norm())
+            except Exception as exc:
+                fi_notes[key + "_error"] = f"{type(exc).__name__}: {exc}"[:300]
+    row = {"shape": name, "batch": batch, "heads": heads, "context": ctx, "kv_tokens": tokens, "splits": splits,
+           "fp8_bf16_bit_identical": parity, "variants": {}, **fi_notes}
+    for key, (ms, nbytes) in variants.items():
+        row["variants"][key] = {"ms": ms, "bytes": nbytes, "gbps": nbytes / (ms * 1e-3) / 1e9}
+    return row
+
+
+def write_markdown(rows, copy_gbps, meta, path):
+    keys = ["fp8", "bf16", "cast+bf16", "gather+bf16", "fi_fp8", "fi_bf16"]
+    lines = [f"# MLA decode benchmark — {meta['gpu']}, {meta['date']}", "",
+             f"Device-to-device copy: {copy_gbps / 1e9:.0f} GB/s (read + write). FlashInfer: {meta['flashinfer']}.",
+             "Times are medians in microseconds, L2 flushed before each run; cast+bf16 and gather+bf16 include their",
+             "conversion. `fp8 GB/s` counts 576 B of KV per token;",
+             "`%copy` is that over the copy bandwidth. `x<variant>` is how many times faster our FP8 kernel is.", "",
+             "| shape | B | H | ctx | splits | " + " | ".join(f"{k} us" for k in keys) +
+             " | fp8 GB/s | %copy | " + " | ".join(f"x{k}" for k in keys[1:]) + " | bit-identical |",
+             "|" + "---|" * (6 + 2 * len(keys) + 2)]
+    for r in rows:
+        v = r["variants"]
+        fp8 = v["fp8"]["ms"]
+        cells = [f"{v[k]['ms'] * 1e3:.1f}" if k in v else "-" for k in keys]
+        ratios = [f"{v[k]['ms'] / fp8:.2f}" if k in v else "-" for k in keys[1:]]
+        lines.append(f"| {r['shape']} | {r['batch']} | {r['heads']} | {r['context']} | {r['splits']} | " + " | ".join(cells) +
+                     f" | {v['fp8']['gbps']:.0f} | {100 * v['fp8']['gbps'] * 1e9 / copy_gbps:.0f}% | " + " | ".join(ratios) +
+                     f" | {'yes' if r['fp8_bf16_bit_identical'] else 'NO'} |")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def write_plot(rows, copy_gbps, meta, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5))
+    for ax, prefix in zip(axes, ("b1_h16", "b32_h16")):
+        sweep = [r for r in rows if r["shape"] == prefix]
+        for key in ("fp8", "bf16", "cast+bf16", "gather+bf16", "fi_fp8", "fi_bf16"):
+            pts = [(r["context"], r["variants"][key]["gbps"]) for r in sweep if key in r["variants"]]
+            if pts:
+                ax.plot(*zip(*pts), marker="o", label=key)
+        ax.axhline(copy_gbps / 1e9, color="gray", linestyle="--", label="copy (r+w)")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("context length (tokens)")
+        ax.set_ylabel("KV GB/s (bytes that variant reads / time)")
+        ax.set_title(f"{prefix}: {meta['gpu']}")
+        ax.legend(fontsize=8)
+        ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lib", required=True, help="path of libkvpatch_mla_capi.so")
+    ap.add_argument("--out", required=True, help="folder for bench.json, bench.md, bench.png")
+    ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--shapes", default="", help="comma-separated shape names to keep (default: all)")
+    ap.add_argument("--flashinfer-backend", default="auto")
+    args = ap.parse_args()
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    os.makedirs(args.out, exist_ok=True)
+    kv_api = Kvpatch(args.lib)
+    props = torch.cuda.get_device_properties(0)
+    sms = props.multi_processor_count
+    fi_cls, fi_version, fi_error = load_flashinfer()
+    meta = {"gpu": props.name, "sms": sms, "date": datetime.date.today().isoformat(), "torch": torch.__version__,
+            "flashinfer": f"flashinfer {fi_version} backend={args.flashinfer_backend}" if fi_cls else f"not run ({fi_error})"}
+    print(meta, flush=True)
+
+    pool_u8 = torch.randn(POOL_SLOTS, ROW, device="cuda").to(torch.float8_e4m3fn).view(torch.uint8)
+    pool_bf16 = torch.empty(POOL_SLOTS, ROW, dtype=torch.bfloat16, device="cuda")
+    kv_api.cast(pool_u8, pool_bf16)
+    scratch = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+    flush = lambda: scratch.fill_(1)  # noqa: E731
+    copy_gbps, copy_ms = copy_bandwidth(args.iters)
+    print(f"copy: {copy_gbps / 1e9:.0f} GB/s ({copy_ms:.3f} ms for 2 x 1 GiB)", flush=True)
+
+    keep = set(filter(None, args.shapes.split(",")))
+    rows = []
+    for name, batch, heads, ctx in SHAPES:
+        if keep and name not in keep:
+            continue
+        row = bench_shape(kv_api, name, batch, heads, ctx, (pool_u8, pool_bf16), flush, args.iters, sms,
+                          {"cls": fi_cls, "backend": args.flashinfer_backend})
+        rows.append(row)
+        v = row["variants"]
+        print(f"{name:9s} B={batch:<3d} H={heads:<3d} ctx={ctx:<6d} splits={row['splits']:<3d} " +
+              " ".join(f"{k}={v[k]['ms'] * 1e3:8.1f}us/{v[k]['gbps']:5.0f}GB/s" for k in v) +
+              f" fp8%copy={100 * v['fp8']['gbps'] * 1e9 / copy_gbps:.0f}% bit-identical={row['fp8_bf16_bit_identical']}"
+              + "".join(f" {k}={row[k]}" for k in row if k.startswith("fi_")), flush=True)
+    result = {"meta": meta, "copy_gbps": copy_gbps / 1e9, "rows": rows}
+    with open(os.path.join(args.out, "bench.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    write_markdown(rows, copy_gbps, meta, os.path.join(args.out, "bench.md"))
+    try:
+        write_plot(rows, copy_gbps, meta, os.path.join(args.out, "bench.png"))
+    except Exception as exc:
+        print(f"plot not written: {exc}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+// C ABI over the decode launcher, for the Python benchmark driver (ctypes), so that our kernels,
+// PyTorch and FlashInfer run side by side in one process. Return values are cudaError_t codes.
+#include <cuda_runtime.h>
+
+#include "kvpatch/mla_decode_launch.h"
+
+using kvpatch::mla::DecodeParams;
+using kvpatch::mla::DecodePlan;
+using kvpatch::mla::KvDtype;
+
+extern "C" {
+
+int kvpatch_mla_plan(int batch, int num_heads, int max_kv_len, int sm_count, int* num_splits, size_t* workspace_bytes) {
+  const DecodePlan plan = kvpatch::mla::plan_decode(batch, num_heads, max_kv_len, sm_count);
+  *num_splits = plan.num_splits;
+  *workspace_bytes = plan.workspace_bytes;
+  return 0;
+}
+
+// kv_dtype: 0 = FP8 E4M3, 1 = BF16 (kvpatch::mla::KvDtype). Strides in elements.
+int kvpatch_mla_decode(const void* q_nope, long long q_nope_stride_b, long long q_nope_stride_h, const void* q_pe,
+                       long long q_pe_stride_b, long long q_pe_stride_h, const void* ckv, long long ckv_stride_slot,
+                       const void* kpe, long long kpe_stride_slot, int kv_dtype, const int* kv_indptr,
+                       const int* kv_indices, const int* kv_len, int batch, int num_heads, int page_size,
+                       float sm_scale, float ckv_scale, float kpe_scale, void* out, long long out_stride_b,
+                       long long out_stride_h, float* lse, int num_splits, size_t workspace_bytes, void* workspace,
+                       void* stream) {
+  DecodeParams p;
+  p.q_nope = q_nope, p.q_nope_stride_b = q_nope_stride_b, p.q_nope_stride_h = q_nope_stride_h;
+  p.q_pe = q_pe, p.q_pe_stride_b = q_pe_stride_b, p.q_pe_stride_h = q_pe_stride_h;
+  p.ckv = ckv, p.ckv_stride_slot = ckv_stride_slot, p.kpe = kpe, p.kpe_stride_slot = kpe_stride_slot;
+  p.kv_dtype = static_cast<KvDtype>(kv_dtype);
+  p.kv_indptr = kv_indptr, p.kv_indices = kv_indices, p.kv_len = kv_len;
+  p.batch = batch, p.num_heads = num_heads, p.page_size = page_size;
+  p.sm_scale = sm_scale, p.ckv_scale = ckv_scale, p.kpe_scale = kpe_scale;
+  p.out = out, p.out_stride_b = out_stride_b, p.out_stride_h = out_stride_h, p.lse = lse;
+  DecodePlan plan;
+  plan.num_splits = num_splits, plan.workspace_bytes = workspace_bytes;
+  return kvpatch::mla::launch_decode(p, plan, workspace, static_cast<cudaStream_t>(stream));
+}
+
+int kvpatch_mla_cast_fp8_to_bf16(const void* src, void* dst, size_t n, void* stream) {
+  return kvpatch::mla::launch_cast_fp8_to_bf16(src, dst, n, static_cast<cudaStream_t>(stream));
+}
+
+}  // extern "C"
