@@ -82,11 +82,13 @@ TypeVerdict WrapperTypes::of(TSNode expr, const FunctionFacts* scope, int depth)
         const std::string& annotation = f->signature.parameters[static_cast<std::size_t>(index)].annotation;
         if (!annotation.empty()) parts.push_back(of_annotation(annotation));
       }
-      for (const Assignment* a : facts_.local_assignments(*f, name)) {
+      const std::vector<const Assignment*> assignments = facts_.local_assignments(*f, name);
+      for (const Assignment* a : assignments) {
         if (a->kind == AssignmentKind::Plain) parts.push_back(of(a->value, f, depth + 1));
         else if (a->kind == AssignmentKind::LoopTarget) parts.push_back(element_of(a->value, f, depth + 1));
         else parts.push_back(TypeVerdict::Unknown);
       }
+      if (index >= 0 && parts.empty()) parts.push_back(of_parameter_from_callers(*f, name, depth + 1));
       if (!parts.empty() || index >= 0) break;  // the nearest scope that binds the name decides
     }
     return parts.empty() ? TypeVerdict::Unknown : merge(parts);
@@ -155,6 +157,68 @@ TypeVerdict WrapperTypes::element_of(TSNode container, const FunctionFacts* scop
     return parts.empty() ? TypeVerdict::Unknown : merge(parts);
   }
   return TypeVerdict::Unknown;
+}
+
+TypeVerdict WrapperTypes::of_parameter_from_callers(const FunctionFacts& function, const std::string& name,
+                                                    int depth) const {
+  if (depth > kMaxDepth || function.outer >= 0) return TypeVerdict::Unknown;
+  // Called as a method, the receiver fills the first parameter.
+  Signature signature = function.signature;
+  const bool method = function.is_method();
+  if (method && !signature.parameters.empty()) signature.parameters.erase(signature.parameters.begin());
+  std::vector<TypeVerdict> parts;
+  for (TSNode call : facts_.calls()) {
+    TSNode callee = field(call, "function");
+    const FunctionFacts* caller = facts_.function_at(call);
+    if (method) {
+      if (!is(callee, "attribute") || facts_.text(field(callee, "attribute")) != function.name) continue;
+      if (class_of(field(callee, "object"), caller, depth + 1) != function.class_name) continue;
+    } else if (!is(callee, "identifier") || facts_.text(callee) != function.name) {
+      continue;
+    }
+    TSNode argument_list = field(call, "arguments");
+    if (!is(argument_list, "argument_list")) continue;
+    const std::vector<CallArgument> arguments = call_arguments(facts_.file().source.text(), argument_list);
+    const Binding binding = bind_arguments(signature, arguments);
+    const BoundValue* bound = binding.complete ? binding.find(name) : nullptr;
+    if (bound == nullptr || bound->from_default()) {
+      parts.push_back(TypeVerdict::Unknown);
+      continue;
+    }
+    const CallArgument& a = arguments[static_cast<std::size_t>(bound->argument)];
+    parts.push_back(of(ts_node_named_descendant_for_byte_range(argument_list, static_cast<uint32_t>(a.value_begin),
+                                                                static_cast<uint32_t>(a.value_end)),
+                       caller, depth + 1));
+  }
+  return parts.empty() ? TypeVerdict::Unknown : merge(parts);
+}
+
+std::string WrapperTypes::class_of(TSNode expr, const FunctionFacts* scope, int depth) const {
+  expr = syntax::unparenthesized(expr);
+  if (syntax::is_null(expr) || depth > kMaxDepth) return "";
+  if (is(expr, "call")) {
+    const std::string name = last_name(facts_, field(expr, "function"));
+    return facts_.find_class(name) != nullptr ? name : "";
+  }
+  const FunctionFacts* method = holding_method(facts_, scope);
+  std::vector<const Assignment*> assignments;
+  if (is(expr, "identifier")) {
+    if (method != nullptr && facts_.text(expr) == self_name(*method)) return method->class_name;
+    if (scope != nullptr) assignments = facts_.local_assignments(*scope, facts_.text(expr));
+  } else if (is(expr, "attribute") && method != nullptr && is(field(expr, "object"), "identifier") &&
+             facts_.text(field(expr, "object")) == self_name(*method)) {
+    if (const ClassFacts* cls = facts_.find_class(method->class_name)) {
+      assignments = facts_.self_attribute_assignments(*cls, facts_.text(field(expr, "attribute")));
+    }
+  }
+  std::string found;
+  for (const Assignment* a : assignments) {
+    if (a->kind != AssignmentKind::Plain) return "";
+    const std::string c = class_of(a->value, &facts_.functions()[static_cast<std::size_t>(a->function)], depth + 1);
+    if (c.empty() || (!found.empty() && c != found)) return "";
+    found = c;
+  }
+  return found;
 }
 
 std::string WrapperTypes::source_attribute(TSNode expr, const FunctionFacts* scope) const {

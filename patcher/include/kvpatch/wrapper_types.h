@@ -26,6 +26,10 @@ private:
   TypeVerdict element_of(TSNode container, const FunctionFacts* scope, int depth) const;
   TypeVerdict of_annotation(const std::string& annotation) const;
   std::string source_attribute(TSNode expr, const FunctionFacts* scope, int depth) const;
+  // An unannotated parameter typed by what the module's calls of its function pass for it.
+  TypeVerdict of_parameter_from_callers(const FunctionFacts& function, const std::string& name, int depth) const;
+  // The module class an expression is an instance of ("" when not known).
+  std::string class_of(TSNode expr, const FunctionFacts* scope, int depth) const;
 
   const ModuleFacts& facts_;
   std::string wrapper_class_;
