@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <exception>
 #include <optional>
 #include <string>
 #include <vector>
@@ -162,5 +163,8 @@ int main(int argc, char** argv) {
   } catch (const InputError& error) {
     std::fprintf(stderr, "kvverify: %s\n", error.what());
     return kExitUsage;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "kvverify: stopped: %s\n", error.what());
+    return 1;
   }
 }

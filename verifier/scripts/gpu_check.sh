@@ -24,4 +24,13 @@ for preset in glm-5 kimi-k2 deepseek-v3; do
 done
 echo "== kvverify --self-test"
 "$build/verifier/kvverify" --self-test --json "$out/self-test.json" || status=1
+echo "== non-unit scales, a custom model, the BF16-KV pair from a report"
+"$build/verifier/kvverify" --preset glm-5 --tp 8 --ckv-scale 0.5 --kpe-scale 2 --timing-iters 0 || status=1
+"$build/verifier/kvverify" --heads 48 --tp 1,3 --batch-sizes 3,32 --context-lengths 1,777,20000 --page-sizes 1,16 \
+  --timing-iters 0 || status=1
+echo "== expected exit 1: an unsupported report, and a shape too large for the device (skipped, run goes on)"
+"$build/verifier/kvverify" --tp 8 --from "$root/tests/verifier/data/check_report_unsupported.json"
+echo "exit $? (expected 1)"
+"$build/verifier/kvverify" --tp 8 --batch-sizes 1,4096 --context-lengths 262144 --page-sizes 64 --timing-iters 0
+echo "exit $? (expected 1)"
 exit $status

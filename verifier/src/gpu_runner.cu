@@ -228,6 +228,19 @@ ReferenceOutputs gpu_reference(const ShapeSpec& shape, const RequestLayout& layo
           download<float>(magnitude, elements), "naive GPU reference (FP64 accumulation)"};
 }
 
+// Five CUDA events around the timed regions, destroyed however the timing ends.
+struct TimingEvents {
+  TimingEvents() {
+    for (cudaEvent_t& event : events) KVV_CUDA(cudaEventCreate(&event));
+  }
+  ~TimingEvents() {
+    for (cudaEvent_t event : events) {
+      if (event != nullptr) cudaEventDestroy(event);
+    }
+  }
+  cudaEvent_t events[5] = {};
+};
+
 std::string bytes_text(int64_t bytes) { return std::to_string(bytes) + " bytes"; }
 
 // After a failure: clear a non-sticky error; a sticky one means the context is gone.
@@ -236,6 +249,50 @@ void recover_or_throw(const std::string& what) {
   if (const cudaError_t error = cudaDeviceSynchronize(); error != cudaSuccess) {
     throw GpuContextLost(what + "; the CUDA context is lost (" + cudaGetErrorName(error) + "), so no further shape can run");
   }
+}
+
+// Fills `result` for one shape; CUDA failures propagate to verify_shape_gpu.
+void run_shape(const GpuDevice& gpu, const ShapeSpec& shape, Fault fault, const Tolerance& tolerance,
+               std::optional<int64_t> memory_limit, ShapeResult& result) {
+  const bool fp8 = shape.kv_dtype == Dtype::kFp8E4M3;
+  const RequestLayout layout = make_request_layout(shape);
+  result.bytes_needed = gpu_bytes_needed(shape, layout, fault, gpu.sm_count);
+  size_t free_bytes = 0, total_bytes = 0;
+  KVV_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (memory_limit && result.bytes_needed > *memory_limit) {
+    result.status = ShapeStatus::kSkipped;
+    result.reason = "out of memory: needs " + bytes_text(result.bytes_needed) + ", --memory-limit is " +
+                    bytes_text(*memory_limit);
+    return;
+  }
+  if (result.bytes_needed > static_cast<int64_t>(free_bytes)) {
+    result.status = ShapeStatus::kSkipped;
+    result.reason = "out of memory: needs " + bytes_text(result.bytes_needed) + ", the device has " +
+                    bytes_text(static_cast<int64_t>(free_bytes)) + " free";
+    return;
+  }
+
+  const int64_t rows = static_cast<int64_t>(shape.batch) * shape.heads;
+  const DeviceInputs inputs(shape, layout);
+  const mla::DecodeParams clean =
+      inputs.params(shape, inputs.kv.as<void>(), fp8 ? mla::KvDtype::kFp8E4M3 : mla::KvDtype::kBf16);
+  FaultedDeviceBuffers buffers;
+  const mla::DecodeParams faulted = apply_fault(fault, clean, shape, layout, inputs, buffers);
+  const mla::DecodePlan plan = mla::plan_decode(shape.batch, shape.heads, layout.max_len(), gpu.sm_count);
+
+  const DecodeOutputs tested = run_kernel(faulted, plan, rows);
+  std::optional<DecodeOutputs> cast_path;
+  if (fp8) {
+    // The bug's path: the whole cache cast to BF16 exactly, then the BF16-KV instantiation.
+    DeviceBuffer cast(static_cast<size_t>(inputs.kv_count) * 2);
+    KVV_CUDA(mla::launch_cast_fp8_to_bf16(inputs.kv.as<void>(), cast.as<void>(), static_cast<size_t>(inputs.kv_count),
+                                          nullptr));
+    cast_path = run_kernel(inputs.params(shape, cast.as<void>(), mla::KvDtype::kBf16), plan, rows);
+  }
+  const ReferenceOutputs reference = head_tokens(shape, layout) <= kCpuReferenceHeadTokens
+                                         ? cpu_reference(shape, layout, inputs)
+                                         : gpu_reference(shape, layout, clean);
+  judge_shape(result, layout, tested, cast_path ? &*cast_path : nullptr, reference, tolerance);
 }
 
 }  // namespace
@@ -294,45 +351,8 @@ ShapeResult verify_shape_gpu(const GpuDevice& gpu, const ShapeSpec& shape, Fault
   result.fault = fault;
   const bool fp8 = shape.kv_dtype == Dtype::kFp8E4M3;
   result.tested = std::string("kvpatch MLA decode kernel, ") + (fp8 ? "FP8 E4M3" : "BF16") + " KV, on " + gpu.name;
-  const RequestLayout layout = make_request_layout(shape);
-  result.bytes_needed = gpu_bytes_needed(shape, layout, fault, gpu.sm_count);
-  size_t free_bytes = 0, total_bytes = 0;
-  KVV_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
-  if (memory_limit && result.bytes_needed > *memory_limit) {
-    result.status = ShapeStatus::kSkipped;
-    result.reason = "out of memory: needs " + bytes_text(result.bytes_needed) + ", --memory-limit is " +
-                    bytes_text(*memory_limit);
-    return result;
-  }
-  if (result.bytes_needed > static_cast<int64_t>(free_bytes)) {
-    result.status = ShapeStatus::kSkipped;
-    result.reason = "out of memory: needs " + bytes_text(result.bytes_needed) + ", the device has " +
-                    bytes_text(static_cast<int64_t>(free_bytes)) + " free";
-    return result;
-  }
-
   try {
-    const int64_t rows = static_cast<int64_t>(shape.batch) * shape.heads;
-    const DeviceInputs inputs(shape, layout);
-    const mla::DecodeParams clean =
-        inputs.params(shape, inputs.kv.as<void>(), fp8 ? mla::KvDtype::kFp8E4M3 : mla::KvDtype::kBf16);
-    FaultedDeviceBuffers buffers;
-    const mla::DecodeParams faulted = apply_fault(fault, clean, shape, layout, inputs, buffers);
-    const mla::DecodePlan plan = mla::plan_decode(shape.batch, shape.heads, layout.max_len(), gpu.sm_count);
-
-    const DecodeOutputs tested = run_kernel(faulted, plan, rows);
-    std::optional<DecodeOutputs> cast_path;
-    if (fp8) {
-      // The bug's path: the whole cache cast to BF16 exactly, then the BF16-KV instantiation.
-      DeviceBuffer cast(static_cast<size_t>(inputs.kv_count) * 2);
-      KVV_CUDA(mla::launch_cast_fp8_to_bf16(inputs.kv.as<void>(), cast.as<void>(), static_cast<size_t>(inputs.kv_count),
-                                            nullptr));
-      cast_path = run_kernel(inputs.params(shape, cast.as<void>(), mla::KvDtype::kBf16), plan, rows);
-    }
-    const ReferenceOutputs reference = head_tokens(shape, layout) <= kCpuReferenceHeadTokens
-                                           ? cpu_reference(shape, layout, inputs)
-                                           : gpu_reference(shape, layout, clean);
-    judge_shape(result, layout, tested, cast_path ? &*cast_path : nullptr, reference, tolerance);
+    run_shape(gpu, shape, fault, tolerance, memory_limit, result);
   } catch (const CudaFailure& failure) {
     if (failure.error == cudaErrorMemoryAllocation) {
       result.status = ShapeStatus::kSkipped;
@@ -342,6 +362,9 @@ ShapeResult verify_shape_gpu(const GpuDevice& gpu, const ShapeSpec& shape, Fault
       result.reason = failure.what();
     }
     recover_or_throw(result.reason);
+  } catch (const std::bad_alloc&) {
+    result.status = ShapeStatus::kSkipped;
+    result.reason = "out of host memory for the shape's page table and host copies";
   } catch (const std::invalid_argument& error) {
     result.status = ShapeStatus::kError;
     result.reason = std::string("reference_decode refused the shape: ") + error.what();
@@ -381,8 +404,8 @@ CastPathTiming time_cast_path_gpu(const GpuDevice& gpu, const ShapeSpec& shape, 
     const mla::DecodeParams direct = with_output(inputs.params(shape, pool_fp8.as<void>(), mla::KvDtype::kFp8E4M3));
     const mla::DecodeParams after_cast = with_output(inputs.params(shape, pool_bf16.as<void>(), mla::KvDtype::kBf16));
 
-    cudaEvent_t events[5];
-    for (cudaEvent_t& event : events) KVV_CUDA(cudaEventCreate(&event));
+    TimingEvents timing_events;
+    cudaEvent_t* events = timing_events.events;
     std::vector<double> cast_ms, cast_path_ms, direct_ms;
     constexpr int kWarmup = 3;
     for (int i = 0; i < kWarmup + iters; ++i) {
@@ -407,7 +430,6 @@ CastPathTiming time_cast_path_gpu(const GpuDevice& gpu, const ShapeSpec& shape, 
       KVV_CUDA(cudaEventElapsedTime(&ms, events[3], events[4]));
       direct_ms.push_back(ms);
     }
-    for (cudaEvent_t event : events) cudaEventDestroy(event);
     auto median = [](std::vector<double> values) {
       std::sort(values.begin(), values.end());
       return values.empty() ? 0.0 : values[values.size() / 2];
