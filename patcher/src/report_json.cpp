@@ -3,7 +3,8 @@
 #include "kvpatch/report.h"
 
 namespace kvpatch {
-using nlohmann::json;
+// ordered_json keeps the keys in the documented order, which reads better than sorted.
+using json = nlohmann::ordered_json;
 
 namespace {
 json dtype_json(const DtypeArgument& a) {
