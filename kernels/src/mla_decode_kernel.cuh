@@ -154,6 +154,15 @@ __global__ void __launch_bounds__(kThreads, (kMinBlocksPerSm<kDtype, kMTiles>))
     }
   }
 
+  // The first tiles' page ids were loaded while the query came in; now fill the pipeline.
+  cp_async_wait<0>();
+  __syncthreads();
+  for (int tile = 0; tile < kStages - 1; ++tile) {
+    issue_tile(tile);
+    issue_page_ids(tile + kStages - 1);
+    cp_async_commit();
+  }
+
   // ---- running state ----
   float out_acc[kMTiles][kValueTiles][4];
 #pragma unroll
