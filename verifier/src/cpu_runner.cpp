@@ -1,5 +1,7 @@
 #include "cpu_runner.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <exception>
 #include <string>
@@ -89,6 +91,13 @@ ShapeResult verify_shape_cpu(const ShapeSpec& shape, Fault fault, const Toleranc
     result.status = ShapeStatus::kSkipped;
     result.reason = "out of memory: needs " + std::to_string(result.bytes_needed) + " bytes, --memory-limit is " +
                     std::to_string(*memory_limit);
+    return result;
+  }
+  const int64_t available = static_cast<int64_t>(sysconf(_SC_AVPHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+  if (available > 0 && result.bytes_needed > available) {
+    result.status = ShapeStatus::kSkipped;
+    result.reason = "out of memory: needs " + std::to_string(result.bytes_needed) + " bytes, " +
+                    std::to_string(available) + " bytes of host memory are free";
     return result;
   }
   try {
