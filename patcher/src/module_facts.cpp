@@ -1,5 +1,7 @@
 #include "kvpatch/module_facts.h"
 
+#include <algorithm>
+
 namespace kvpatch {
 using syntax::field;
 using syntax::is;
@@ -15,7 +17,15 @@ TSNode undecorated(TSNode node) {
 ModuleFacts::ModuleFacts(const ParsedFile& file) : file_(&file) {
   TSNode root = file.tree.root();
   collect_scope(root, "", "", -1);
+  for (int i = 0; i < static_cast<int>(functions_.size()); ++i) by_body_start_.push_back(i);
+  std::sort(by_body_start_.begin(), by_body_start_.end(), [&](int a, int b) {
+    return ts_node_start_byte(functions_[static_cast<std::size_t>(a)].body) <
+           ts_node_start_byte(functions_[static_cast<std::size_t>(b)].body);
+  });
   collect_assignments(root, -1);
+  for (int i = 0; i < static_cast<int>(assignments_.size()); ++i) {
+    assignments_by_target_[assignments_[static_cast<std::size_t>(i)].target].push_back(i);
+  }
   syntax::walk(root, [&](TSNode node) {
     if (is(node, "call")) calls_.push_back(node);
     return true;
@@ -173,12 +183,17 @@ const FunctionFacts* ModuleFacts::method(const std::string& class_name, const st
 }
 
 const FunctionFacts* ModuleFacts::function_at(TSNode node) const {
-  const FunctionFacts* best = nullptr;
-  for (const FunctionFacts& f : functions_) {
-    if (!syntax::contains(f.body, node)) continue;
-    if (best == nullptr || syntax::contains(best->body, f.body)) best = &f;
+  // Among bodies starting at or before the node, the innermost one holding it starts last.
+  const uint32_t at = ts_node_start_byte(node);
+  auto it = std::upper_bound(by_body_start_.begin(), by_body_start_.end(), at, [&](uint32_t pos, int f) {
+    return pos < ts_node_start_byte(functions_[static_cast<std::size_t>(f)].body);
+  });
+  while (it != by_body_start_.begin()) {
+    --it;
+    const FunctionFacts& f = functions_[static_cast<std::size_t>(*it)];
+    if (syntax::contains(f.body, node)) return &f;
   }
-  return best;
+  return nullptr;
 }
 
 int ModuleFacts::index_of(const FunctionFacts* function) const {
@@ -189,24 +204,37 @@ std::vector<const Assignment*> ModuleFacts::local_assignments(const FunctionFact
                                                               const std::string& name) const {
   std::vector<const Assignment*> out;
   const int index = index_of(&function);
-  for (const Assignment& a : assignments_) {
-    if (a.function == index && a.target == name && a.kind != AssignmentKind::ItemStore) out.push_back(&a);
+  auto found = assignments_by_target_.find(name);
+  if (found == assignments_by_target_.end()) return out;
+  for (int i : found->second) {
+    const Assignment& a = assignments_[static_cast<std::size_t>(i)];
+    if (a.function == index && a.kind != AssignmentKind::ItemStore) out.push_back(&a);
   }
   return out;
 }
 
 std::vector<const Assignment*> ModuleFacts::self_attribute_assignments(const ClassFacts& cls,
                                                                        const std::string& attr) const {
-  std::vector<const Assignment*> out;
-  for (const Assignment& a : assignments_) {
-    if (a.function < 0) continue;
-    const FunctionFacts& f = functions_[static_cast<std::size_t>(a.function)];
-    if (f.class_name != cls.name) continue;
-    const FunctionFacts* holder = &f;  // nested defs see the enclosing method's self
-    while (holder->outer >= 0) holder = &functions_[static_cast<std::size_t>(holder->outer)];
-    const std::string self = self_name(*holder);
-    if (!self.empty() && a.target == self + "." + attr) out.push_back(&a);
+  // Look up `<self>.<attr>` for each receiver name the class's methods use (nearly always `self`).
+  std::vector<std::string> selves;
+  for (int m : cls.methods) {
+    const std::string self = self_name(functions_[static_cast<std::size_t>(m)]);
+    if (!self.empty() && std::find(selves.begin(), selves.end(), self) == selves.end()) selves.push_back(self);
   }
+  std::vector<const Assignment*> out;
+  for (const std::string& self : selves) {
+    auto found = assignments_by_target_.find(self + "." + attr);
+    if (found == assignments_by_target_.end()) continue;
+    for (int i : found->second) {
+      const Assignment& a = assignments_[static_cast<std::size_t>(i)];
+      if (a.function < 0) continue;
+      const FunctionFacts* holder = &functions_[static_cast<std::size_t>(a.function)];
+      while (holder->outer >= 0) holder = &functions_[static_cast<std::size_t>(holder->outer)];
+      // Only the class's own methods (and defs nested in them), reading their own receiver.
+      if (holder->class_name == cls.name && holder->outer < 0 && self_name(*holder) == self) out.push_back(&a);
+    }
+  }
+  std::sort(out.begin(), out.end());
   return out;
 }
 

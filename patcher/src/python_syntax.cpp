@@ -47,21 +47,16 @@ std::string_view ParsedFile::text(TSNode node) const {
 
 std::optional<std::size_t> first_syntax_error(TSNode root) {
   if (!ts_node_has_error(root)) return std::nullopt;
-  std::optional<std::size_t> found;
-  // Walk all children (MISSING nodes are often anonymous tokens) and keep the earliest.
-  auto visit = [&](auto&& self, TSNode node) -> void {
-    if (found) return;
-    if (ts_node_is_missing(node) || syntax::type(node) == "ERROR") {
-      found = ts_node_start_byte(node);
-      return;
-    }
-    if (!ts_node_has_error(node)) return;
-    const uint32_t n = ts_node_child_count(node);
-    for (uint32_t i = 0; i < n; ++i) self(self, ts_node_child(node, i));
-  };
-  visit(visit, root);
-  if (!found) found = ts_node_start_byte(root);
-  return found;
+  // Depth first over all children (MISSING nodes are often anonymous tokens), in source order.
+  std::vector<TSNode> pending{root};
+  while (!pending.empty()) {
+    TSNode node = pending.back();
+    pending.pop_back();
+    if (ts_node_is_missing(node) || syntax::type(node) == "ERROR") return ts_node_start_byte(node);
+    if (!ts_node_has_error(node)) continue;
+    for (uint32_t i = ts_node_child_count(node); i > 0; --i) pending.push_back(ts_node_child(node, i - 1));
+  }
+  return ts_node_start_byte(root);
 }
 
 ParsedFile parse_source_file(SourceFile file) {

@@ -72,6 +72,8 @@ private:
 
   const ParsedFile* file_;
   std::vector<FunctionFacts> functions_;
+  std::vector<int> by_body_start_;  // function indices sorted by where their bodies start
+  std::map<std::string, std::vector<int>> assignments_by_target_;
   std::vector<ClassFacts> classes_;
   std::vector<Assignment> assignments_;
   std::vector<TSNode> calls_;

@@ -56,11 +56,16 @@ TSNode parent(TSNode node);
 std::vector<TSNode> statements(TSNode block);
 // Calls visit(node) on the node and every named descendant, parents first, in source order.
 // A visit returning false skips that node's descendants.
+// Iterative, so deeply nested expressions cannot exhaust the stack.
 template <typename Visit>
 void walk(TSNode node, Visit&& visit) {
-  if (!visit(node)) return;
-  const uint32_t n = ts_node_named_child_count(node);
-  for (uint32_t i = 0; i < n; ++i) walk(ts_node_named_child(node, i), visit);
+  std::vector<TSNode> pending{node};
+  while (!pending.empty()) {
+    TSNode current = pending.back();
+    pending.pop_back();
+    if (!visit(current)) continue;
+    for (uint32_t i = ts_node_named_child_count(current); i > 0; --i) pending.push_back(ts_node_named_child(current, i - 1));
+  }
 }
 bool same(TSNode a, TSNode b);
 // True when inner lies within outer (or is outer).
