@@ -184,11 +184,11 @@ private:
         if (!in_channel(s)) continue;
         ++count;
         if (s.threaded_after_edits()) continue;
-        const std::string status = status_name(s.status);
+        const std::string status = status_name(s.status_after_edits());
         const char* article = status == "unknown" || status == "ignored" ? "an " : "a ";
         std::string why = name + ": wrapper has " + article + status + " plan site at " +
                           std::to_string(s.line) + ":" + std::to_string(s.column);
-        if (s.status == SiteStatus::Gated) why += " (gated on " + s.condition + ")";
+        if (s.status_after_edits() == SiteStatus::Gated) why += " (gated on " + s.condition_after_edits() + ")";
         return why;
       }
       if (count == 0) return name + ": no plan site of " + sites_rule->wrapper_class + " found for this wrapper";

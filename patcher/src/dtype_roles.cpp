@@ -45,6 +45,27 @@ const FunctionFacts* holding_method(const ModuleFacts& facts, const FunctionFact
   return function;
 }
 
+bool DtypeClassifier::reads_no_local(TSNode expr, const FunctionFacts* scope) const {
+  const FunctionFacts* method = holding_method(facts_, scope);
+  const std::string self = method != nullptr ? self_name(*method) : "";
+  bool portable = true;
+  syntax::walk(expr, [&](TSNode n) {
+    if (!portable || !is(n, "identifier")) return portable;
+    TSNode parent = syntax::parent(n);
+    if (is(parent, "attribute") && syntax::same(field(parent, "attribute"), n)) return true;
+    if (is(parent, "keyword_argument") && syntax::same(field(parent, "name"), n)) return true;
+    const std::string name = facts_.text(n);
+    if (name == self) return true;
+    // A name bound in the function (or an enclosing one) is a local; anything else is module-level.
+    for (const FunctionFacts* f = scope; f != nullptr && portable;
+         f = f->outer >= 0 ? &facts_.functions()[static_cast<std::size_t>(f->outer)] : nullptr) {
+      portable = f->signature.index_of(name) < 0 && facts_.local_assignments(*f, name).empty();
+    }
+    return portable;
+  });
+  return portable;
+}
+
 DtypeRole DtypeClassifier::role_of_name(const std::string& name) const {
   if (std::find(names_.kv_cache.begin(), names_.kv_cache.end(), name) != names_.kv_cache.end()) return DtypeRole::KvCache;
   if (std::find(names_.model.begin(), names_.model.end(), name) != names_.model.end()) return DtypeRole::Model;
@@ -111,6 +132,8 @@ DtypeArgument DtypeClassifier::classify(TSNode expr, const FunctionFacts* scope,
                          a.role != DtypeRole::Unknown && b.role != DtypeRole::Unknown)) {
       DtypeArgument gated = with_role(DtypeRole::Gated);
       gated.condition = condition;
+      gated.gate_expr = text;
+      gated.gate_portable = reads_no_local(expr, scope);
       return gated;
     }
     return with_role(DtypeRole::Unknown, a.role == DtypeRole::Unknown ? a.reason : b.reason);

@@ -194,7 +194,23 @@ void plan_site_fixes(const PlanSiteRule& rule, const ModuleFacts& facts, const s
                               " and has no KV dtype field; thread it by hand or add the class to the rule's scope";
       continue;
     }
-    site.fix_text = field_finding->field_text;
+    // In a class whose other sites gate the KV dtype on the platform, a fixed site follows the same gate:
+    // planning the KV dtype unconditionally would disagree with the casts the gate keeps.
+    const PlanSite* gated = nullptr;
+    for (const PlanSite& other : sites) {
+      if (other.rule == rule.id && other.class_name == site.class_name && other.status == SiteStatus::Gated &&
+          (gated == nullptr || (!gated->kv_dtype.gate_portable && other.kv_dtype.gate_portable))) {
+        gated = &other;
+      }
+    }
+    if (gated != nullptr && !gated->kv_dtype.gate_portable) {
+      site.reason = "the other plan sites of " + site.class_name + " are gated on " + gated->condition +
+                    ", which reads locals of their method; pass the same gate here by hand";
+      continue;
+    }
+    site.fix_gated = gated != nullptr;
+    site.fix_condition = gated != nullptr ? gated->condition : "";
+    site.fix_text = gated != nullptr ? gated->kv_dtype.gate_expr : field_finding->field_text;
     if (site.kv_argument) {
       site.fix = replace_argument_value(*site.kv_argument, site.fix_text, rule.id);
     } else {

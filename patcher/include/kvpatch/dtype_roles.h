@@ -18,6 +18,8 @@ private:
   DtypeArgument classify(TSNode expr, const FunctionFacts* scope, int depth) const;
   DtypeArgument combine(const std::vector<DtypeArgument>& parts, const std::string& what) const;
   DtypeRole role_of_name(const std::string& name) const;
+  // True when the expression reads only the receiver's attributes and module-level names.
+  bool reads_no_local(TSNode expr, const FunctionFacts* scope) const;
 
   const ModuleFacts& facts_;
   const DtypeRoleNames& names_;

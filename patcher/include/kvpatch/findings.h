@@ -21,6 +21,8 @@ struct DtypeArgument {
   std::string expr;  // one-line source text; "" when unbound
   DtypeRole role = DtypeRole::Unknown;
   std::string condition;  // for Gated: the condition choosing between the dtypes
+  std::string gate_expr;  // for Gated: the whole `kv if cond else model` expression
+  bool gate_portable = false;  // for Gated: gate_expr reads no local, so other methods of the class can reuse it
   std::string reason;     // for Unknown: why
 };
 
@@ -47,11 +49,18 @@ struct PlanSite {
   std::string reason;     // unknown, ignored; for missing without a fix, why there is none
   std::optional<Edit> fix;
   std::string fix_text;   // the replacement kv dtype expression, when fixed
+  bool fix_gated = false; // the fix mirrors the gate of the class's other sites (fix_text is that gate)
+  std::string fix_condition;
   // Binding data the fix needs.
   std::optional<CallArgument> kv_argument;  // absent when the default fills kv
   TSNode argument_list{};
-  // After the edits: a missing site with a fix counts as threaded.
-  bool threaded_after_edits() const { return status == SiteStatus::Threaded || (status == SiteStatus::Missing && fix); }
+  // After the edits: a missing site with a fix is threaded, or gated when its fix mirrors a gate.
+  SiteStatus status_after_edits() const {
+    if (status != SiteStatus::Missing || !fix) return status;
+    return fix_gated ? SiteStatus::Gated : SiteStatus::Threaded;
+  }
+  const std::string& condition_after_edits() const { return fix_gated ? fix_condition : condition; }
+  bool threaded_after_edits() const { return status_after_edits() == SiteStatus::Threaded; }
 };
 
 struct FieldFinding {
