@@ -46,7 +46,7 @@ TEST_SUITE("golden") {
     };
     for (const GoldenCommand& command : commands) {
       std::vector<std::string> args = command.args;
-      args.push_back(fixture.input);
+      args.push_back(".");  // a directory PATH: the tree root, as the README's demo runs it
       const ProcessResult result = run_kvpatch(args, scratch.path());
       const std::string rendered = render_for_golden(result, scratch.path());
       const fs::path golden = fixture.dir / command.golden;

@@ -129,6 +129,7 @@ TEST_SUITE("properties") {
       const std::string twice = read_bytes(file);
       CHECK_MESSAGE((twice == patched), first_difference(patched, twice));
       const ProcessResult rediff = run_kvpatch({"diff", fixture.input}, scratch.path());
+      CHECK_MESSAGE(rediff.exit_code == 0, describe({"kvpatch", "diff"}, rediff));
       CHECK_MESSAGE(rediff.out.empty(), "diff after apply: ", rediff.out);
     }
 
