@@ -8,7 +8,7 @@
   fi_fp8 / fi_bf16  FlashInfer BatchMLAPagedAttentionWrapper (when importable; reason kept if not)
   copy       a device-to-device copy, the bandwidth ceiling (bytes read + written)
 
-Timing: CUDA events around each variant, the L2 flushed (a 256 MB write) before every timed run,
+Timing: CUDA events around each variant, the L2 flushed (a 256 MB read) before every timed run,
 warm-up first, median of --iters runs. KV bandwidth = KV bytes the attention kernel of that variant
 reads (576 B/token FP8, 1152 B/token BF16) / the variant's whole time (conversions included).
 Writes JSON, a Markdown table and a PNG plot of bandwidth against context length.
@@ -240,6 +240,7 @@ def main():
     ap.add_argument("--out", required=True, help="folder for bench.json, bench.md, bench.png")
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--shapes", default="", help="comma-separated shape names to keep (default: all)")
+    ap.add_argument("--contexts", default="", help="comma-separated context lengths to keep (default: all)")
     ap.add_argument("--flashinfer-backend", default="auto")
     args = ap.parse_args()
 
@@ -257,14 +258,17 @@ def main():
     pool_bf16 = torch.empty(POOL_SLOTS, ROW, dtype=torch.bfloat16, device="cuda")
     kv_api.cast(pool_u8, pool_bf16)
     scratch = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
-    flush = lambda: scratch.fill_(1)  # noqa: E731
+    scratch.fill_(1)
+    # Reading 256 MB evicts the L2 and, unlike a write, leaves no dirty lines to write back later.
+    flush = lambda: torch.sum(scratch.view(torch.int32), dtype=torch.int32)  # noqa: E731
     copy_gbps, copy_ms = copy_bandwidth(args.iters)
     print(f"copy: {copy_gbps / 1e9:.0f} GB/s ({copy_ms:.3f} ms for 2 x 1 GiB)", flush=True)
 
     keep = set(filter(None, args.shapes.split(",")))
+    keep_ctx = {int(c) for c in args.contexts.split(",") if c}
     rows = []
     for name, batch, heads, ctx in SHAPES:
-        if keep and name not in keep:
+        if (keep and name not in keep) or (keep_ctx and ctx not in keep_ctx):
             continue
         row = bench_shape(kv_api, name, batch, heads, ctx, (pool_u8, pool_bf16), flush, args.iters, sms,
                           {"cls": fi_cls, "backend": args.flashinfer_backend})

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One full GPU-machine pass for the kernels: build (CUDA toolkit only), GPU tests, compute-sanitizer
 # memcheck on the small matrix, sm_90a resource report, benchmark. Logs and results go to $OUT.
-# Usage (repo root, on the GPU machine): bash kernels/bench/device_run.sh [tests|bench|all] [bench args...]
+# Usage (repo root, on the GPU machine): bash kernels/bench/device_run.sh [tests|bench|profile|quick|all] [bench args...]
+# quick = small GPU tests + ncu stall profile + benchmark.
 set -uo pipefail
 what="${1:-all}"; shift || true
 out="${OUT:-/tmp/kvpatch-out}"
@@ -13,6 +14,23 @@ cmake -S . -B "$build" -G Ninja -DKVPATCH_PATCHER=OFF -DKVPATCH_CUDA=ON >"$out/b
   { tail -50 "$out/build.log"; exit 1; }
 echo "build ok"
 status=0
+if [[ "$what" == quick ]]; then
+  timeout 120 "$build/tests/kernels/kvpatch_gpu_decode_test" --small >"$out/gpu_test_small.log" 2>&1
+  echo "small GPU tests exit: $?"; grep -c "parity=bit-exact" "$out/gpu_test_small.log"; grep FAIL "$out/gpu_test_small.log" | head
+fi
+if [[ "$what" == profile || "$what" == quick ]]; then
+  # Stall reasons of one FP8 decode launch per shape (the 4th: after the benchmark's 3 warm-ups).
+  for shape in "b32_h16 32768" "b1_h16 131072" "b32_h32 16384"; do
+    set -- $shape
+    ncu --clock-control none -k regex:mla_decode_kernel --launch-skip 3 --launch-count 1 \
+      --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section Occupancy \
+      --section MemoryWorkloadAnalysis --section LaunchStats \
+      python3 kernels/bench/bench_decode.py --lib "$build/kernels/libkvpatch_mla_capi.so" --out /tmp/ncu-bench \
+      --shapes "$1" --contexts "$2" --iters 1 >"$out/ncu_$1_$2.txt" 2>&1
+    echo "ncu $1 $2: $?"
+  done
+  set --
+fi
 if [[ "$what" == tests || "$what" == all ]]; then
   "$build/tests/kernels/kvpatch_gpu_decode_test" 2>&1 | tee "$out/gpu_test.log" | grep -v "^small\|^matrix" | tail -20
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
@@ -21,7 +39,7 @@ if [[ "$what" == tests || "$what" == all ]]; then
     >"$out/memcheck.log" 2>&1
   echo "memcheck exit: $? ($(grep -c 'Invalid' "$out/memcheck.log") invalid accesses)"; tail -3 "$out/memcheck.log"
 fi
-if [[ "$what" == bench || "$what" == all ]]; then
+if [[ "$what" == bench || "$what" == all || "$what" == quick ]]; then
   PYTHONUNBUFFERED=1 python3 kernels/bench/bench_decode.py --lib "$build/kernels/libkvpatch_mla_capi.so" \
     --out "$out" "$@" 2>&1 | tee "$out/bench.log" | tail -30
 fi
