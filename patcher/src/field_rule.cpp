@@ -1,10 +1,39 @@
 #include <algorithm>
+#include <set>
 
 #include "kvpatch/dtype_roles.h"
 #include "kvpatch/edit_operations.h"
 #include "kvpatch/rule_engine.h"
 
 namespace kvpatch {
+
+namespace {
+// Python builtins a KV dtype expression may reasonably call.
+const std::set<std::string> kBuiltins = {"getattr", "hasattr", "isinstance", "str", "type", "None", "True", "False"};
+
+// The free names of the inserted value that __init__ cannot see: not its parameters or locals,
+// not bound at module level, not builtins.
+std::vector<std::string> unbound_names(const std::string& value, const FunctionFacts& init, const ModuleFacts& facts) {
+  const std::string source = "_ = " + value + "\n";
+  PythonTree tree(source);
+  std::vector<std::string> out;
+  syntax::walk(tree.root(), [&](TSNode n) {
+    if (!syntax::is(n, "identifier")) return true;
+    TSNode parent = syntax::parent(n);
+    if (syntax::is(parent, "attribute") && syntax::same(syntax::field(parent, "attribute"), n)) return true;
+    if (syntax::is(parent, "keyword_argument") && syntax::same(syntax::field(parent, "name"), n)) return true;
+    const std::string name(source.substr(ts_node_start_byte(n), ts_node_end_byte(n) - ts_node_start_byte(n)));
+    if (name == "_" || kBuiltins.count(name) != 0 || init.signature.index_of(name) >= 0 ||
+        !facts.local_assignments(init, name).empty() ||
+        std::find(facts.module_names().begin(), facts.module_names().end(), name) != facts.module_names().end()) {
+      return true;
+    }
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+    return true;
+  });
+  return out;
+}
+}  // namespace
 
 std::vector<FieldFinding> check_fields(const FieldRule& rule, const PlanSiteRule& sites_rule, const ModuleFacts& facts,
                                        const std::vector<PlanSite>& sites) {
@@ -70,6 +99,9 @@ std::vector<FieldFinding> check_fields(const FieldRule& rule, const PlanSiteRule
     if (anchor == nullptr) {
       finding.reason = rule.anchor + " is only assigned inside a branch of " + cls.name +
                        ".__init__; add " + rule.field + " by hand";
+    } else if (const std::vector<std::string> unbound = unbound_names(rule.value, *init, facts); !unbound.empty()) {
+      finding.reason = rule.field + " = " + rule.value + " reads " + unbound.front() + ", which " + cls.name +
+                       ".__init__ does not have; set --set kv_dtype_expr=... to an expression it can evaluate";
     } else {
       try {
         finding.fix = insert_statement_after(source, syntax::parent(anchor->statement), rule.field + " = " + rule.value,

@@ -30,6 +30,34 @@ ModuleFacts::ModuleFacts(const ParsedFile& file) : file_(&file) {
     if (is(node, "call")) calls_.push_back(node);
     return true;
   });
+  collect_module_names(root);
+}
+
+void ModuleFacts::collect_module_names(TSNode root) {
+  for (const Assignment& a : assignments_) {
+    if (a.function < 0 && a.target.find('.') == std::string::npos) module_names_.push_back(a.target);
+  }
+  for (const FunctionFacts& f : functions_) {
+    if (f.class_name.empty() && f.outer < 0) module_names_.push_back(f.name);
+  }
+  for (const ClassFacts& c : classes_) module_names_.push_back(c.name);
+  // Imports anywhere at module level (also under `if TYPE_CHECKING:` or try/except).
+  syntax::walk(root, [&](TSNode n) {
+    if (is(n, "function_definition") || is(n, "class_definition")) return false;
+    if (!is(n, "import_statement") && !is(n, "import_from_statement")) return true;
+    const uint32_t count = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < count; ++i) {
+      TSNode item = ts_node_named_child(n, i);
+      if (is(n, "import_from_statement") && syntax::same(item, field(n, "module_name"))) continue;
+      if (is(item, "aliased_import")) {
+        module_names_.push_back(text(field(item, "alias")));
+      } else if (is(item, "dotted_name")) {
+        // `import a.b` binds a; `from m import a` binds a.
+        module_names_.push_back(text(ts_node_named_child(item, 0)));
+      }
+    }
+    return false;
+  });
 }
 
 void ModuleFacts::collect_scope(TSNode scope_body, const std::string& class_name, const std::string& method_name,

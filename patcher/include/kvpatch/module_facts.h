@@ -60,6 +60,8 @@ public:
   std::vector<const Assignment*> local_assignments(const FunctionFacts& function, const std::string& name) const;
   // `self.<attr> = ...` (Plain) and `self.<attr>[k] = ...` (ItemStore) and `self.<attr>.append(v)` in the class's methods.
   std::vector<const Assignment*> self_attribute_assignments(const ClassFacts& cls, const std::string& attr) const;
+  // Names bound at module level: imports, assignments, defs and classes.
+  const std::vector<std::string>& module_names() const { return module_names_; }
   // The declared annotation of a class-level field with this name in any class of the module, "" if none.
   std::string field_annotation_anywhere(const std::string& field) const;
 
@@ -68,12 +70,14 @@ private:
   void collect_function(TSNode def, const std::string& class_name, const std::string& method_name, int outer);
   void collect_class(TSNode def);
   void collect_assignments(TSNode node, int function);
+  void collect_module_names(TSNode root);
   void add_assignment_targets(TSNode left, TSNode value, TSNode statement, int function, AssignmentKind kind);
 
   const ParsedFile* file_;
   std::vector<FunctionFacts> functions_;
   std::vector<int> by_body_start_;  // function indices sorted by where their bodies start
   std::map<std::string, std::vector<int>> assignments_by_target_;
+  std::vector<std::string> module_names_;
   std::vector<ClassFacts> classes_;
   std::vector<Assignment> assignments_;
   std::vector<TSNode> calls_;

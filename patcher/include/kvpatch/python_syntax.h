@@ -36,7 +36,6 @@ struct ParsedFile {
   PythonTree tree;
   explicit ParsedFile(SourceFile file);
   std::string_view text(TSNode node) const;
-  SourcePosition start(TSNode node) const { return source.position(ts_node_start_byte(node)); }
 };
 
 // Start of the first ERROR or MISSING node, in source order; nullopt for a clean tree.

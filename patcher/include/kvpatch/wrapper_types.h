@@ -13,7 +13,6 @@ public:
   WrapperTypes(const ModuleFacts& facts, std::string wrapper_class)
       : facts_(facts), wrapper_class_(std::move(wrapper_class)) {}
 
-  const std::string& wrapper_class() const { return wrapper_class_; }
   // Wrapper when the expression is known to hold the wrapper (annotation, constructor, attribute
   // assigned from one, metadata field typed as it, element of a container of them).
   TypeVerdict of(TSNode expr, const FunctionFacts* scope) const;
