@@ -25,7 +25,9 @@ inline constexpr int kScoreStride = kTileTokens + 8;  // floats per score row; p
 inline constexpr int kProbStride = kTileTokens + 8;   // BF16 per probability row; same reason
 inline constexpr int kRowBytesFp8 = kHeadDimCkv + kHeadDimKpe;
 inline constexpr int kSmemLimitSm120 = 101376;  // opt-in shared memory per block on SM120
-inline constexpr int kMergeThreads = kHeadDimCkv / 4;  // merge pass: 4 dims per thread, no shared memory
+inline constexpr int kMaxSplits = 256;                 // KV splits per request (flash-decoding)
+inline constexpr int kMergeThreads = 128;              // merge pass: 4 warps over the splits ...
+inline constexpr int kMergeDimsPerBlock = 128;         // ... of one 128-dim quarter, 4 dims per lane
 inline constexpr int kCastThreads = 256;               // cast kernels: no shared memory
 
 KVPATCH_TILING_FN int kv_elem_bytes(KvDtype dtype) { return dtype == KvDtype::kFp8E4M3 ? 1 : 2; }

@@ -92,11 +92,15 @@ __global__ void __launch_bounds__(kThreads, (kMinBlocksPerSm<kDtype, kMTiles>))
   const uint8_t* kpe_bytes = static_cast<const uint8_t*>(p.kpe);
   const int64_t ckv_stride = p.ckv_stride_slot * kv_elem_bytes(kDtype);
   const int64_t kpe_stride = p.kpe_stride_slot * kv_elem_bytes(kDtype);
+  // Pages of 1 (SGLang), 16, 64: shifts instead of an integer division per tile.
+  const int page_shift = (p.page_size & (p.page_size - 1)) == 0 ? __ffs(p.page_size) - 1 : -1;
+  auto page_of = [&](int token) { return page_shift >= 0 ? token >> page_shift : token / p.page_size; };
+  auto in_page = [&](int token) { return page_shift >= 0 ? token & (p.page_size - 1) : token % p.page_size; };
   auto issue_page_ids = [&](int tile) {
     if (warp != 0 || tile >= num_tiles) return;
     const int token = range.begin + tile * kTileTokens + lane;
     const bool valid = token < range.end;
-    cp_async_4(shared_address(page_ring + (tile % kPageRing) * kTileTokens + lane), valid ? pages + token / p.page_size : pages,
+    cp_async_4(shared_address(page_ring + (tile % kPageRing) * kTileTokens + lane), valid ? pages + page_of(token) : pages,
                valid);
   };
   auto issue_tile = [&](int tile) {
@@ -104,7 +108,7 @@ __global__ void __launch_bounds__(kThreads, (kMinBlocksPerSm<kDtype, kMTiles>))
     const int token = range.begin + tile * kTileTokens + load_row;
     const bool valid = token < range.end;
     const int64_t slot =
-        valid ? static_cast<int64_t>(page_ring[(tile % kPageRing) * kTileTokens + load_row]) * p.page_size + token % p.page_size : 0;
+        valid ? static_cast<int64_t>(page_ring[(tile % kPageRing) * kTileTokens + load_row]) * p.page_size + in_page(token) : 0;
     uint8_t* stage = kv_stages + (tile % kStages) * kStageBytes;
 #pragma unroll
     for (int i = 0; i < kLoadsPerThread; ++i) {

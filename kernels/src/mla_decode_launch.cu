@@ -11,7 +11,6 @@ namespace {
 using namespace tiling;
 
 constexpr int kMaxHeads = 128;
-constexpr int kMaxSplits = 256;
 // Per-block fixed cost in tile-times (pipeline fill, epilogue), and the merge pass's when split.
 constexpr double kBlockOverheadTiles = 6.0;
 constexpr double kMergeOverheadTiles = 4.0;
@@ -86,7 +85,8 @@ DecodePlan plan_decode(int batch, int num_heads, int max_kv_len, int sm_count) {
 }
 
 cudaError_t launch_decode(const DecodeParams& p, const DecodePlan& plan, void* workspace, cudaStream_t stream) {
-  if (p.batch < 0 || p.num_heads < 1 || p.num_heads > kMaxHeads || p.page_size < 1 || plan.num_splits < 1)
+  if (p.batch < 0 || p.num_heads < 1 || p.num_heads > kMaxHeads || p.page_size < 1 || plan.num_splits < 1 ||
+      plan.num_splits > kMaxSplits)
     return cudaErrorInvalidValue;
   if (p.batch == 0) return cudaSuccess;
   if (!p.q_nope || !p.q_pe || !p.ckv || !p.kpe || !p.kv_indptr || !p.kv_indices || !p.kv_len || !p.out)
@@ -108,8 +108,8 @@ cudaError_t launch_decode(const DecodeParams& p, const DecodePlan& plan, void* w
                               ? launch_dtype<KvDtype::kFp8E4M3>(p, hg, plan.num_splits, partial_out, partial_lse, stream)
                               : launch_dtype<KvDtype::kBf16>(p, hg, plan.num_splits, partial_out, partial_lse, stream);
   if (err != cudaSuccess || plan.num_splits == 1) return err;
-  device::mla_merge_kernel<<<dim3(p.num_heads, p.batch), device::kMergeThreads, 0, stream>>>(p, plan.num_splits,
-                                                                                           partial_out, partial_lse);
+  device::mla_merge_kernel<<<dim3(p.num_heads, p.batch, kHeadDimCkv / kMergeDimsPerBlock), kMergeThreads, 0, stream>>>(
+      p, plan.num_splits, partial_out, partial_lse);
   return cudaGetLastError();
 }
 

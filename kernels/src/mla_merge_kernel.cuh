@@ -1,5 +1,8 @@
 // Merge pass of split-KV decode: out = sum_s 2^lse_s * out_s / sum_s 2^lse_s, lse = log2 of the
 // denominator. Empty splits carry lse -inf and drop out; a NaN split makes the row NaN.
+// A block merges one (request, head, 128-dim quarter): its threads first turn every split's LSE
+// into a weight in shared memory, then each warp sums a quarter of the splits (4 dims per lane,
+// loads independent across splits) and the block adds the four warp sums in a fixed order.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -13,34 +16,73 @@
 
 namespace kvpatch::mla::device {
 
+using tiling::kMaxSplits;
+using tiling::kMergeDimsPerBlock;
 using tiling::kMergeThreads;
+
+__device__ inline float block_reduce(float value, float* scratch, bool take_max) {
+  constexpr int kWarpsHere = kMergeThreads / 32;
+  for (int offset = 16; offset > 0; offset /= 2) {
+    const float other = __shfl_xor_sync(0xffffffffu, value, offset);
+    value = take_max ? fmaxf(value, other) : value + other;
+  }
+  __syncthreads();  // scratch may still be read from a previous reduction
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = value;
+  __syncthreads();
+  float total = scratch[0];
+  for (int w = 1; w < kWarpsHere; ++w) total = take_max ? fmaxf(total, scratch[w]) : total + scratch[w];
+  return total;
+}
 
 __global__ void __launch_bounds__(kMergeThreads)
     mla_merge_kernel(const DecodeParams p, const int num_splits, const float* partial_out, const float* partial_lse) {
-  const int head = blockIdx.x, b = blockIdx.y;
+  constexpr int kWarpsHere = kMergeThreads / 32;
+  __shared__ float weights[kMaxSplits];
+  __shared__ float scratch[kWarpsHere];
+  __shared__ float4 warp_sums[kWarpsHere][32];
+  const int head = blockIdx.x, b = blockIdx.y, quarter = blockIdx.z;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t part0 = (static_cast<int64_t>(b) * p.num_heads + head) * num_splits;
-  float max_lse = -INFINITY;
-  for (int s = 0; s < num_splits; ++s) max_lse = fmaxf(max_lse, partial_lse[part0 + s]);  // skips NaN
+
+  float local_max = -INFINITY;
+  for (int s = threadIdx.x; s < num_splits; s += kMergeThreads) local_max = fmaxf(local_max, partial_lse[part0 + s]);
+  const float max_lse = block_reduce(local_max, scratch, true);  // fmaxf skips NaN
   const float base = max_lse == -INFINITY ? 0.f : max_lse;
+  float local_sum = 0.f;
+  for (int s = threadIdx.x; s < num_splits; s += kMergeThreads) {
+    const float weight = exp2f(partial_lse[part0 + s] - base);  // NaN LSE -> NaN weight
+    weights[s] = weight;
+    local_sum += weight;
+  }
+  const float weight_sum = block_reduce(local_sum, scratch, false);  // also publishes `weights`
+
+  const int dim = quarter * kMergeDimsPerBlock + 4 * lane;
   float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-  float weight_sum = 0.f;
-  for (int s = 0; s < num_splits; ++s) {
-    const float weight = exp2f(partial_lse[part0 + s] - base);
-    weight_sum += weight;
-    if (weight == 0.f) continue;
-    const float4 v = reinterpret_cast<const float4*>(partial_out + (part0 + s) * kHeadDimCkv)[threadIdx.x];
+#pragma unroll 4
+  for (int s = warp; s < num_splits; s += kWarpsHere) {
+    const float weight = weights[s];
+    if (weight == 0.f) continue;  // empty split (its output is zeros)
+    const float4 v = *reinterpret_cast<const float4*>(partial_out + (part0 + s) * kHeadDimCkv + dim);
     acc.x += weight * v.x, acc.y += weight * v.y, acc.z += weight * v.z, acc.w += weight * v.w;
   }
+  warp_sums[warp][lane] = acc;
+  __syncthreads();
+  if (warp != 0) return;
+  float4 total = warp_sums[0][lane];
+  for (int w = 1; w < kWarpsHere; ++w) {
+    const float4 v = warp_sums[w][lane];
+    total.x += v.x, total.y += v.y, total.z += v.z, total.w += v.w;
+  }
   const float inv = weight_sum == 0.f ? 0.f : 1.f / weight_sum;
-  uint16_t* dst = static_cast<uint16_t*>(p.out) + b * p.out_stride_b + head * p.out_stride_h + 4 * threadIdx.x;
-  const uint32_t lo = pack_bf16x2(acc.x * inv, acc.y * inv), hi = pack_bf16x2(acc.z * inv, acc.w * inv);
+  uint16_t* dst = static_cast<uint16_t*>(p.out) + b * p.out_stride_b + head * p.out_stride_h + dim;
+  const uint32_t lo = pack_bf16x2(total.x * inv, total.y * inv), hi = pack_bf16x2(total.z * inv, total.w * inv);
   if (reinterpret_cast<uintptr_t>(dst) % 8 == 0) {
     *reinterpret_cast<uint2*>(dst) = make_uint2(lo, hi);
   } else {
     dst[0] = static_cast<uint16_t>(lo), dst[1] = static_cast<uint16_t>(lo >> 16);
     dst[2] = static_cast<uint16_t>(hi), dst[3] = static_cast<uint16_t>(hi >> 16);
   }
-  if (p.lse && threadIdx.x == 0) p.lse[static_cast<int64_t>(b) * p.num_heads + head] = base + log2f(weight_sum);
+  if (p.lse && quarter == 0 && lane == 0) p.lse[static_cast<int64_t>(b) * p.num_heads + head] = base + log2f(weight_sum);
 }
 
 }  // namespace kvpatch::mla::device
