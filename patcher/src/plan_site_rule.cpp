@@ -213,8 +213,10 @@ void plan_site_fixes(const PlanSiteRule& rule, const ModuleFacts& facts, const s
     site.fix_text = gated != nullptr ? gated->kv_dtype.gate_expr : field_finding->field_text;
     if (site.kv_argument) {
       site.fix = replace_argument_value(*site.kv_argument, site.fix_text, rule.id);
-    } else {
+    } else if (rule.operation_when_defaulted == "add-keyword-argument") {
       site.fix = add_keyword_argument(facts.file().source, site.argument_list, rule.kv_parameter, site.fix_text, rule.id);
+    } else {
+      site.reason = rule.kv_parameter + " is left to its default and the rule adds no keyword for it";
     }
   }
 }

@@ -145,6 +145,19 @@ private:
   const std::map<std::string, std::string>* parameters_;
 };
 
+// An edit operation named by a rule must be one the rule's kind can perform.
+std::string operation(const RuleReader& r, const YAML::Node& map, const std::string& path, const char* key,
+                      const std::string& fallback, std::initializer_list<const char*> allowed) {
+  const std::string name = r.string(map, path, key, false, fallback);
+  if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return name == a; })) {
+    std::string known;
+    for (const char* a : allowed) known += std::string(known.empty() ? "" : ", ") + a;
+    r.fail(map[key], RuleReader::join(path, key), "'" + name + "' is not an edit operation of this rule kind",
+           "use one of " + known);
+  }
+  return name;
+}
+
 PlanSiteRule read_plan_site_rule(const RuleReader& r, const YAML::Node& doc) {
   r.allow_keys(doc, "", {"id", "kind", "description", "files", "callee", "aliases", "unknown_receiver_arity",
                          "arguments", "dtype_roles", "fix", "tests"});
@@ -193,13 +206,16 @@ PlanSiteRule read_plan_site_rule(const RuleReader& r, const YAML::Node& doc) {
   rule.roles.kv_cache = r.strings(roles, "dtype_roles", "kv_cache", true);
   rule.roles.model = r.strings(roles, "dtype_roles", "model", true);
   YAML::Node fix = r.required(doc, "", "fix");
-  r.allow_keys(fix, "fix", {"field_rule"});
+  r.allow_keys(fix, "fix", {"field_rule", "operation", "when_defaulted"});
   rule.field_rule = r.string(fix, "fix", "field_rule", true);
+  rule.operation = operation(r, fix, "fix", "operation", "replace-bound-argument", {"replace-bound-argument"});
+  rule.operation_when_defaulted =
+      operation(r, fix, "fix", "when_defaulted", "add-keyword-argument", {"add-keyword-argument", "none"});
   return rule;
 }
 
 FieldRule read_field_rule(const RuleReader& r, const YAML::Node& doc) {
-  r.allow_keys(doc, "", {"id", "kind", "description", "files", "scope", "anchor", "field", "value", "tests"});
+  r.allow_keys(doc, "", {"id", "kind", "description", "files", "scope", "anchor", "field", "value", "operation", "tests"});
   FieldRule rule;
   rule.id = r.string(doc, "", "id", true);
   rule.file = r.file();
@@ -213,6 +229,7 @@ FieldRule read_field_rule(const RuleReader& r, const YAML::Node& doc) {
   rule.anchor = r.string(doc, "", "anchor", true);
   rule.field = r.string(doc, "", "field", true);
   rule.value = r.string(doc, "", "value", true);
+  rule.operation = operation(r, doc, "", "operation", "insert-after-anchor", {"insert-after-anchor"});
   const std::string statement = rule.field + " = " + rule.value + "\n";
   PythonTree tree(statement);
   TSNode root = tree.root();
@@ -234,7 +251,7 @@ std::vector<std::string> required_list(const RuleReader& r, const YAML::Node& ma
 
 CastRule read_cast_rule(const RuleReader& r, const YAML::Node& doc) {
   r.allow_keys(doc, "", {"id", "kind", "description", "files", "functions", "kv_sources", "cast",
-                         "metadata_attributes", "fp8_consumers", "tests"});
+                         "metadata_attributes", "fp8_consumers", "operation", "tests"});
   CastRule rule;
   rule.id = r.string(doc, "", "id", true);
   rule.file = r.file();
@@ -253,6 +270,7 @@ CastRule read_cast_rule(const RuleReader& r, const YAML::Node& doc) {
     rule.cast_argument_attribute = r.string(cast, "cast", "argument_attribute", false, "dtype");
   }
   rule.metadata_attributes = r.strings(doc, "", "metadata_attributes", false);
+  rule.operation = operation(r, doc, "", "operation", "remove-method-call", {"remove-method-call"});
   YAML::Node consumers = doc["fp8_consumers"];
   if (consumers.IsDefined() && !consumers.IsNull()) {
     if (!consumers.IsSequence()) r.fail(consumers, "fp8_consumers", "expected a list", "write a - list or []");

@@ -40,6 +40,9 @@ struct PlanSiteRule {
   std::string head_dim_kpe_parameter;
   DtypeRoleNames roles;
   std::string field_rule;  // the field rule whose per-class field is the fix's replacement text
+  // Edit operations, by name: for a bound KV argument, and for one left to its default ("" = leave it).
+  std::string operation = "replace-bound-argument";
+  std::string operation_when_defaulted = "add-keyword-argument";
 };
 
 // kind: field — each class in scope gets `<field> = <value>` after its `<anchor> = ...` in __init__.
@@ -54,6 +57,7 @@ struct FieldRule {
   std::string anchor;
   std::string field;
   std::string value;
+  std::string operation = "insert-after-anchor";
 };
 
 // Which updater classes plan the wrapper a run() receiver is read from (by the attribute it comes from).
@@ -80,6 +84,7 @@ struct CastRule {
   std::string cast_argument_attribute = "dtype";
   std::vector<std::string> metadata_attributes;  // reading these (dtype, shape) does not consume the data
   std::vector<Fp8Consumer> fp8_consumers;
+  std::string operation = "remove-method-call";  // `x = x.to(...)` goes as a statement, else `.to(...)` goes
 };
 
 struct ExpectedFinding {

@@ -151,6 +151,12 @@ TEST_SUITE("rule_loading") {
               "cast.yaml:5: field 'kv_sources': names no call and no attribute", 0) == 0);
   }
 
+  TEST_CASE("an edit operation the rule kind cannot perform is refused by name") {
+    RuleDir rules({{"field.yaml", std::string(kField) + "operation: unwrap-call\n"}});
+    CHECK(load_error(rules) ==
+          "field.yaml:9: field 'operation': 'unwrap-call' is not an edit operation of this rule kind; use one of insert-after-anchor");
+  }
+
   TEST_CASE("a field rule whose statement is not one Python assignment is refused") {
     RuleDir rules({{"field.yaml", replaced(kField, "value: ${kv_dtype_expr}", "value: (unbalanced")}});
     CHECK(load_error(rules).rfind("field.yaml:8: field 'value': `self.kv_data_type = (unbalanced` is not one Python assignment", 0) == 0);
