@@ -137,6 +137,8 @@ TEST_SUITE("cli") {
     CHECK(unsupported == 2);
     CHECK(from.find("unverifiable")->as_array().size() == 1);
     CHECK(report.find("summary")->find("result")->as_string() == "FAIL");
+    CHECK(report.find("summary")->find("unsupported_pairs")->as_number() == 2);
+    CHECK(report.find("summary")->find("unverifiable_sites")->as_number() == 1);
   }
 
   TEST_CASE("usage and input errors exit 2") {

@@ -194,6 +194,12 @@ std::string render_json(const RunReport& report) {
   summary.set("failed", counts[1]);
   summary.set("skipped", counts[2]);
   summary.set("errors", counts[3]);
+  if (report.from) {
+    int64_t unsupported = 0;
+    for (const DtypeRequest& pair : report.from->requests.pairs) unsupported += pair.supported ? 0 : 1;
+    summary.set("unsupported_pairs", unsupported);
+    summary.set("unverifiable_sites", static_cast<int64_t>(report.from->requests.unverifiable.size()));
+  }
   summary.set("fatal", report.fatal);
   summary.set("result", report.passed() ? "PASS" : "FAIL");
   summary.set("seconds", report.seconds);

@@ -138,8 +138,16 @@ std::string render_text(const RunReport& report) {
                          report.passed() ? "PASS" : "FAIL", report.seconds);
   } else {
     for (const ShapeResult& shape : report.shapes) ++counts[static_cast<int>(shape.status)];
-    out += printf_string("\nsummary: %zu shapes: %d passed, %d failed, %d skipped, %d errors: %s (%.1f s)\n",
-                         report.shapes.size(), counts[0], counts[1], counts[2], counts[3],
+    std::string unverified;
+    if (report.from) {
+      size_t unsupported = 0;
+      for (const DtypeRequest& pair : report.from->requests.pairs) unsupported += pair.supported ? 0 : 1;
+      unverified = printf_string("; %zu unsupported dtype pair%s, %zu unverifiable site%s", unsupported,
+                                 unsupported == 1 ? "" : "s", report.from->requests.unverifiable.size(),
+                                 report.from->requests.unverifiable.size() == 1 ? "" : "s");
+    }
+    out += printf_string("\nsummary: %zu shapes: %d passed, %d failed, %d skipped, %d errors%s: %s (%.1f s)\n",
+                         report.shapes.size(), counts[0], counts[1], counts[2], counts[3], unverified.c_str(),
                          report.passed() ? "PASS" : "FAIL", report.seconds);
   }
   return out;
