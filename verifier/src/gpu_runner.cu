@@ -86,31 +86,10 @@ struct DeviceInputs {
     upload(kv_len, layout.kv_len);
   }
 
-  // Same meaning as host_params(), over device pointers; `cache` replaces the KV buffer.
+  // The shape's DecodeParams over device pointers; `cache` replaces the KV buffer.
   mla::DecodeParams params(const ShapeSpec& shape, const void* cache, mla::KvDtype dtype) const {
-    mla::DecodeParams p;
-    p.q_nope = q.as<uint16_t>();
-    p.q_nope_stride_b = static_cast<int64_t>(shape.heads) * kSlotWidth;
-    p.q_nope_stride_h = kSlotWidth;
-    p.q_pe = q.as<uint16_t>() + mla::kHeadDimCkv;
-    p.q_pe_stride_b = p.q_nope_stride_b;
-    p.q_pe_stride_h = kSlotWidth;
-    const size_t element = dtype == mla::KvDtype::kFp8E4M3 ? 1 : 2;
-    p.ckv = cache;
-    p.kpe = static_cast<const char*>(cache) + mla::kHeadDimCkv * element;
-    p.ckv_stride_slot = kSlotWidth;
-    p.kpe_stride_slot = kSlotWidth;
-    p.kv_dtype = dtype;
-    p.kv_indptr = kv_indptr.as<int32_t>();
-    p.kv_indices = kv_indices.as<int32_t>();
-    p.kv_len = kv_len.as<int32_t>();
-    p.batch = shape.batch;
-    p.num_heads = shape.heads;
-    p.page_size = shape.page_size;
-    p.sm_scale = static_cast<float>(shape.sm_scale);
-    p.ckv_scale = static_cast<float>(shape.ckv_scale);
-    p.kpe_scale = static_cast<float>(shape.kpe_scale);
-    return p;
+    return layout_params(shape, q.as<uint16_t>(), cache, dtype, kv_indptr.as<int32_t>(), kv_indices.as<int32_t>(),
+                         kv_len.as<int32_t>());
   }
 
   int64_t kv_count;

@@ -30,27 +30,24 @@ HostInputs make_host_inputs(const ShapeSpec& shape) {
   return inputs;
 }
 
-mla::DecodeParams host_params(const ShapeSpec& shape, const HostInputs& inputs, mla::KvDtype kv) {
+mla::DecodeParams layout_params(const ShapeSpec& shape, const void* q, const void* cache, mla::KvDtype kv,
+                                const int32_t* kv_indptr, const int32_t* kv_indices, const int32_t* kv_len) {
   mla::DecodeParams p;
-  p.q_nope = inputs.q.data();
+  p.q_nope = q;
   p.q_nope_stride_b = static_cast<int64_t>(shape.heads) * kSlotWidth;
   p.q_nope_stride_h = kSlotWidth;
-  p.q_pe = inputs.q.data() + mla::kHeadDimCkv;
+  p.q_pe = static_cast<const uint16_t*>(q) + mla::kHeadDimCkv;
   p.q_pe_stride_b = p.q_nope_stride_b;
   p.q_pe_stride_h = kSlotWidth;
-  if (kv == mla::KvDtype::kFp8E4M3) {
-    p.ckv = inputs.kv_fp8.data();
-    p.kpe = inputs.kv_fp8.data() + mla::kHeadDimCkv;
-  } else {
-    p.ckv = inputs.kv_bf16.data();
-    p.kpe = inputs.kv_bf16.data() + mla::kHeadDimCkv;
-  }
+  const size_t element = kv == mla::KvDtype::kFp8E4M3 ? 1 : 2;
+  p.ckv = cache;
+  p.kpe = static_cast<const char*>(cache) + mla::kHeadDimCkv * element;
   p.ckv_stride_slot = kSlotWidth;
   p.kpe_stride_slot = kSlotWidth;
   p.kv_dtype = kv;
-  p.kv_indptr = inputs.layout.kv_indptr.data();
-  p.kv_indices = inputs.layout.kv_indices.data();
-  p.kv_len = inputs.layout.kv_len.data();
+  p.kv_indptr = kv_indptr;
+  p.kv_indices = kv_indices;
+  p.kv_len = kv_len;
   p.batch = shape.batch;
   p.num_heads = shape.heads;
   p.page_size = shape.page_size;
@@ -58,6 +55,13 @@ mla::DecodeParams host_params(const ShapeSpec& shape, const HostInputs& inputs, 
   p.ckv_scale = static_cast<float>(shape.ckv_scale);
   p.kpe_scale = static_cast<float>(shape.kpe_scale);
   return p;
+}
+
+mla::DecodeParams host_params(const ShapeSpec& shape, const HostInputs& inputs, mla::KvDtype kv) {
+  const void* cache = kv == mla::KvDtype::kFp8E4M3 ? static_cast<const void*>(inputs.kv_fp8.data())
+                                                   : static_cast<const void*>(inputs.kv_bf16.data());
+  return layout_params(shape, inputs.q.data(), cache, kv, inputs.layout.kv_indptr.data(),
+                       inputs.layout.kv_indices.data(), inputs.layout.kv_len.data());
 }
 
 }  // namespace kvverify

@@ -21,7 +21,13 @@ struct HostInputs {
 
 HostInputs make_host_inputs(const ShapeSpec& shape);
 
-// DecodeParams over `inputs` (host pointers); ckv/kpe are strided views of one [slots, 576] buffer.
+// DecodeParams in SGLang's layout over any pointers (host or device): q_nope/q_pe are strided views
+// of one [batch, heads, 576] BF16 tensor, ckv/kpe of one [slots, 576] cache of dtype `kv`.
+kvpatch::mla::DecodeParams layout_params(const ShapeSpec& shape, const void* q, const void* cache,
+                                         kvpatch::mla::KvDtype kv, const int32_t* kv_indptr,
+                                         const int32_t* kv_indices, const int32_t* kv_len);
+
+// DecodeParams over `inputs` (host pointers).
 kvpatch::mla::DecodeParams host_params(const ShapeSpec& shape, const HostInputs& inputs, kvpatch::mla::KvDtype kv);
 
 }  // namespace kvverify
