@@ -31,7 +31,7 @@ std::string raw_content(const fs::path& path) {
   return out.str();
 }
 
-FileError to_file_error(const InputError& e) { return {e.file(), e.line(), 0, e.what(), e.remedy()}; }
+FileError to_file_error(const InputError& e) { return {e.file(), e.line(), e.column(), e.what(), e.remedy()}; }
 }  // namespace
 
 Run analyze_inputs(const RuleSet& rules, const InputSet& inputs) {

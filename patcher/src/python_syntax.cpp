@@ -65,7 +65,7 @@ ParsedFile parse_source_file(SourceFile file) {
     const SourcePosition where = parsed.source.position(*error);
     throw InputError(parsed.source.display_path(), where.line,
                      "syntax error at column " + std::to_string(where.column) + "; the file is not edited",
-                     "fix the Python syntax first (python3 -m py_compile names the problem)");
+                     "fix the Python syntax first (python3 -m py_compile names the problem)", where.column);
   }
   return parsed;
 }

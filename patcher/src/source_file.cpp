@@ -17,6 +17,12 @@ constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
 int line_of_offset(std::string_view text, std::size_t offset) {
   return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(offset), '\n'));
 }
+
+int column_of_offset(std::string_view text, std::size_t offset) {
+  const std::size_t newline = text.rfind('\n', offset == 0 ? 0 : offset - 1);
+  const std::size_t start = newline == std::string_view::npos || offset == 0 ? 0 : newline + 1;
+  return static_cast<int>(offset - start) + 1;
+}
 }  // namespace
 
 SourceFile::SourceFile(fs::path path, std::string display_path, std::string content)
@@ -123,12 +129,12 @@ SourceFile load_source_file(const fs::path& path, const std::string& display_pat
   const std::size_t nul = content.find('\0');
   if (nul != std::string::npos) {
     throw InputError(display_path, line_of_offset(content, nul), "binary file (contains a NUL byte)",
-                     "pass Python source files only");
+                     "pass Python source files only", column_of_offset(content, nul));
   }
   const std::size_t bad = first_invalid_utf8(content);
   if (bad != std::string_view::npos) {
     throw InputError(display_path, line_of_offset(content, bad), "not valid UTF-8",
-                     "re-encode the file as UTF-8 (Python 3's default source encoding)");
+                     "re-encode the file as UTF-8 (Python 3's default source encoding)", column_of_offset(content, bad));
   }
   SourceFile file(path, display_path, std::move(content));
   file.modified_time = fs::last_write_time(path, ec);

@@ -7,11 +7,12 @@ namespace kvpatch {
 
 class InputError : public std::runtime_error {
 public:
-  InputError(std::string file, int line, const std::string& message, std::string remedy)
-      : std::runtime_error(message), file_(std::move(file)), line_(line), remedy_(std::move(remedy)) {}
+  InputError(std::string file, int line, const std::string& message, std::string remedy, int column = 0)
+      : std::runtime_error(message), file_(std::move(file)), line_(line), column_(column), remedy_(std::move(remedy)) {}
 
   const std::string& file() const { return file_; }
   int line() const { return line_; }  // 1-based; 0 when the error concerns the file as a whole
+  int column() const { return column_; }  // 1-based byte column; 0 when not known
   const std::string& remedy() const { return remedy_; }
 
   // "<file>:<line>: <message>; <remedy>" (the line is left out when it is 0).
@@ -23,6 +24,7 @@ public:
 private:
   std::string file_;
   int line_;
+  int column_;
   std::string remedy_;
 };
 
