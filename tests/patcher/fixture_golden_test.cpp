@@ -11,6 +11,7 @@
 #include "support/files.h"
 #include "support/fixture.h"
 #include "support/kvpatch_cli.h"
+#include "support/process.h"
 #include "support/temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -24,7 +25,8 @@ bool updating_goldens() {
 }
 
 struct GoldenCommand {
-  std::vector<std::string> args;  // before the input path
+  std::string subcommand;
+  std::vector<std::string> args;  // after the fixture's options, before the path
   std::string golden;             // file name inside the fixture directory
   int Fixture::*expected_exit;
 };
@@ -40,18 +42,18 @@ TEST_SUITE("golden") {
     write_bytes(scratch.path() / fixture.input, original);
 
     const std::vector<GoldenCommand> commands = {
-        {{"check"}, "expected.check.txt", &Fixture::check_exit},
-        {{"check", "--format", "json"}, "expected.json", &Fixture::check_exit},
-        {{"diff"}, "expected.diff", &Fixture::diff_exit},
+        {"check", {}, "expected.check.txt", &Fixture::check_exit},
+        {"check", {"--format", "json"}, "expected.json", &Fixture::check_exit},
+        {"diff", {}, "expected.diff", &Fixture::diff_exit},
     };
     for (const GoldenCommand& command : commands) {
-      std::vector<std::string> args = command.args;
-      args.push_back(".");  // a directory PATH: the tree root, as the README's demo runs it
+      std::vector<std::string> rest = command.args;
+      rest.push_back(".");  // a directory PATH: the tree root, as the README's demo runs it
+      const std::vector<std::string> args = fixture.command(command.subcommand, rest);
       const ProcessResult result = run_kvpatch(args, scratch.path());
       const std::string rendered = render_for_golden(result, scratch.path());
       const fs::path golden = fixture.dir / command.golden;
-      INFO("fixture ", fixture.name, ", kvpatch ", args.front(), " ", (args.size() > 2 ? args[2] : ""),
-           ", golden ", golden.string());
+      INFO("fixture ", fixture.name, ", ", describe(args, result), ", golden ", golden.string());
       CHECK_MESSAGE(result.exit_code == fixture.*command.expected_exit,
                     "exit code ", result.exit_code, "; stderr: ", result.err);
       if (updating_goldens()) {

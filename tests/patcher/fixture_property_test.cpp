@@ -68,7 +68,7 @@ void check_refused(const Fixture& fixture) {
   const fs::path file = scratch.path() / fixture.input;
   write_bytes(file, original);
   for (const char* command : {"check", "diff", "apply"}) {
-    const ProcessResult result = run_kvpatch({command, fixture.input}, scratch.path());
+    const ProcessResult result = run_kvpatch(fixture.command(command, {fixture.input}), scratch.path());
     INFO("kvpatch ", command, " on refused fixture ", fixture.name);
     CHECK(result.exit_code == 2);
     CHECK_MESSAGE(!result.err.empty(), "a refusal must say why on stderr");
@@ -96,12 +96,12 @@ TEST_SUITE("properties") {
     write_bytes(file, original);
     fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
 
-    const ProcessResult diff = run_kvpatch({"diff", fixture.input}, scratch.path());
+    const ProcessResult diff = run_kvpatch(fixture.command("diff", {fixture.input}), scratch.path());
     REQUIRE_MESSAGE(diff.exit_code == fixture.diff_exit, describe({"kvpatch", "diff"}, diff));
     const std::vector<FilePatch> patches = parse_unified_diff(diff.out);
     REQUIRE(patches.size() <= 1);
 
-    const ProcessResult apply = run_kvpatch({"apply", fixture.input}, scratch.path());
+    const ProcessResult apply = run_kvpatch(fixture.command("apply", {fixture.input}), scratch.path());
     REQUIRE_MESSAGE(apply.exit_code == fixture.apply_exit, describe({"kvpatch", "apply"}, apply));
     const std::string patched = read_bytes(file);
 
@@ -124,17 +124,17 @@ TEST_SUITE("properties") {
     }
 
     SUBCASE("a second apply changes nothing and diff is then empty") {
-      const ProcessResult again = run_kvpatch({"apply", fixture.input}, scratch.path());
+      const ProcessResult again = run_kvpatch(fixture.command("apply", {fixture.input}), scratch.path());
       CHECK_MESSAGE(again.exit_code == fixture.apply_exit, describe({"kvpatch", "apply"}, again));
       const std::string twice = read_bytes(file);
       CHECK_MESSAGE((twice == patched), first_difference(patched, twice));
-      const ProcessResult rediff = run_kvpatch({"diff", fixture.input}, scratch.path());
+      const ProcessResult rediff = run_kvpatch(fixture.command("diff", {fixture.input}), scratch.path());
       CHECK_MESSAGE(rediff.exit_code == 0, describe({"kvpatch", "diff"}, rediff));
       CHECK_MESSAGE(rediff.out.empty(), "diff after apply: ", rediff.out);
     }
 
     SUBCASE("check after apply reparses the result and reports only what cannot be fixed") {
-      const ProcessResult recheck = run_kvpatch({"check", fixture.input}, scratch.path());
+      const ProcessResult recheck = run_kvpatch(fixture.command("check", {fixture.input}), scratch.path());
       CHECK_MESSAGE(recheck.exit_code == fixture.recheck_exit, describe({"kvpatch", "check"}, recheck));
     }
 

@@ -1,6 +1,7 @@
 #include "fixture.h"
 
 #include <map>
+#include <sstream>
 #include <stdexcept>
 
 #include "files.h"
@@ -49,10 +50,21 @@ Fixture load_fixture(const std::filesystem::path& dir) {
   f.diff_exit = exit_code_value(cfg.string(), "diff_exit", take("diff_exit"));
   f.apply_exit = exit_code_value(cfg.string(), "apply_exit", take("apply_exit"));
   f.recheck_exit = exit_code_value(cfg.string(), "recheck_exit", take("recheck_exit"));
+  if (auto it = values.find("options"); it != values.end()) {
+    std::istringstream words(it->second);
+    for (std::string word; words >> word;) f.options.push_back(word);
+  }
   if (!std::filesystem::is_regular_file(f.input_path())) {
     throw std::runtime_error(cfg.string() + ": input file " + f.input + " does not exist next to it");
   }
   return f;
+}
+
+std::vector<std::string> Fixture::command(const std::string& subcommand, const std::vector<std::string>& rest) const {
+  std::vector<std::string> args{subcommand};
+  args.insert(args.end(), options.begin(), options.end());
+  args.insert(args.end(), rest.begin(), rest.end());
+  return args;
 }
 
 }  // namespace kvpatch_test

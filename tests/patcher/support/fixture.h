@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace kvpatch_test {
 
@@ -14,10 +15,14 @@ struct Fixture {
   int diff_exit = -1;          // `kvpatch diff`
   int apply_exit = -1;         // `kvpatch apply`
   int recheck_exit = -1;       // `kvpatch check` after apply (1 when unknown sites remain)
+  std::vector<std::string> options;  // extra options for every command, e.g. --kv-dtype-form upstream
 
   // Refused inputs (syntax errors, bad encodings): every command exits 2 and nothing is edited.
   bool refused() const { return check_exit == 2; }
   std::filesystem::path input_path() const { return dir / input; }
+
+  // argv after the binary: the subcommand, the fixture's options, then the extra arguments and path.
+  std::vector<std::string> command(const std::string& subcommand, const std::vector<std::string>& rest) const;
 };
 
 // Reads dir/fixture.cfg; throws naming file and line on a malformed or incomplete one.
