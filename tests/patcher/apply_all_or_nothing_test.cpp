@@ -1,14 +1,14 @@
 // `kvpatch apply` over two files is all-or-nothing: when the second cannot be patched (its directory is
 // read-only, it is missing, or it does not parse), the command exits 2 and the first file is untouched.
 #include <doctest/doctest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "support/files.h"
-#include "support/kvpatch_cli.h"
+#include "support/process.h"
 #include "support/temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -31,11 +31,14 @@ std::set<std::string> names_in(const fs::path& dir) {
   return names;
 }
 
-// Two tree roots first/ and second/, each with a generation-B backend that needs edits.
+// Two tree roots first/ and second/, each with a generation-B backend that needs edits, plus a copy of
+// kvpatch and its rules under tool/: when we are root the permission case runs kvpatch as nobody, who
+// may not be able to reach the build tree (a checkout under /root, say).
 struct TwoTrees {
   TempDir scratch{"kvpatch-all-or-nothing"};
   fs::path first = scratch.path() / "first";
   fs::path second = scratch.path() / "second";
+  fs::path tool = scratch.path() / "tool";
   std::string source = fixture_source("gen-b-unpatched");
 
   TwoTrees() {
@@ -43,18 +46,26 @@ struct TwoTrees {
     fs::create_directories(second);
     write_bytes(first / kBackend, source);
     write_bytes(second / kBackend, source);
-    // The permission case runs kvpatch as nobody when we are root: it must be able to write first/.
-    for (const fs::path& p : {scratch.path(), first, second}) fs::permissions(p, fs::perms::all);
-    for (const fs::path& p : {first / kBackend, second / kBackend}) {
-      fs::permissions(p, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
-                             fs::perms::group_write | fs::perms::others_read | fs::perms::others_write);
+    fs::create_directories(tool);
+    fs::copy_file(required_env("KVPATCH_BIN"), tool / "kvpatch");
+    fs::copy(required_env("KVPATCH_RULES_DIR"), tool / "rules", fs::copy_options::recursive);
+    const fs::perms rw_all = fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                             fs::perms::group_write | fs::perms::others_read | fs::perms::others_write;
+    for (const fs::path& p : {scratch.path(), first, second, tool}) fs::permissions(p, fs::perms::all);
+    for (const fs::path& p : {first / kBackend, second / kBackend}) fs::permissions(p, rw_all);
+    for (const auto& entry : fs::recursive_directory_iterator(tool)) {
+      fs::permissions(entry.path(), entry.is_directory() ? fs::perms::all : rw_all);
     }
+    fs::permissions(tool / "kvpatch", fs::perms::all);
   }
 
   ProcessResult apply(const std::string& second_arg, bool as_nobody = false) const {
     ProcessOptions options;
+    options.working_dir = scratch.path();
     options.drop_root_privileges = as_nobody;
-    return run_kvpatch({"apply", "first/" + std::string(kBackend), second_arg}, scratch.path(), options);
+    const std::vector<std::string> argv{(tool / "kvpatch").string(), "apply", "--rules", (tool / "rules").string(),
+                                        "first/" + std::string(kBackend), second_arg};
+    return run_process(argv, options);
   }
 };
 
