@@ -173,11 +173,9 @@ void ModuleFacts::collect_assignments(TSNode node, int function) {
       // `self.x.append(v)` stores v in the container self.x.
       TSNode callee = field(n, "function");
       if (is(callee, "attribute") && text(field(callee, "attribute")) == "append") {
-        TSNode args = syntax::statements(field(n, "arguments")).empty()
-                          ? TSNode{}
-                          : syntax::statements(field(n, "arguments")).front();
-        assignments_.push_back({AssignmentKind::ItemStore, one_line(file_->text(field(callee, "object"))), args, n,
-                                function});
+        const std::vector<TSNode> args = syntax::statements(field(n, "arguments"));
+        assignments_.push_back({AssignmentKind::ItemStore, one_line(file_->text(field(callee, "object"))),
+                                args.empty() ? TSNode{} : args.front(), n, function});
       }
     }
     return true;
