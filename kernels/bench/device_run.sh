@@ -21,15 +21,14 @@ fi
 if [[ "$what" == profile || "$what" == quick ]]; then
   # Stall reasons of one FP8 decode launch per shape (the 4th: after the benchmark's 3 warm-ups).
   for shape in "b32_h16 32768" "b1_h16 131072" "b32_h32 16384"; do
-    set -- $shape
+    read -r name ctx <<<"$shape"
     ncu --clock-control none -k regex:mla_decode_kernel --launch-skip 3 --launch-count 1 \
       --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section Occupancy \
       --section MemoryWorkloadAnalysis --section LaunchStats \
       python3 kernels/bench/bench_decode.py --lib "$build/kernels/libkvpatch_mla_capi.so" --out /tmp/ncu-bench \
-      --shapes "$1" --contexts "$2" --iters 1 >"$out/ncu_$1_$2.txt" 2>&1
-    echo "ncu $1 $2: $?"
+      --shapes "$name" --contexts "$ctx" --iters 1 >"$out/ncu_${name}_$ctx.txt" 2>&1
+    echo "ncu $name $ctx: $?"
   done
-  set --
 fi
 if [[ "$what" == tests || "$what" == all ]]; then
   "$build/tests/kernels/kvpatch_gpu_decode_test" 2>&1 | tee "$out/gpu_test.log" | grep -v "^small\|^matrix" | tail -20

@@ -19,6 +19,8 @@ DecodePlan plan_decode(int batch, int num_heads, int max_kv_len, int sm_count);
 // Launches decode (and the merge pass when plan.num_splits > 1) on `stream`. `workspace` must hold
 // plan.workspace_bytes. Returns the first CUDA error met; checks params and returns
 // cudaErrorInvalidValue for unsupported shapes (num_heads > 128, page_size < 1, ...).
+// The KV views are copied in 16-byte chunks: ckv and kpe, and their slot strides in bytes, must be
+// multiples of 16 (true for SGLang's [slots, 1, 576] FP8 and BF16 buffers); num_splits <= 256.
 cudaError_t launch_decode(const DecodeParams& device_params, const DecodePlan& plan,
                           void* workspace, cudaStream_t stream);
 
