@@ -1,5 +1,6 @@
-// kvpatch: check, diff and apply the FlashInfer MLA kv_data_type patch. Exit codes: 0 clean,
-// 1 findings remain (check) or edits exist (diff), 2 usage or input errors.
+// kvpatch: check, diff and apply the FlashInfer MLA kv_data_type patch; check staged content in a
+// git pre-commit hook. Exit codes: 0 clean, 1 findings remain (check, pre-commit) or edits exist
+// (diff), 2 usage or input errors.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -12,6 +13,8 @@
 
 #include "kvpatch/analyze.h"
 #include "kvpatch/apply_files.h"
+#include "kvpatch/git_hook.h"
+#include "kvpatch/git_pre_commit.h"
 #include "kvpatch/input_error.h"
 #include "kvpatch/python_syntax.h"
 #include "kvpatch/report.h"
@@ -31,6 +34,10 @@ struct Options {
   std::string format = "text";
   std::string root;
   std::string color = "never";
+  std::string repo;   // pre-commit, install-hook, uninstall-hook
+  bool all = false;   // pre-commit: every tracked file, not only the changed ones
+  bool force = false; // install-hook: keep a foreign hook as the backup
+  std::string argv0;
 };
 
 void print_error(const std::string& text) { std::cerr << "kvpatch: error: " << text << "\n"; }
@@ -102,22 +109,111 @@ std::optional<std::map<std::string, std::string>> parse_sets(const Options& opti
   return overrides;
 }
 
-int run_command(const std::string& command, const Options& options) {
+// The grammar check and the rule set every analysing command starts from; nullopt after an error.
+std::optional<RuleSet> load_rules(const Options& options) {
   try {
     require_compatible_grammar();
   } catch (const std::exception& e) {
     print_error(e.what());
-    return kUsageOrInput;
+    return std::nullopt;
   }
   const auto overrides = parse_sets(options);
-  if (!overrides) return kUsageOrInput;
-  RuleSet rules;
+  if (!overrides) return std::nullopt;
   try {
-    rules = load_rule_set(options.rules_dir.empty() ? default_rules_dir() : options.rules_dir, *overrides);
+    return load_rule_set(options.rules_dir.empty() ? default_rules_dir() : options.rules_dir, *overrides);
+  } catch (const InputError& e) {
+    print_error(e.formatted());
+    return std::nullopt;
+  }
+}
+
+std::optional<std::filesystem::path> repo_option(const Options& options) {
+  return options.repo.empty() ? std::nullopt : std::optional<std::filesystem::path>(options.repo);
+}
+
+int run_pre_commit(const Options& options) {
+  const std::optional<RuleSet> rules = load_rules(options);
+  if (!rules) return kUsageOrInput;
+  Run run;
+  try {
+    const GitRepository repo = GitRepository::open(repo_option(options));
+    const StagedFiles staged = staged_python_files(repo, options.all ? StagedScope::All : StagedScope::Changed);
+    run = analyze_staged(*rules, repo, staged);
   } catch (const InputError& e) {
     print_error(e.formatted());
     return kUsageOrInput;
   }
+  print_errors(run.errors);
+  // Text stays quiet when the commit holds no file the rules select, as hooks should.
+  if (options.format == "json") {
+    std::cout << json_report(run);
+  } else if (!run.files.empty()) {
+    std::cout << text_report(run);
+  }
+  if (!run.errors.empty()) return kUsageOrInput;
+  const Summary summary = summarize(run);
+  if (!has_findings(summary)) return kClean;
+  std::string paths;
+  for (const FileReport& f : run.files) {
+    if (!f.edits.empty()) paths += " " + f.file->source.display_path();
+  }
+  std::string remedy = paths.empty() ? "" : "run `kvpatch apply" + paths + "` and `git add" + paths + "`";
+  if (summary.unknown > 0) {
+    remedy += (remedy.empty() ? "" : "; ") +
+              std::string("review each unknown site by hand or mark it `# kvpatch: ignore[RULE-ID] reason`");
+  }
+  std::cout << std::flush;  // the report first, then the remedy, when both go to one terminal
+  std::cerr << "kvpatch: the staged content has findings; " << remedy
+            << " (or skip this check once with `git commit --no-verify`)\n";
+  return kFindings;
+}
+
+// Where this very binary is, so the hook keeps working from any directory.
+std::filesystem::path own_binary(const std::string& argv0) {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::absolute(argv0) : self;
+}
+
+int run_hook_command(const std::string& command, const Options& options) {
+  try {
+    const GitRepository repo = GitRepository::open(repo_option(options));
+    if (command == "install-hook") {
+      const std::filesystem::path binary = own_binary(options.argv0);
+      const HookOutcome outcome = install_pre_commit_hook(repo, binary, options.force);
+      const std::string hook = outcome.paths.hook.string();
+      switch (outcome.change) {
+        case HookChange::Installed: std::cout << "installed " << hook << "\n"; break;
+        case HookChange::InstalledWithBackup:
+          std::cout << "installed " << hook << "; the previous hook is kept as " << outcome.paths.backup.string()
+                    << " and runs first\n";
+          break;
+        case HookChange::Updated: std::cout << "updated " << hook << "\n"; break;
+        default: std::cout << hook << " is already the kvpatch hook; nothing to do\n"; break;
+      }
+      std::cout << "it runs " << binary.string() << " pre-commit on the staged content of every commit\n";
+      return kClean;
+    }
+    const HookOutcome outcome = uninstall_pre_commit_hook(repo);
+    const std::string hook = outcome.paths.hook.string();
+    switch (outcome.change) {
+      case HookChange::Restored:
+        std::cout << "restored " << hook << " from " << outcome.paths.backup.string() << "\n";
+        break;
+      case HookChange::Removed: std::cout << "removed " << hook << "\n"; break;
+      default: std::cout << "no pre-commit hook at " << hook << "; nothing to do\n"; break;
+    }
+    return kClean;
+  } catch (const InputError& e) {
+    print_error(e.formatted());
+    return kUsageOrInput;
+  }
+}
+
+int run_command(const std::string& command, const Options& options) {
+  const std::optional<RuleSet> loaded = load_rules(options);
+  if (!loaded) return kUsageOrInput;
+  const RuleSet& rules = *loaded;
   const InputSet inputs = collect_inputs(
       options.paths, options.root.empty() ? std::nullopt : std::optional<std::filesystem::path>(options.root));
   const Run run = analyze_inputs(rules, inputs);
@@ -168,11 +264,27 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("kvpatch ") + KVPATCH_VERSION);
   app.require_subcommand(1);
   Options options;
+  options.argv0 = argc > 0 ? argv[0] : "kvpatch";
   CLI::App* check = app.add_subcommand("check", "report every MLA plan() site, KV field and KV cast (exit 1 when findings remain)");
   CLI::App* diff = app.add_subcommand("diff", "print the edits as a unified diff; no file is touched (exit 1 when there are edits)");
   CLI::App* apply = app.add_subcommand("apply", "write the edits in place, atomically and all-or-nothing");
   for (CLI::App* command : {check, diff, apply}) add_common_options(command, options);
   check->add_option("--format", options.format, "report format: text or json")->check(CLI::IsMember({"text", "json"}));
+  CLI::App* pre_commit = app.add_subcommand(
+      "pre-commit", "check the STAGED content of the added and modified *.py files (exit 1 when findings remain)");
+  CLI::App* install_hook = app.add_subcommand(
+      "install-hook", "write the git pre-commit hook that runs `kvpatch pre-commit` (never over a hook of yours)");
+  CLI::App* uninstall_hook =
+      app.add_subcommand("uninstall-hook", "remove the kvpatch pre-commit hook and restore the hook it replaced");
+  for (CLI::App* command : {pre_commit, install_hook, uninstall_hook}) {
+    command->add_option("--repo", options.repo, "a directory in the git work tree (default: $GIT_DIR, else the current directory)");
+  }
+  pre_commit->add_option("--rules", options.rules_dir, "rules directory (default: $KVPATCH_RULES_DIR or the source tree's rules/)");
+  pre_commit->add_option("--set", options.sets, "override a rule parameter, NAME=VALUE (repeatable)");
+  pre_commit->add_option("--format", options.format, "report format: text or json")->check(CLI::IsMember({"text", "json"}));
+  pre_commit->add_flag("--all", options.all, "check every tracked *.py in the index, not only the staged changes");
+  install_hook->add_flag("--force", options.force,
+                         "keep an existing hook as pre-commit.kvpatch-backup and run it before kvpatch");
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -181,6 +293,9 @@ int main(int argc, char** argv) {
     app.exit(e);
     return kUsageOrInput;
   }
+  if (app.got_subcommand(pre_commit)) return run_pre_commit(options);
+  if (app.got_subcommand(install_hook)) return run_hook_command("install-hook", options);
+  if (app.got_subcommand(uninstall_hook)) return run_hook_command("uninstall-hook", options);
   const std::string command = app.got_subcommand(check) ? "check" : app.got_subcommand(diff) ? "diff" : "apply";
   return run_command(command, options);
 }
