@@ -83,10 +83,13 @@ std::vector<std::string> run_rule_test(const RuleSet& base, const RuleTestCase& 
     if (s.rule == test.rule) found.emplace_back(s.line, status_name(s.status));
   }
   for (const FieldFinding& f : report->fields) {
-    if (f.rule == test.rule) found.emplace_back(f.line, f.present ? "present" : "missing");
+    if (f.rule == test.rule) found.emplace_back(f.line, f.ignored ? "ignored" : f.present ? "present" : "missing");
   }
   for (const CastFinding& c : report->casts) {
     if (c.rule == test.rule) found.emplace_back(c.line, c.redundant ? "redundant" : "required");
+  }
+  for (const RunInputFinding& r : report->run_inputs) {
+    if (r.rule == test.rule) found.emplace_back(r.line, run_input_status_name(r.status));
   }
   std::vector<std::pair<int, std::string>> expected;
   for (const ExpectedFinding& e : test.expect) expected.emplace_back(e.line, e.status);

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <set>
 
+#include "kvpatch/cast_guard.h"
 #include "kvpatch/dtype_roles.h"
 #include "kvpatch/edit_operations.h"
 #include "kvpatch/rule_engine.h"
@@ -18,8 +19,9 @@ bool listed(const std::vector<std::string>& names, const std::string& name) {
 
 class CastChecker {
 public:
-  CastChecker(const CastRule& rule, const RuleSet& rules, const ModuleFacts& facts, const std::vector<PlanSite>& sites)
-      : rule_(rule), rules_(rules), facts_(facts), sites_(sites), source_(facts.file().source) {}
+  CastChecker(const CastRule& rule, const RuleSet& rules, const ModuleFacts& facts, const std::vector<PlanSite>& sites,
+              const std::vector<FieldFinding>& fields)
+      : rule_(rule), rules_(rules), facts_(facts), sites_(sites), fields_(fields), source_(facts.file().source) {}
 
   std::vector<CastFinding> run() {
     std::vector<CastFinding> out;
@@ -150,8 +152,9 @@ private:
     });
   }
 
-  // Empty when the consumer accepts the KV dtype after the edits; otherwise why it does not.
-  std::string problem(const Consumer& consumer, const FunctionFacts* scope) const {
+  // Empty when the consumer accepts the KV dtype after the edits (then planning holds the plan sites that
+  // may plan its wrapper); otherwise why it does not.
+  std::string problem(const Consumer& consumer, const FunctionFacts* scope, std::vector<std::size_t>& planning) const {
     if (syntax::is_null(consumer.call)) return consumer.where;
     TSNode callee = field(consumer.call, "function");
     for (const Fp8Consumer& spec : rule_.fp8_consumers) {
@@ -164,25 +167,9 @@ private:
       if (types.of(receiver, scope) != TypeVerdict::Wrapper) {
         return name + ": receiver is not known to be a " + sites_rule->wrapper_class;
       }
-      const std::string source = types.source_attribute(receiver, scope);
-      const WrapperChannel* channel = nullptr;
-      for (const WrapperChannel& c : spec.planned_by) {
-        if (c.receiver_source == source) channel = &c;
-      }
-      auto in_channel = [&](const PlanSite& s) {
-        if (s.rule != sites_rule->id) return false;
-        if (channel == nullptr) return true;  // unmapped wrapper: every site may plan it
-        auto matches = [&](const WrapperChannel& c) {
-          return std::any_of(c.classes.begin(), c.classes.end(), [&](const std::string& g) { return glob_match(g, s.class_name); });
-        };
-        if (matches(*channel)) return true;
-        // A site in no mapped class could plan any wrapper.
-        return std::none_of(spec.planned_by.begin(), spec.planned_by.end(), matches);
-      };
-      int count = 0;
-      for (const PlanSite& s : sites_) {
-        if (!in_channel(s)) continue;
-        ++count;
+      const std::vector<std::size_t> indices = sites_planning(spec, types.source_attribute(receiver, scope), sites_);
+      for (std::size_t i : indices) {
+        const PlanSite& s = sites_[i];
         if (s.threaded_after_edits()) continue;
         const std::string status = status_name(s.status_after_edits());
         const char* article = status == "unknown" || status == "ignored" ? "an " : "a ";
@@ -191,10 +178,21 @@ private:
         if (s.status_after_edits() == SiteStatus::Gated) why += " (gated on " + s.condition_after_edits() + ")";
         return why;
       }
-      if (count == 0) return name + ": no plan site of " + sites_rule->wrapper_class + " found for this wrapper";
+      if (indices.empty()) return name + ": no plan site of " + sites_rule->wrapper_class + " found for this wrapper";
+      planning.insert(planning.end(), indices.begin(), indices.end());
       return "";
     }
     return consumer.where;
+  }
+
+  // How the plan sites the cast's consumers depend on name the KV dtype once the edits are made.
+  KvPlanForm plan_form(const std::vector<std::size_t>& planning) const {
+    std::vector<KvPlanForm> forms;
+    for (std::size_t i : planning) {
+      const PlanSite& s = sites_[i];
+      if (const PlanSiteRule* r = rules_.plan_site_rule(s.rule)) forms.push_back(kv_plan_form(s, *r, rules_, facts_, fields_));
+    }
+    return combined_plan_form(forms);
   }
 
   CastFinding finding(TSNode call, const FunctionFacts* scope, const FunctionFacts* method) const {
@@ -203,6 +201,7 @@ private:
     f.class_name = method->class_name;
     f.method = method->name;
     f.expr = std::string(facts_.file().text(call));
+    f.call = call;
     TSNode parent = syntax::parent(call);
     TSNode object = syntax::unparenthesized(field(field(call, "function"), "object"));
     const bool assigned = is(parent, "assignment") && syntax::same(field(parent, "right"), call) &&
@@ -223,8 +222,9 @@ private:
 
     std::vector<std::string> problems;
     std::vector<std::string> accepted;
+    std::vector<std::size_t> planning;
     for (const Consumer& c : consumers) {
-      const std::string why = problem(c, scope);
+      const std::string why = problem(c, scope, planning);
       if (!why.empty()) {
         if (std::find(problems.begin(), problems.end(), why) == problems.end()) problems.push_back(why);
       } else if (std::find(accepted.begin(), accepted.end(), c.where) == accepted.end()) {
@@ -249,6 +249,14 @@ private:
     }
     f.redundant = true;
     for (const std::string& a : accepted) f.consumer += (f.consumer.empty() ? "" : ", ") + a;
+    const KvPlanForm form = plan_form(planning);
+    if (form.kind == KvPlanForm::Kind::Unclear) {
+      f.redundant = false;
+      f.consumer = "the plan sites of " + f.consumer + " do not name one KV dtype form (" + form.why +
+                   "); remove or guard the cast by hand";
+      return f;
+    }
+    if (form.kind == KvPlanForm::Kind::CacheDtypeOnlyFor) return guarded(f, call, form.only_for);
     try {
       const bool self_cast = assigned && is(object, "identifier") && facts_.text(object) == f.variable;
       f.fix = self_cast ? remove_statement(source_, syntax::parent(parent), rule_.id)
@@ -260,17 +268,47 @@ private:
     return f;
   }
 
+  // Under a plan that names the KV-cache dtype only for `dtype`, other caches are planned as the model dtype:
+  // the cast stays for them, so it is kept (already guarded) or guarded, never removed.
+  CastFinding guarded(CastFinding f, TSNode call, const std::string& dtype) const {
+    const std::string consumers = f.consumer;
+    f.guard_dtype = dtype;
+    if (cast_guarded_against(facts_, call, dtype)) {
+      f.redundant = false;
+      f.consumer = "KV caches other than " + dtype + ", for which the plan of " + consumers +
+                   " names the model dtype (the cast is guarded accordingly)";
+      return f;
+    }
+    if (rule_.guard_operation == "none") {
+      f.redundant = false;
+      f.guard_dtype.clear();
+      f.consumer = "KV caches other than " + dtype + ", which the plan of " + consumers +
+                   " names as the model dtype, and rule " + rule_.id + " adds no guard; guard the cast by hand";
+      return f;
+    }
+    try {
+      f.fix = guard_cast(facts_, call, dtype, rule_.id);
+    } catch (const EditNotPossible& e) {
+      f.redundant = false;
+      f.guard_dtype.clear();
+      f.consumer = "KV caches other than " + dtype + " (the plan of " + consumers + " names the model dtype for them), but " +
+                   e.what() + "; keep the cast only for those caches by hand";
+    }
+    return f;
+  }
+
   const CastRule& rule_;
   const RuleSet& rules_;
   const ModuleFacts& facts_;
   const std::vector<PlanSite>& sites_;
+  const std::vector<FieldFinding>& fields_;
   const SourceFile& source_;
 };
 }  // namespace
 
 std::vector<CastFinding> check_casts(const CastRule& rule, const RuleSet& rules, const ModuleFacts& facts,
-                                     const std::vector<PlanSite>& sites) {
-  return CastChecker(rule, rules, facts, sites).run();
+                                     const std::vector<PlanSite>& sites, const std::vector<FieldFinding>& fields) {
+  return CastChecker(rule, rules, facts, sites, fields).run();
 }
 
 }  // namespace kvpatch

@@ -36,6 +36,17 @@ Edit delete_lines(const SourceFile& source, TSNode node, const std::string& rule
 Edit replace_with_pass(TSNode statement, const std::string& rule) {
   return {ts_node_start_byte(statement), ts_node_end_byte(statement), "pass", rule};
 }
+
+// One indentation step of the file at a statement: its indentation less that of the line opening its block.
+std::string indent_step(const SourceFile& source, TSNode statement) {
+  const std::string inner = source.indentation_of_line(source.position(ts_node_start_byte(statement)).line);
+  TSNode owner = syntax::parent(syntax::parent(statement));
+  if (!syntax::is_null(owner) && syntax::is(syntax::parent(statement), "block")) {
+    const std::string outer = source.indentation_of_line(source.position(ts_node_start_byte(owner)).line);
+    if (inner.size() > outer.size() && inner.compare(0, outer.size(), outer) == 0) return inner.substr(outer.size());
+  }
+  return inner.find('\t') != std::string::npos ? "\t" : "    ";
+}
 }  // namespace
 
 Edit replace_argument_value(const CallArgument& argument, const std::string& text, const std::string& rule) {
@@ -78,6 +89,53 @@ Edit insert_statement_after(const SourceFile& source, TSNode anchor_statement, c
   const int last = source.position(ts_node_end_byte(anchor_statement)).line;
   const std::size_t at = source.line_content_end(last);
   return {at, at, source.line_ending() + source.indentation_of_line(first) + statement, rule};
+}
+
+Edit insert_block_after(const SourceFile& source, TSNode anchor_statement, const std::string& header,
+                        const std::string& body, const std::string& rule) {
+  const std::string indent =
+      source.indentation_of_line(source.position(ts_node_start_byte(anchor_statement)).line);
+  return insert_statement_after(
+      source, anchor_statement,
+      header + source.line_ending() + indent + indent_step(source, anchor_statement) + body, rule);
+}
+
+std::vector<Edit> conjoin_condition(TSNode condition, const std::string& text, const std::string& rule) {
+  const std::size_t begin = ts_node_start_byte(condition);
+  const std::size_t end = ts_node_end_byte(condition);
+  // `and` binds looser than comparisons and `not`, tighter than `or`, conditionals, lambdas and `:=`.
+  bool tight = !is(condition, "boolean_operator") && !is(condition, "conditional_expression") &&
+               !is(condition, "lambda") && !is(condition, "named_expression");
+  if (is(condition, "boolean_operator")) {
+    TSNode op = field(condition, "operator");
+    tight = !syntax::is_null(op) && syntax::type(op) == "and";
+  }
+  if (tight) return {{end, end, " and " + text, rule}};
+  return {{begin, begin, "(", rule}, {end, end, ") and " + text, rule}};
+}
+
+std::vector<Edit> guard_statement(const SourceFile& source, TSNode statement, const std::string& condition,
+                                  const std::string& rule) {
+  if (!starts_line(source, statement) || !ends_line(source, statement)) {
+    throw EditNotPossible("the statement shares a line with other code");
+  }
+  bool multiline_string = false;
+  syntax::walk(statement, [&](TSNode n) {
+    if (is(n, "string") && source.position(ts_node_start_byte(n)).line != source.position(ts_node_end_byte(n)).line) {
+      multiline_string = true;
+    }
+    return !multiline_string;
+  });
+  if (multiline_string) throw EditNotPossible("the statement holds a string over several lines");
+  const std::string step = indent_step(source, statement);
+  const int first = source.position(ts_node_start_byte(statement)).line;
+  const int last = source.position(ts_node_end_byte(statement)).line;
+  const std::size_t at = ts_node_start_byte(statement);
+  std::vector<Edit> edits{{at, at, "if " + condition + ":" + source.line_ending() +
+                                       source.indentation_of_line(first) + step, rule}};
+  // Continuation lines sit inside brackets, where a deeper indentation changes nothing.
+  for (int line = first + 1; line <= last; ++line) edits.push_back({source.line_start(line), source.line_start(line), step, rule});
+  return edits;
 }
 
 Edit unwrap_method_call(TSNode call, const std::string& rule) {

@@ -4,6 +4,88 @@
 
 namespace kvpatch {
 
+namespace {
+bool holds(const std::vector<SourcePosition>& positions, SourcePosition p) {
+  return std::any_of(positions.begin(), positions.end(),
+                     [&](const SourcePosition& q) { return q.line == p.line && q.column == p.column; });
+}
+
+std::string position_list(const std::vector<SourcePosition>& positions) {
+  std::string out;
+  for (const SourcePosition& p : positions) {
+    out += (out.empty() ? "" : ", ") + std::to_string(p.line) + ":" + std::to_string(p.column);
+  }
+  return out;
+}
+
+// Every cast rule's findings; a cast two rules report is kept once, required winning over redundant.
+std::vector<CastFinding> casts_of(const RuleSet& rules, const ModuleFacts& facts, const std::vector<PlanSite>& sites,
+                                  const std::vector<FieldFinding>& fields) {
+  const std::string& text = facts.file().source.text();
+  std::vector<CastFinding> unique_casts;
+  for (const CastRule& rule : rules.cast_rules) {
+    if (!rule.files.matches(text)) continue;
+    for (CastFinding& c : check_casts(rule, rules, facts, sites, fields)) {
+      auto same = std::find_if(unique_casts.begin(), unique_casts.end(), [&](const CastFinding& u) {
+        return u.line == c.line && u.column == c.column;
+      });
+      if (same == unique_casts.end()) unique_casts.push_back(std::move(c));
+      else if (same->redundant && !c.redundant) *same = std::move(c);
+    }
+  }
+  return unique_casts;
+}
+
+// A site whose wrapper's run() would get converted or untraced KV data is not threaded by guess.
+void withhold(PlanSite& site, const RunInputFinding& r) {
+  site.fix.reset();
+  site.fix_text.clear();
+  site.fix_gated = false;
+  site.fix_condition.clear();
+  site.reason = r.consumer + (r.status == RunInputStatus::Converted
+                                  ? " would get KV data converted by " + r.expr
+                                  : " would get KV data from " + r.expr + ", whose origin kvpatch cannot establish,") +
+                " at " + std::to_string(r.line) + ":" + std::to_string(r.column) +
+                "; planned for the KV dtype, it could be handed another dtype. Fix that input first";
+}
+
+std::string effect(const RunInputFinding& r, const std::vector<PlanSite>& sites, const std::vector<SourcePosition>& withheld) {
+  std::vector<SourcePosition> left, already;
+  for (const SourcePosition& p : r.wrapper_sites) {
+    if (holds(withheld, p)) left.push_back(p);
+    for (const PlanSite& s : sites) {
+      if (s.line == p.line && s.column == p.column && s.status == SiteStatus::Threaded) already.push_back(p);
+    }
+  }
+  std::string out;
+  if (!left.empty()) out = "kvpatch leaves the wrapper's plan sites at " + position_list(left) + " unthreaded";
+  if (!already.empty()) {
+    out += (out.empty() ? "" : "; ") + std::string("the plan sites at ") + position_list(already) +
+           " already plan the KV-cache dtype, so run() is handed another dtype than planned";
+  }
+  return out.empty() ? "the wrapper's plan sites are not threaded" : out;
+}
+
+// A field is added only for a class whose plan sites use it: none does when every fix there was withheld.
+void drop_unused_fields(const RuleSet& rules, std::vector<FieldFinding>& fields, const std::vector<PlanSite>& sites,
+                        const std::vector<SourcePosition>& withheld) {
+  for (FieldFinding& f : fields) {
+    const FieldRule* rule = rules.field_rule(f.rule);
+    if (!f.fix || rule == nullptr) continue;
+    bool any_withheld = false, any_fixed = false;
+    for (const PlanSite& s : sites) {
+      if (s.rule != rule->sites_rule || s.class_name != f.class_name) continue;
+      any_withheld |= holds(withheld, {s.line, s.column});
+      any_fixed |= s.fix.has_value();
+    }
+    if (!any_withheld || any_fixed) continue;
+    f.fix.reset();
+    f.field_text.clear();
+    f.reason = "no plan site of " + f.class_name + " is threaded (see the run-input findings), so no field is added";
+  }
+}
+}  // namespace
+
 FileReport analyze_file(const RuleSet& rules, std::shared_ptr<const ParsedFile> file) {
   FileReport report;
   report.file = file;
@@ -23,27 +105,41 @@ FileReport analyze_file(const RuleSet& rules, std::shared_ptr<const ParsedFile> 
   for (const PlanSiteRule& rule : rules.plan_site_rules) {
     if (rule.files.matches(text)) plan_site_fixes(rule, facts, report.fields, report.plan_sites);
   }
-  // Casts last: they are redundant only if the plan sites are threaded once the fixes above are made.
-  for (const CastRule& rule : rules.cast_rules) {
-    if (!rule.files.matches(text)) continue;
-    for (CastFinding& c : check_casts(rule, rules, facts, report.plan_sites)) report.casts.push_back(std::move(c));
+  // Casts last: they are redundant only if the plan sites are threaded once the fixes above are made. A run()
+  // whose wrapper would then be planned for the KV dtype must get the KV data unconverted; where it would not,
+  // that wrapper's sites keep their KV dtype unfixed, which can keep casts, which can reach other run()s: so
+  // casts and run inputs are checked again until no more fixes are withheld (each round withholds one or more).
+  std::vector<RunInputFinding> run_inputs;
+  std::vector<SourcePosition> withheld;
+  for (;;) {
+    report.casts = casts_of(rules, facts, report.plan_sites, report.fields);
+    bool changed = false;
+    for (const CastRule& rule : rules.cast_rules) {
+      if (!rule.files.matches(text)) continue;
+      for (RunInputFinding& r : check_run_inputs(rule, rules, facts, report.plan_sites, report.casts)) {
+        for (PlanSite& site : report.plan_sites) {
+          if (!site.fix || !holds(r.wrapper_sites, {site.line, site.column})) continue;
+          withhold(site, r);
+          withheld.push_back({site.line, site.column});
+          changed = true;
+        }
+        const bool known = std::any_of(run_inputs.begin(), run_inputs.end(), [&](const RunInputFinding& k) {
+          return k.line == r.line && k.column == r.column && syntax::same(k.consumer_call, r.consumer_call);
+        });
+        if (!known) run_inputs.push_back(std::move(r));
+      }
+    }
+    if (!changed) break;
   }
-
-  // Two cast rules may select one file; a cast both report is kept once, required winning over redundant.
-  std::vector<CastFinding> unique_casts;
-  for (CastFinding& c : report.casts) {
-    auto same = std::find_if(unique_casts.begin(), unique_casts.end(), [&](const CastFinding& u) {
-      return u.line == c.line && u.column == c.column;
-    });
-    if (same == unique_casts.end()) unique_casts.push_back(std::move(c));
-    else if (same->redundant && !c.redundant) *same = std::move(c);
-  }
-  report.casts = std::move(unique_casts);
+  for (RunInputFinding& r : run_inputs) r.effect = effect(r, report.plan_sites, withheld);
+  drop_unused_fields(rules, report.fields, report.plan_sites, withheld);
+  report.run_inputs = std::move(run_inputs);
 
   auto by_position = [](const auto& a, const auto& b) { return std::tie(a.line, a.column) < std::tie(b.line, b.column); };
   std::stable_sort(report.plan_sites.begin(), report.plan_sites.end(), by_position);
   std::stable_sort(report.fields.begin(), report.fields.end(), by_position);
   std::stable_sort(report.casts.begin(), report.casts.end(), by_position);
+  std::stable_sort(report.run_inputs.begin(), report.run_inputs.end(), by_position);
 
   for (const FieldFinding& f : report.fields) {
     if (f.fix) report.edits.add(*f.fix);

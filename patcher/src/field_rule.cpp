@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <set>
 
 #include "kvpatch/dtype_roles.h"
 #include "kvpatch/edit_operations.h"
@@ -7,33 +6,6 @@
 
 namespace kvpatch {
 
-namespace {
-// Python builtins a KV dtype expression may reasonably call.
-const std::set<std::string> kBuiltins = {"getattr", "hasattr", "isinstance", "str", "type", "None", "True", "False"};
-
-// The free names of the inserted value that __init__ cannot see: not its parameters or locals,
-// not bound at module level, not builtins.
-std::vector<std::string> unbound_names(const std::string& value, const FunctionFacts& init, const ModuleFacts& facts) {
-  const std::string source = "_ = " + value + "\n";
-  PythonTree tree(source);
-  std::vector<std::string> out;
-  syntax::walk(tree.root(), [&](TSNode n) {
-    if (!syntax::is(n, "identifier")) return true;
-    TSNode parent = syntax::parent(n);
-    if (syntax::is(parent, "attribute") && syntax::same(syntax::field(parent, "attribute"), n)) return true;
-    if (syntax::is(parent, "keyword_argument") && syntax::same(syntax::field(parent, "name"), n)) return true;
-    const std::string name(source.substr(ts_node_start_byte(n), ts_node_end_byte(n) - ts_node_start_byte(n)));
-    if (name == "_" || kBuiltins.count(name) != 0 || init.signature.index_of(name) >= 0 ||
-        !facts.local_assignments(init, name).empty() ||
-        std::find(facts.module_names().begin(), facts.module_names().end(), name) != facts.module_names().end()) {
-      return true;
-    }
-    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
-    return true;
-  });
-  return out;
-}
-}  // namespace
 
 std::vector<FieldFinding> check_fields(const FieldRule& rule, const PlanSiteRule& sites_rule, const ModuleFacts& facts,
                                        const std::vector<PlanSite>& sites) {
@@ -50,6 +22,10 @@ std::vector<FieldFinding> check_fields(const FieldRule& rule, const PlanSiteRule
     }
     const std::vector<const Assignment*> anchors = facts.local_assignments(*init, rule.anchor);
     if (anchors.empty()) continue;
+    std::optional<std::string> suppressed;
+    for (const Assignment* a : anchors) {
+      if (!suppressed) suppressed = suppression(source, a->statement, rule.id);
+    }
     if (rule.require_sites &&
         std::none_of(sites.begin(), sites.end(), [&](const PlanSite& s) {
           return s.rule == rule.sites_rule && s.class_name == cls.name;
@@ -78,8 +54,10 @@ std::vector<FieldFinding> check_fields(const FieldRule& rule, const PlanSiteRule
       const SourcePosition at = source.position(ts_node_start_byte(existing->statement));
       finding.line = at.line;
       finding.column = at.column;
-      finding.present = true;
-      finding.field_text = existing->target;
+      finding.present = !suppressed;
+      finding.ignored = suppressed.has_value();
+      if (suppressed) finding.reason = suppressed->empty() ? "suppressed by a kvpatch: ignore comment" : *suppressed;
+      finding.field_text = existing->target;  // an existing field still serves the class's plan sites
       out.push_back(std::move(finding));
       continue;
     }
@@ -96,10 +74,13 @@ std::vector<FieldFinding> check_fields(const FieldRule& rule, const PlanSiteRule
     const SourcePosition at = source.position(ts_node_start_byte((anchor != nullptr ? anchor : anchors.back())->statement));
     finding.line = at.line;
     finding.column = at.column;
-    if (anchor == nullptr) {
+    if (suppressed) {
+      finding.ignored = true;
+      finding.reason = suppressed->empty() ? "suppressed by a kvpatch: ignore comment" : *suppressed;
+    } else if (anchor == nullptr) {
       finding.reason = rule.anchor + " is only assigned inside a branch of " + cls.name +
                        ".__init__; add " + rule.field + " by hand";
-    } else if (const std::vector<std::string> unbound = unbound_names(rule.value, *init, facts); !unbound.empty()) {
+    } else if (const std::vector<std::string> unbound = names_not_visible(rule.value, *init, facts); !unbound.empty()) {
       finding.reason = rule.field + " = " + rule.value + " reads " + unbound.front() + ", which " + cls.name +
                        ".__init__ does not have; set --set kv_dtype_expr=... to an expression it can evaluate";
     } else {

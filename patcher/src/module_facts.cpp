@@ -1,6 +1,7 @@
 #include "kvpatch/module_facts.h"
 
 #include <algorithm>
+#include <set>
 
 namespace kvpatch {
 using syntax::field;
@@ -270,6 +271,36 @@ std::string ModuleFacts::field_annotation_anywhere(const std::string& field_name
     if (it != c.field_annotations.end()) return it->second;
   }
   return "";
+}
+
+std::vector<std::string> names_not_visible(const std::string& expression, const FunctionFacts& function,
+                                           const ModuleFacts& facts) {
+  // Python builtins an inserted expression may reasonably read.
+  static const std::set<std::string> builtins = {"getattr", "hasattr", "isinstance", "str", "type", "None", "True", "False"};
+  const std::string source = "_ = " + expression + "\n";
+  PythonTree tree(source);
+  std::vector<std::string> out;
+  auto bound_in_functions = [&](const std::string& name) {
+    for (const FunctionFacts* f = &function; f != nullptr;
+         f = f->outer >= 0 ? &facts.functions()[static_cast<std::size_t>(f->outer)] : nullptr) {
+      if (f->signature.index_of(name) >= 0 || !facts.local_assignments(*f, name).empty()) return true;
+    }
+    return false;
+  };
+  syntax::walk(tree.root(), [&](TSNode n) {
+    if (!syntax::is(n, "identifier")) return true;
+    TSNode parent = syntax::parent(n);
+    if (syntax::is(parent, "attribute") && syntax::same(syntax::field(parent, "attribute"), n)) return true;
+    if (syntax::is(parent, "keyword_argument") && syntax::same(syntax::field(parent, "name"), n)) return true;
+    const std::string name(source.substr(ts_node_start_byte(n), ts_node_end_byte(n) - ts_node_start_byte(n)));
+    if (name == "_" || builtins.count(name) != 0 || bound_in_functions(name) ||
+        std::find(facts.module_names().begin(), facts.module_names().end(), name) != facts.module_names().end()) {
+      return true;
+    }
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+    return true;
+  });
+  return out;
 }
 
 std::string self_name(const FunctionFacts& function) {

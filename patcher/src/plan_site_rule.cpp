@@ -187,7 +187,10 @@ void plan_site_fixes(const PlanSiteRule& rule, const ModuleFacts& facts, const s
       if (f.rule == rule.field_rule && f.class_name == site.class_name && !site.class_name.empty()) field_finding = &f;
     }
     if (field_finding == nullptr || field_finding->field_text.empty()) {
-      site.reason = field_finding != nullptr ? field_finding->reason
+      site.reason = field_finding != nullptr && field_finding->ignored
+                        ? "rule " + rule.field_rule + " is suppressed for " + site.class_name + " (" +
+                              field_finding->reason + "), so no KV dtype field is added; pass the KV dtype by hand"
+                    : field_finding != nullptr ? field_finding->reason
                     : site.class_name.empty()
                         ? "the call is outside a class, so no KV dtype field is in reach; pass the KV dtype by hand"
                         : "class " + site.class_name + " is not in the scope of rule " + rule.field_rule +
@@ -219,6 +222,28 @@ void plan_site_fixes(const PlanSiteRule& rule, const ModuleFacts& facts, const s
       site.reason = rule.kv_parameter + " is left to its default and the rule adds no keyword for it";
     }
   }
+}
+
+std::vector<std::size_t> sites_planning(const Fp8Consumer& consumer, const std::string& receiver_source,
+                                        const std::vector<PlanSite>& sites) {
+  const WrapperChannel* channel = nullptr;
+  for (const WrapperChannel& c : consumer.planned_by) {
+    if (c.receiver_source == receiver_source) channel = &c;
+  }
+  auto in_classes = [](const WrapperChannel& c, const PlanSite& s) {
+    return std::any_of(c.classes.begin(), c.classes.end(), [&](const std::string& g) { return glob_match(g, s.class_name); });
+  };
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < sites.size(); ++i) {
+    const PlanSite& s = sites[i];
+    if (s.rule != consumer.sites_rule) continue;
+    // An unmapped wrapper may be planned by every site; a site in no mapped class may plan any wrapper.
+    const bool planning = channel == nullptr || in_classes(*channel, s) ||
+                          std::none_of(consumer.planned_by.begin(), consumer.planned_by.end(),
+                                       [&](const WrapperChannel& c) { return in_classes(c, s); });
+    if (planning) out.push_back(i);
+  }
+  return out;
 }
 
 std::optional<std::string> suppression(const SourceFile& source, TSNode node, const std::string& rule_id) {

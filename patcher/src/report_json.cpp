@@ -25,6 +25,7 @@ std::string json_report(const Run& run) {
   report["parameters"] = run.parameters;
   json sites = json::array();
   json casts = json::array();
+  json run_inputs = json::array();
   json fields = json::array();
   for (const FileReport& f : run.files) {
     const std::string& file = f.file->source.display_path();
@@ -57,18 +58,35 @@ std::string json_report(const Run& run) {
                 {"expr", c.expr},
                 {"status", c.redundant ? "redundant" : "required"}};
       j["consumer"] = c.consumer;
+      if (!c.guard_dtype.empty()) j["kept_for_dtypes_other_than"] = c.guard_dtype;
       casts.push_back(std::move(j));
     }
+    for (const RunInputFinding& r : f.run_inputs) {
+      run_inputs.push_back({{"rule", r.rule},
+                            {"file", file},
+                            {"line", r.line},
+                            {"column", r.column},
+                            {"class", r.class_name},
+                            {"method", r.method},
+                            {"expr", r.expr},
+                            {"status", run_input_status_name(r.status)},
+                            {"why", r.why},
+                            {"consumer", r.consumer},
+                            {"effect", r.effect}});
+    }
     for (const FieldFinding& field : f.fields) {
-      fields.push_back({{"rule", field.rule},
-                        {"file", file},
-                        {"line", field.line},
-                        {"class", field.class_name},
-                        {"status", field.present ? "present" : "missing"}});
+      json j = {{"rule", field.rule},
+                {"file", file},
+                {"line", field.line},
+                {"class", field.class_name},
+                {"status", field.ignored ? "ignored" : field.present ? "present" : "missing"}};
+      if (field.ignored) j["reason"] = field.reason;
+      fields.push_back(std::move(j));
     }
   }
   report["plan_sites"] = std::move(sites);
   report["casts"] = std::move(casts);
+  report["run_inputs"] = std::move(run_inputs);
   report["fields"] = std::move(fields);
   json errors = json::array();
   for (const FileError& e : run.errors) {
@@ -82,7 +100,8 @@ std::string json_report(const Run& run) {
   report["summary"] = {{"files", s.files},         {"plan_sites", s.plan_sites}, {"threaded", s.threaded},
                        {"missing", s.missing},     {"gated", s.gated},           {"unknown", s.unknown},
                        {"ignored", s.ignored},     {"casts", s.casts},           {"redundant", s.redundant},
-                       {"required", s.required},   {"edits", s.edits}};
+                       {"required", s.required},   {"run_inputs_converted", s.run_inputs_converted},
+                       {"run_inputs_unknown", s.run_inputs_unknown}, {"edits", s.edits}};
   return report.dump(2) + "\n";
 }
 

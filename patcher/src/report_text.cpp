@@ -27,20 +27,31 @@ Summary summarize(const Run& run) {
     }
     for (const FieldFinding& field : f.fields) {
       ++s.fields;
-      if (!field.present) ++s.fields_missing;
+      if (field.ignored) ++s.fields_ignored;
+      else if (!field.present) ++s.fields_missing;
+    }
+    for (const RunInputFinding& r : f.run_inputs) {
+      ++(r.status == RunInputStatus::Converted ? s.run_inputs_converted : s.run_inputs_unknown);
     }
     s.edits += static_cast<int>(f.edits.size());
   }
   return s;
 }
 
-bool has_findings(const Summary& s) { return s.missing + s.unknown + s.redundant + s.fields_missing > 0; }
+bool has_findings(const Summary& s) {
+  return s.missing + s.unknown + s.redundant + s.fields_missing + s.run_inputs_converted + s.run_inputs_unknown > 0;
+}
 
 std::string summary_line(const Summary& s) {
   std::ostringstream out;
   out << s.plan_sites << " plan sites: " << s.threaded << " threaded, " << s.missing << " missing, " << s.gated
       << " gated, " << s.unknown << " unknown, " << s.ignored << " ignored; " << s.casts << " casts: " << s.redundant
-      << " redundant, " << s.required << " required; " << s.edits << " edits";
+      << " redundant, " << s.required << " required; ";
+  if (s.run_inputs_converted + s.run_inputs_unknown > 0) {
+    out << s.run_inputs_converted + s.run_inputs_unknown << " run() inputs unsafe: " << s.run_inputs_converted
+        << " converted, " << s.run_inputs_unknown << " unknown; ";
+  }
+  out << s.edits << " edits";
   return out.str();
 }
 
@@ -83,6 +94,7 @@ std::string site_message(const PlanSite& s) {
 
 std::string field_message(const FieldFinding& f, const std::string& value_hint) {
   std::string m = f.class_name + ".__init__: ";
+  if (f.ignored) return m + (f.field_text.empty() ? "no KV dtype field is added; " : "KV dtype field " + f.field_text + "; ") + f.reason;
   if (f.present) return m + "KV dtype field " + f.field_text;
   if (f.fix) return m + "no KV dtype field; fix: add " + value_hint;
   return m + "no KV dtype field; " + f.reason;
@@ -91,7 +103,17 @@ std::string field_message(const FieldFinding& f, const std::string& value_hint) 
 std::string cast_message(const CastFinding& c) {
   std::string m = scope_name(c.class_name, c.method) + ": " + (c.variable.empty() ? "" : c.variable + " = ") +
                   one_line(c.expr);
-  return m + (c.redundant ? " feeds only " + c.consumer + "; fix: remove the cast" : " is needed by " + c.consumer);
+  if (!c.redundant) return m + " is needed by " + c.consumer;
+  return m + " feeds only " + c.consumer +
+         (c.guard_dtype.empty() ? "; fix: remove the cast"
+                                : "; fix: keep the cast only for KV caches other than " + c.guard_dtype +
+                                      ", which the plan names as the model dtype");
+}
+
+std::string run_input_message(const RunInputFinding& r) {
+  const std::string what = r.status == RunInputStatus::Converted ? " converts the KV data that " : " is where the KV data that ";
+  return scope_name(r.class_name, r.method) + ": " + r.expr + what + r.consumer +
+         (r.status == RunInputStatus::Converted ? " takes" : " takes comes from") + ": " + r.why + "; " + r.effect;
 }
 
 struct Line {
@@ -114,13 +136,17 @@ std::string text_report(const Run& run) {
     for (const FieldFinding& field : f.fields) {
       const std::string hint = field.fix ? one_line(field.fix->replacement) : "";
       lines.push_back({field.line, field.column,
-                       prefix(field.line, field.column, field.present ? "present" : "missing") +
+                       prefix(field.line, field.column, field.ignored ? "ignored" : field.present ? "present" : "missing") +
                            field_message(field, hint) + " [" + field.rule + "]"});
     }
     for (const CastFinding& c : f.casts) {
       lines.push_back({c.line, c.column,
                        prefix(c.line, c.column, c.redundant ? "redundant" : "required") + cast_message(c) + " [" +
                            c.rule + "]"});
+    }
+    for (const RunInputFinding& r : f.run_inputs) {
+      lines.push_back({r.line, r.column,
+                       prefix(r.line, r.column, run_input_status_name(r.status)) + run_input_message(r) + " [" + r.rule + "]"});
     }
     std::stable_sort(lines.begin(), lines.end(),
                      [](const Line& a, const Line& b) { return std::tie(a.line, a.column) < std::tie(b.line, b.column); });

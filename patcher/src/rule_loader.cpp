@@ -251,7 +251,7 @@ std::vector<std::string> required_list(const RuleReader& r, const YAML::Node& ma
 
 CastRule read_cast_rule(const RuleReader& r, const YAML::Node& doc) {
   r.allow_keys(doc, "", {"id", "kind", "description", "files", "functions", "kv_sources", "cast",
-                         "metadata_attributes", "fp8_consumers", "operation", "tests"});
+                         "metadata_attributes", "fp8_consumers", "kv_path", "operation", "guard_operation", "tests"});
   CastRule rule;
   rule.id = r.string(doc, "", "id", true);
   rule.file = r.file();
@@ -271,14 +271,47 @@ CastRule read_cast_rule(const RuleReader& r, const YAML::Node& doc) {
   }
   rule.metadata_attributes = r.strings(doc, "", "metadata_attributes", false);
   rule.operation = operation(r, doc, "", "operation", "remove-method-call", {"remove-method-call"});
+  rule.guard_operation = operation(r, doc, "", "guard_operation", "guard-cast", {"guard-cast", "none"});
+  if (YAML::Node path = doc["kv_path"]; path.IsDefined()) {
+    r.allow_keys(path, "kv_path", {"keeps_dtype", "dtype_overloads", "converts", "dtype_names"});
+    rule.kv_path.keeps_dtype = r.strings(path, "kv_path", "keeps_dtype", false);
+    rule.kv_path.dtype_overloads = r.strings(path, "kv_path", "dtype_overloads", false);
+    rule.kv_path.converts = r.strings(path, "kv_path", "converts", false);
+    rule.kv_path.dtype_names = r.strings(path, "kv_path", "dtype_names", false);
+    for (const std::string& m : rule.kv_path.dtype_overloads) {
+      if (std::find(rule.kv_path.keeps_dtype.begin(), rule.kv_path.keeps_dtype.end(), m) == rule.kv_path.keeps_dtype.end()) {
+        r.fail(path["dtype_overloads"], "kv_path.dtype_overloads", "'" + m + "' is not listed in kv_path.keeps_dtype",
+               "list it under keeps_dtype too");
+      }
+    }
+  }
   YAML::Node consumers = doc["fp8_consumers"];
   if (consumers.IsDefined() && !consumers.IsNull()) {
     if (!consumers.IsSequence()) r.fail(consumers, "fp8_consumers", "expected a list", "write a - list or []");
     for (const YAML::Node& c : consumers) {
-      r.allow_keys(c, "fp8_consumers", {"method", "sites_rule", "planned_by"});
+      r.allow_keys(c, "fp8_consumers", {"method", "sites_rule", "planned_by", "parameters", "kv_parameters"});
       Fp8Consumer consumer;
       consumer.method = r.string(c, "fp8_consumers", "method", true);
       consumer.sites_rule = r.string(c, "fp8_consumers", "sites_rule", true);
+      consumer.kv_parameters = r.strings(c, "fp8_consumers", "kv_parameters", false);
+      if (!consumer.kv_parameters.empty()) {
+        const std::string parameters = r.string(c, "fp8_consumers", "parameters", true);
+        try {
+          consumer.signature = parse_parameter_list(parameters);
+        } catch (const std::invalid_argument& e) {
+          r.fail(c["parameters"], "fp8_consumers.parameters", e.what(), "write the parameters as in a Python def, without self");
+        }
+        for (const std::string& name : consumer.kv_parameters) {
+          if (consumer.signature.index_of(name) < 0) {
+            r.fail(c["kv_parameters"], "fp8_consumers.kv_parameters", "'" + name + "' is not one of its parameters",
+                   "name a parameter listed under parameters");
+          }
+        }
+        if (!doc["kv_path"].IsDefined()) {
+          r.fail(c["kv_parameters"], "fp8_consumers.kv_parameters", "KV inputs are traced but the rule has no kv_path",
+                 "add kv_path: {keeps_dtype: [...], converts: [...]}");
+        }
+      }
       YAML::Node channels = c["planned_by"];
       if (channels.IsDefined() && !channels.IsNull()) {
         if (!channels.IsSequence()) r.fail(channels, "fp8_consumers.planned_by", "expected a list", "write a - list");
@@ -302,8 +335,8 @@ std::vector<RuleTestCase> read_tests(const RuleReader& raw, const YAML::Node& do
   if (!tests.IsSequence()) raw.fail(tests, "tests", "expected a list of test cases", "write a - list");
   const std::set<std::string> statuses =
       kind == "plan-site" ? std::set<std::string>{"threaded", "missing", "gated", "unknown", "ignored"}
-      : kind == "field"   ? std::set<std::string>{"present", "missing"}
-                          : std::set<std::string>{"redundant", "required"};
+      : kind == "field"   ? std::set<std::string>{"present", "missing", "ignored"}
+                          : std::set<std::string>{"redundant", "required", "run-input-converted", "run-input-unknown"};
   for (const YAML::Node& t : tests) {
     raw.allow_keys(t, "tests", {"name", "code", "expect", "fixed", "parameters"});
     RuleTestCase c;

@@ -29,6 +29,18 @@ Edit add_keyword_argument(const SourceFile& source, TSNode argument_list, const 
 Edit insert_statement_after(const SourceFile& source, TSNode anchor_statement, const std::string& statement,
                             const std::string& rule);
 
+// Inserts a two-line block after the anchor statement: `header` with the anchor's indentation, then `body`
+// indented one level deeper (the file's indentation step); a comment ending the anchor's line stays there.
+Edit insert_block_after(const SourceFile& source, TSNode anchor_statement, const std::string& header,
+                        const std::string& body, const std::string& rule);
+
+// `if c:` -> `if c and <text>:` (parenthesised when c binds looser than `and`); for if and elif conditions.
+std::vector<Edit> conjoin_condition(TSNode condition, const std::string& text, const std::string& rule);
+
+// Puts a statement that has its own lines under `if <condition>:`, one level deeper.
+std::vector<Edit> guard_statement(const SourceFile& source, TSNode statement, const std::string& condition,
+                                  const std::string& rule);
+
 // `X.m(args)` -> `X`: removes the method call from the chain, across lines.
 Edit unwrap_method_call(TSNode call, const std::string& rule);
 

@@ -69,6 +69,7 @@ struct FieldFinding {
   int column = 0;
   std::string class_name;
   bool present = false;
+  bool ignored = false;    // `# kvpatch: ignore[RULE-ID]` on the anchor line: no field is added (reason says why)
   std::string field_text;  // the KV field plan sites of this class are fixed with ("" when none can be added)
   std::string reason;      // when missing and no edit is possible
   std::optional<Edit> fix;
@@ -82,9 +83,35 @@ struct CastFinding {
   std::string method;
   std::string variable;
   std::string expr;  // source text of the cast, as written
+  TSNode call{};     // the `.to(...)` call
   bool redundant = false;
   std::string consumer;  // for required: who needs it; for redundant: the consumers that accept the KV dtype
+  // Non-empty when the plan names the KV-cache dtype only for caches of this dtype: the cast converts the
+  // other caches (to the model dtype the plan then names), now under a guard or, after its fix, under one.
+  std::string guard_dtype;
   std::vector<Edit> fix;
+  // After the edits the cast is gone or converts only what the plan expects: run() gets the planned dtype.
+  bool agrees_with_plan() const { return redundant || !guard_dtype.empty(); }
+};
+
+// A KV input of a wrapper's run() that does not reach it in the dtype the wrapper is (to be) planned for:
+// a conversion the cast rules do not remove (`converted`), or a value kvpatch cannot trace to a KV source.
+enum class RunInputStatus { Converted, Unknown };
+const char* run_input_status_name(RunInputStatus status);  // "run-input-converted", "run-input-unknown"
+
+struct RunInputFinding {
+  std::string rule;  // the cast rule that names the consumer
+  int line = 0;      // of the conversion, or of the value that cannot be traced
+  int column = 0;
+  std::string class_name;
+  std::string method;
+  RunInputStatus status = RunInputStatus::Unknown;
+  std::string expr;      // one-line source text of the conversion or value
+  std::string why;       // what the conversion does, or why the origin is unknown
+  std::string consumer;  // `decode_wrapper.run at 34:13 (ckv_cache, kpe_cache)`
+  TSNode consumer_call{};
+  std::vector<SourcePosition> wrapper_sites;  // the plan sites that may plan the consumer's wrapper
+  std::string effect;    // what kvpatch does about it (filled in by the engine)
 };
 
 struct ParsedFile;
@@ -94,6 +121,7 @@ struct FileReport {
   std::vector<PlanSite> plan_sites;
   std::vector<FieldFinding> fields;
   std::vector<CastFinding> casts;
+  std::vector<RunInputFinding> run_inputs;
   EditSet edits;
 };
 

@@ -86,4 +86,9 @@ private:
 // The receiver name that a method of this function binds (its first parameter), "" when none.
 std::string self_name(const FunctionFacts& function);
 
+// The free names of a Python expression (given as text) that code in the function cannot see: not its
+// (or an enclosing function's) parameters or locals, not bound at module level, not common builtins.
+std::vector<std::string> names_not_visible(const std::string& expression, const FunctionFacts& function,
+                                           const ModuleFacts& facts);
+
 }  // namespace kvpatch

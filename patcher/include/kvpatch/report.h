@@ -20,15 +20,18 @@ struct Summary {
   int files = 0;
   int plan_sites = 0, threaded = 0, missing = 0, gated = 0, unknown = 0, ignored = 0;
   int casts = 0, redundant = 0, required = 0;
-  int fields = 0, fields_missing = 0;
+  int fields = 0, fields_missing = 0, fields_ignored = 0;
+  int run_inputs_converted = 0, run_inputs_unknown = 0;
   int edits = 0;
 };
 
 Summary summarize(const Run& run);
-// Findings remain: a missing or unknown plan site, a redundant cast, or a missing field.
+// Findings remain: a missing or unknown plan site, a redundant cast, a missing field, or a run() input that is
+// converted or of unknown origin.
 bool has_findings(const Summary& summary);
 
-// One line per finding, `<file>:<line>:<col>: <status>: <message> [<rule-id>]`, then the summary line.
+// One line per finding, `<file>:<line>:<col>: <status>: <message> [<rule-id>]`, then the summary line
+// (which names run() inputs only when some are converted or of unknown origin).
 std::string text_report(const Run& run);
 std::string summary_line(const Summary& summary);
 // The --format json report (format_version 1).

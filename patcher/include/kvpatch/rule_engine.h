@@ -25,9 +25,22 @@ std::vector<FieldFinding> check_fields(const FieldRule& rule, const PlanSiteRule
 void plan_site_fixes(const PlanSiteRule& rule, const ModuleFacts& facts, const std::vector<FieldFinding>& fields,
                      std::vector<PlanSite>& sites);
 
+// The plan sites (indices into sites) that may plan the wrapper a consumer's receiver holds, by the
+// attribute the receiver is read from (see WrapperChannel).
+std::vector<std::size_t> sites_planning(const Fp8Consumer& consumer, const std::string& receiver_source,
+                                        const std::vector<PlanSite>& sites);
+
 // cast rules: each cast of a KV-cache value, redundant when every consumer accepts the KV dtype after the edits.
+// Under a plan that names the KV-cache dtype only for one dtype (upstream form), a redundant cast is guarded
+// so that it converts only the other caches; one already guarded that way is required (and agrees with the plan).
 std::vector<CastFinding> check_casts(const CastRule& rule, const RuleSet& rules, const ModuleFacts& facts,
-                                     const std::vector<PlanSite>& sites);
+                                     const std::vector<PlanSite>& sites, const std::vector<FieldFinding>& fields);
+
+// The KV inputs of every run() on a wrapper whose plan sites are all threaded after the edits, traced back to
+// a KV source: each conversion on the way that is not a cast the cast rules remove or guard
+// (CastFinding::agrees_with_plan), and each value whose origin kvpatch cannot establish, is a finding.
+std::vector<RunInputFinding> check_run_inputs(const CastRule& rule, const RuleSet& rules, const ModuleFacts& facts,
+                                              const std::vector<PlanSite>& sites, const std::vector<CastFinding>& casts);
 
 // `# kvpatch: ignore[RULE-ID] reason` on any line the node spans: the reason ("" when none is given).
 std::optional<std::string> suppression(const SourceFile& source, TSNode node, const std::string& rule_id);

@@ -70,6 +70,17 @@ struct Fp8Consumer {
   std::string method;      // e.g. run
   std::string sites_rule;  // the receiver must be that rule's wrapper class; that rule's sites decide
   std::vector<WrapperChannel> planned_by;
+  Signature signature;                     // the method's parameters (without self), to bind its arguments
+  std::vector<std::string> kv_parameters;  // those that take KV data: traced back to a KV source
+};
+
+// How KV data may travel from its source to a consumer: methods followed as keeping the dtype, methods
+// that convert it, and what a dtype argument looks like.
+struct KvPath {
+  std::vector<std::string> keeps_dtype;      // views, slices, layout changes
+  std::vector<std::string> dtype_overloads;  // keeps_dtype methods that reinterpret when given a dtype (view)
+  std::vector<std::string> converts;         // `.to(...)`, `.bfloat16()`, ... (except the casts the rule removes)
+  std::vector<std::string> dtype_names;      // `torch.<name>` denotes a dtype
 };
 
 // kind: cast — `.to(<x>.dtype)` on a KV-cache value, redundant when every consumer accepts the KV dtype.
@@ -84,7 +95,11 @@ struct CastRule {
   std::string cast_argument_attribute = "dtype";
   std::vector<std::string> metadata_attributes;  // reading these (dtype, shape) does not consume the data
   std::vector<Fp8Consumer> fp8_consumers;
+  KvPath kv_path;
   std::string operation = "remove-method-call";  // `x = x.to(...)` goes as a statement, else `.to(...)` goes
+  // For a plan that names the KV-cache dtype only for one dtype (`kv if kv == D else model`): the cast stays
+  // for other caches, under `if <buffer>.dtype != D:`.
+  std::string guard_operation = "guard-cast";
 };
 
 struct ExpectedFinding {

@@ -1,0 +1,290 @@
+#include "kvpatch/cast_guard.h"
+
+#include <algorithm>
+
+#include "kvpatch/dtype_roles.h"
+#include "kvpatch/edit_operations.h"
+
+namespace kvpatch {
+using syntax::field;
+using syntax::is;
+
+namespace {
+constexpr int kMaxDepth = 8;  // bounds chains of assignments (and cycles through them)
+
+std::string node_text(std::string_view source, TSNode node) {
+  return std::string(source.substr(ts_node_start_byte(node), ts_node_end_byte(node) - ts_node_start_byte(node)));
+}
+
+// Text without whitespace or enclosing parentheses, for comparing expressions as written.
+std::string squeezed(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != '\\') out += c;
+  }
+  while (out.size() >= 2 && out.front() == '(' && out.back() == ')') {
+    int depth = 0;
+    bool encloses = true;
+    for (std::size_t i = 0; i + 1 < out.size() && encloses; ++i) {
+      depth += out[i] == '(' ? 1 : out[i] == ')' ? -1 : 0;
+      encloses = depth > 0;
+    }
+    if (!encloses) break;
+    out = out.substr(1, out.size() - 2);
+  }
+  return out;
+}
+
+std::string last_name(const std::string& text) {
+  const std::size_t dot = text.rfind('.');
+  return dot == std::string::npos ? text : text.substr(dot + 1);
+}
+
+bool listed(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// The comparison operator of a two-operand comparison ("==", "!=", ...), "" otherwise.
+std::string comparison(TSNode node) {
+  if (!is(node, "comparison_operator") || ts_node_named_child_count(node) != 2) return "";
+  std::string op;
+  for (uint32_t i = 0; i < ts_node_child_count(node); ++i) {
+    TSNode child = ts_node_child(node, i);
+    if (!ts_node_is_named(child)) op += std::string(syntax::type(child));
+  }
+  return op;
+}
+
+// `kv if kv == D else model` or `model if kv != D else kv`: D as one-line text; "" for any other expression.
+std::string only_for_dtype(std::string_view source, TSNode expr, const DtypeRoleNames& roles) {
+  expr = syntax::unparenthesized(expr);
+  if (!is(expr, "conditional_expression")) return "";
+  const std::vector<TSNode> parts = syntax::statements(expr);  // value, condition, alternative
+  if (parts.size() != 3) return "";
+  TSNode test = syntax::unparenthesized(parts[1]);
+  const std::string op = comparison(test);
+  if (op != "==" && op != "!=") return "";
+  const std::string kv = squeezed(node_text(source, op == "==" ? parts[0] : parts[2]));
+  const std::string model = squeezed(node_text(source, op == "==" ? parts[2] : parts[0]));
+  if (!listed(roles.kv_cache, last_name(kv)) || !listed(roles.model, last_name(model))) return "";
+  TSNode left = ts_node_named_child(test, 0);
+  TSNode right = ts_node_named_child(test, 1);
+  if (squeezed(node_text(source, left)) == kv) return one_line(node_text(source, right));
+  if (squeezed(node_text(source, right)) == kv) return one_line(node_text(source, left));
+  return "";
+}
+
+KvPlanForm unclear(std::string why) {
+  KvPlanForm f;
+  f.kind = KvPlanForm::Kind::Unclear;
+  f.why = std::move(why);
+  return f;
+}
+
+KvPlanForm only_for(std::string dtype) {
+  KvPlanForm f;
+  f.kind = KvPlanForm::Kind::CacheDtypeOnlyFor;
+  f.only_for = std::move(dtype);
+  return f;
+}
+
+class PlanFormReader {
+public:
+  PlanFormReader(const PlanSiteRule& rule, const RuleSet& rules, const ModuleFacts& facts,
+                 const std::vector<FieldFinding>& fields)
+      : rule_(rule), rules_(rules), facts_(facts), fields_(fields) {}
+
+  KvPlanForm of_node(TSNode expr, const FunctionFacts* scope, int depth) const {
+    expr = syntax::unparenthesized(expr);
+    const std::string text = one_line(facts_.text(expr));
+    if (depth > kMaxDepth) return unclear("the definition of " + text + " is too long a chain to follow");
+    const std::string dtype = only_for_dtype(facts_.file().source.text(), expr, rule_.roles);
+    if (!dtype.empty()) return only_for(dtype);
+    if (is(expr, "conditional_expression")) {
+      const std::vector<TSNode> parts = syntax::statements(expr);
+      return combined_plan_form({of_node(parts.front(), scope, depth + 1), of_node(parts.back(), scope, depth + 1)});
+    }
+    if (is(expr, "identifier")) {
+      for (const FunctionFacts* f = scope; f != nullptr;
+           f = f->outer >= 0 ? &facts_.functions()[static_cast<std::size_t>(f->outer)] : nullptr) {
+        const std::vector<const Assignment*> assignments = facts_.local_assignments(*f, text);
+        if (assignments.empty()) continue;
+        std::vector<KvPlanForm> forms;
+        for (const Assignment* a : assignments) {
+          if (a->kind != AssignmentKind::Plain || syntax::is_null(a->value)) {
+            return unclear(text + " is assigned in a way kvpatch does not follow");
+          }
+          forms.push_back(of_node(a->value, f, depth + 1));
+        }
+        return combined_plan_form(forms);
+      }
+      return {};  // a parameter or global: its name says it is the KV-cache dtype
+    }
+    if (is(expr, "attribute")) {
+      const FunctionFacts* method = holding_method(facts_, scope);
+      TSNode object = field(expr, "object");
+      if (method != nullptr && is(object, "identifier") && facts_.text(object) == self_name(*method)) {
+        return of_field(method->class_name, facts_.text(field(expr, "attribute")), depth + 1);
+      }
+    }
+    return {};
+  }
+
+  // Every value the class assigns to `self.<attr>`, and the one the field rule adds there.
+  KvPlanForm of_field(const std::string& class_name, const std::string& attr, int depth) const {
+    std::vector<KvPlanForm> forms;
+    if (const ClassFacts* cls = facts_.find_class(class_name)) {
+      for (const Assignment* a : facts_.self_attribute_assignments(*cls, attr)) {
+        if (a->kind != AssignmentKind::Plain || syntax::is_null(a->value)) continue;
+        forms.push_back(of_node(a->value, &facts_.functions()[static_cast<std::size_t>(a->function)], depth + 1));
+      }
+    }
+    const FieldRule* field_rule = rules_.field_rule(rule_.field_rule);
+    for (const FieldFinding& f : fields_) {
+      if (f.rule != rule_.field_rule || f.class_name != class_name || !f.fix || field_rule == nullptr) continue;
+      if (last_name(f.field_text) != attr) continue;
+      const std::string source = "_ = " + field_rule->value + "\n";
+      PythonTree tree(source);
+      TSNode assignment = ts_node_named_child(ts_node_named_child(tree.root(), 0), 0);
+      const std::string dtype = only_for_dtype(source, field(assignment, "right"), rule_.roles);
+      forms.push_back(dtype.empty() ? KvPlanForm{} : only_for(dtype));
+    }
+    return combined_plan_form(forms);
+  }
+
+private:
+  const PlanSiteRule& rule_;
+  const RuleSet& rules_;
+  const ModuleFacts& facts_;
+  const std::vector<FieldFinding>& fields_;
+};
+
+// `<x>.dtype <op> <dtype>` with the operands either way round.
+bool compares_dtype(const ModuleFacts& facts, TSNode condition, const std::string& op, const std::string& value,
+                    const std::string& dtype) {
+  condition = syntax::unparenthesized(condition);
+  if (comparison(condition) != op) return false;
+  const std::string a = squeezed(facts.text(ts_node_named_child(condition, 0)));
+  const std::string b = squeezed(facts.text(ts_node_named_child(condition, 1)));
+  const std::string want = squeezed(value) + ".dtype";
+  const std::string d = squeezed(dtype);
+  return (a == want && b == d) || (a == d && b == want);
+}
+
+// The condition holds only when `<x>.dtype != D`: that comparison, or an `and` with it on one side.
+bool implies_other_dtype(const ModuleFacts& facts, TSNode condition, const std::string& value, const std::string& dtype) {
+  condition = syntax::unparenthesized(condition);
+  if (compares_dtype(facts, condition, "!=", value, dtype)) return true;
+  if (!is(condition, "boolean_operator")) return false;
+  TSNode op = field(condition, "operator");
+  if (syntax::is_null(op) || syntax::type(op) != "and") return false;
+  return implies_other_dtype(facts, field(condition, "left"), value, dtype) ||
+         implies_other_dtype(facts, field(condition, "right"), value, dtype);
+}
+
+// In an elif / else of this if statement: an earlier branch took every value with `<x>.dtype == D`.
+bool earlier_branch_took(const ModuleFacts& facts, TSNode if_statement, TSNode clause, const std::string& value,
+                         const std::string& dtype) {
+  if (compares_dtype(facts, field(if_statement, "condition"), "==", value, dtype)) return true;
+  for (TSNode child : syntax::named_children(if_statement)) {
+    if (syntax::same(child, clause)) break;
+    if (is(child, "elif_clause") && compares_dtype(facts, field(child, "condition"), "==", value, dtype)) return true;
+  }
+  return false;
+}
+}  // namespace
+
+KvPlanForm combined_plan_form(const std::vector<KvPlanForm>& forms) {
+  KvPlanForm out;
+  for (std::size_t i = 0; i < forms.size(); ++i) {
+    if (forms[i].kind == KvPlanForm::Kind::Unclear) return forms[i];
+    if (i == 0) {
+      out = forms[i];
+    } else if (forms[i].kind != out.kind || squeezed(forms[i].only_for) != squeezed(out.only_for)) {
+      return unclear("the plan names the KV-cache dtype unconditionally in one place and only for some dtypes in another");
+    }
+  }
+  return out;
+}
+
+KvPlanForm kv_plan_form(const PlanSite& site, const PlanSiteRule& rule, const RuleSet& rules, const ModuleFacts& facts,
+                        const std::vector<FieldFinding>& fields) {
+  const PlanFormReader reader(rule, rules, facts, fields);
+  if (site.fix) {
+    const std::size_t dot = site.fix_text.find('.');
+    if (dot == std::string::npos) return unclear("the fix passes " + site.fix_text + ", which is not a field");
+    return reader.of_field(site.class_name, site.fix_text.substr(dot + 1), 0);
+  }
+  if (!site.kv_argument) return {};  // left to a default that names the KV-cache dtype
+  TSNode value = ts_node_named_descendant_for_byte_range(site.argument_list,
+                                                         static_cast<uint32_t>(site.kv_argument->value_begin),
+                                                         static_cast<uint32_t>(site.kv_argument->value_end));
+  return reader.of_node(value, facts.function_at(site.call), 0);
+}
+
+bool cast_guarded_against(const ModuleFacts& facts, TSNode cast, const std::string& dtype) {
+  const std::string value = facts.text(field(field(cast, "function"), "object"));
+  for (TSNode node = cast, up = syntax::parent(cast); !syntax::is_null(up) && !is(up, "function_definition");
+       node = up, up = syntax::parent(up)) {
+    if (is(up, "conditional_expression")) {
+      const std::vector<TSNode> parts = syntax::statements(up);
+      if (parts.size() == 3 && syntax::same(node, parts[2]) && compares_dtype(facts, parts[1], "==", value, dtype)) return true;
+      if (parts.size() == 3 && syntax::same(node, parts[0]) && implies_other_dtype(facts, parts[1], value, dtype)) return true;
+    }
+    if (!is(up, "block")) continue;
+    TSNode owner = syntax::parent(up);
+    if ((is(owner, "if_statement") || is(owner, "elif_clause")) && syntax::same(field(owner, "consequence"), up) &&
+        implies_other_dtype(facts, field(owner, "condition"), value, dtype)) {
+      return true;
+    }
+    if ((is(owner, "elif_clause") || is(owner, "else_clause")) &&
+        earlier_branch_took(facts, syntax::parent(owner), owner, value, dtype)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<Edit> guard_cast(const ModuleFacts& facts, TSNode cast, const std::string& dtype, const std::string& rule) {
+  const SourceFile& source = facts.file().source;
+  if (const FunctionFacts* scope = facts.function_at(cast)) {
+    const std::vector<std::string> unseen = names_not_visible(dtype, *scope, facts);
+    if (!unseen.empty()) throw EditNotPossible("the guard reads " + unseen.front() + ", which " + scope->name + " cannot see");
+  }
+  TSNode callee = field(cast, "function");
+  TSNode object = syntax::unparenthesized(field(callee, "object"));
+  std::string arguments;
+  for (TSNode a : syntax::statements(field(cast, "arguments"))) {
+    arguments += (arguments.empty() ? "" : ", ") + one_line(facts.text(a));
+  }
+  auto cast_of = [&](const std::string& name) {
+    return name + "." + facts.text(field(callee, "attribute")) + "(" + arguments + ")";
+  };
+
+  TSNode parent = syntax::parent(cast);
+  if (is(parent, "assignment") && syntax::same(field(parent, "right"), cast) && is(field(parent, "left"), "identifier")) {
+    const std::string name = facts.text(field(parent, "left"));
+    const std::string condition = name + ".dtype != " + dtype;
+    TSNode statement = syntax::parent(parent);
+    if (!is(statement, "expression_statement")) throw EditNotPossible("the cast's assignment is part of a longer statement");
+    if (facts.text(object) != name) {
+      return {unwrap_method_call(cast, rule), insert_block_after(source, statement, "if " + condition + ":", name + " = " + cast_of(name), rule)};
+    }
+    TSNode block = syntax::parent(statement);
+    TSNode owner = syntax::parent(block);
+    const bool alone = syntax::statements(block).size() == 1;
+    if (alone && (is(owner, "if_statement") || is(owner, "elif_clause")) && syntax::same(field(owner, "consequence"), block)) {
+      return conjoin_condition(field(owner, "condition"), condition, rule);
+    }
+    return guard_statement(source, statement, condition, rule);
+  }
+  if (!is(object, "identifier")) {
+    throw EditNotPossible("the cast is applied inside an expression to " + one_line(facts.text(object)) +
+                          ", not to a name that a guard could test");
+  }
+  const std::string name = facts.text(object);
+  return {{ts_node_start_byte(cast), ts_node_start_byte(cast), "(" + name + " if " + name + ".dtype == " + dtype + " else ", rule},
+          {ts_node_end_byte(cast), ts_node_end_byte(cast), ")", rule}};
+}
+
+}  // namespace kvpatch

@@ -1,0 +1,325 @@
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "kvpatch/dtype_roles.h"
+#include "kvpatch/rule_engine.h"
+
+namespace kvpatch {
+using syntax::field;
+using syntax::is;
+
+const char* run_input_status_name(RunInputStatus status) {
+  return status == RunInputStatus::Converted ? "run-input-converted" : "run-input-unknown";
+}
+
+namespace {
+constexpr int kMaxTraceDepth = 12;  // bounds chains of locals and views between the KV source and run()
+
+bool listed(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+struct Problem {
+  RunInputStatus status = RunInputStatus::Unknown;
+  TSNode node{};
+  std::string why;
+};
+
+// Traces the KV inputs of the rule's consumers back to a KV source.
+class RunInputChecker {
+public:
+  RunInputChecker(const CastRule& rule, const RuleSet& rules, const ModuleFacts& facts, const std::vector<PlanSite>& sites,
+                  const std::vector<CastFinding>& casts)
+      : rule_(rule), rules_(rules), facts_(facts), sites_(sites), casts_(casts), source_(facts.file().source) {}
+
+  std::vector<RunInputFinding> run() const {
+    std::vector<RunInputFinding> out;
+    for (const Fp8Consumer& spec : rule_.fp8_consumers) {
+      const PlanSiteRule* sites_rule = rules_.plan_site_rule(spec.sites_rule);
+      if (spec.kv_parameters.empty() || sites_rule == nullptr) continue;
+      const WrapperTypes types(facts_, sites_rule->wrapper_class);
+      for (TSNode call : facts_.calls()) {
+        TSNode callee = field(call, "function");
+        if (!is(callee, "attribute") || facts_.text(field(callee, "attribute")) != spec.method) continue;
+        const FunctionFacts* scope = facts_.function_at(call);
+        TSNode receiver = field(callee, "object");
+        if (types.of(receiver, scope) != TypeVerdict::Wrapper) continue;
+        const std::vector<std::size_t> planning = sites_planning(spec, types.source_attribute(receiver, scope), sites_);
+        // Only a wrapper planned for the KV dtype must get KV data as stored; others get what they are planned for.
+        const bool threaded = !planning.empty() && std::all_of(planning.begin(), planning.end(), [&](std::size_t i) {
+          return sites_[i].threaded_after_edits();
+        });
+        if (!threaded) continue;
+        check_call(spec, call, scope, planning, out);
+      }
+    }
+    return out;
+  }
+
+private:
+  std::string at(TSNode node) const {
+    const SourcePosition p = source_.position(ts_node_start_byte(node));
+    return std::to_string(p.line) + ":" + std::to_string(p.column);
+  }
+
+  void check_call(const Fp8Consumer& spec, TSNode call, const FunctionFacts* scope,
+                  const std::vector<std::size_t>& planning, std::vector<RunInputFinding>& out) const {
+    // Problems by node, with the parameters whose values meet them.
+    std::map<std::pair<uint32_t, uint32_t>, std::pair<Problem, std::vector<std::string>>> found;
+    for (const std::string& parameter : spec.kv_parameters) {
+      std::vector<Problem> problems;
+      std::string why;
+      TSNode argument = bound_argument(spec, call, parameter, why);
+      if (syntax::is_null(argument)) {
+        problems.push_back({RunInputStatus::Unknown, call, why});
+      } else {
+        std::set<const Assignment*> visited;
+        trace(argument, scope, 0, visited, problems);
+      }
+      for (const Problem& p : problems) {
+        auto& entry = found[{ts_node_start_byte(p.node), ts_node_end_byte(p.node)}];
+        if (entry.second.empty()) entry.first = p;
+        if (!listed(entry.second, parameter)) entry.second.push_back(parameter);
+      }
+    }
+    const std::string consumer = one_line(facts_.text(field(call, "function"))) + " at " + at(call);
+    for (const auto& [span, entry] : found) {
+      const Problem& p = entry.first;
+      RunInputFinding f;
+      f.rule = rule_.id;
+      const SourcePosition pos = source_.position(ts_node_start_byte(p.node));
+      f.line = pos.line;
+      f.column = pos.column;
+      if (const FunctionFacts* method = holding_method(facts_, facts_.function_at(p.node))) {
+        f.class_name = method->class_name;
+        f.method = method->name;
+      }
+      f.status = p.status;
+      f.expr = one_line(facts_.text(p.node));
+      f.why = p.why;
+      std::string parameters;
+      for (const std::string& name : entry.second) parameters += (parameters.empty() ? "" : ", ") + name;
+      f.consumer = consumer + " (" + parameters + ")";
+      f.consumer_call = call;
+      for (std::size_t i : planning) f.wrapper_sites.push_back({sites_[i].line, sites_[i].column});
+      out.push_back(std::move(f));
+    }
+  }
+
+  // The value the call passes for a parameter, or null with why. A call that also unpacks *x or **x still
+  // shows the values it passes by position before the unpacking, or by keyword.
+  TSNode bound_argument(const Fp8Consumer& spec, TSNode call, const std::string& parameter, std::string& why) const {
+    TSNode list = field(call, "arguments");
+    if (!is(list, "argument_list")) {
+      why = "the call's arguments are a generator expression";
+      return TSNode{};
+    }
+    const std::vector<CallArgument> arguments = call_arguments(source_.text(), list);
+    auto node_of = [&](const CallArgument& a) {
+      return ts_node_named_descendant_for_byte_range(list, static_cast<uint32_t>(a.value_begin),
+                                                     static_cast<uint32_t>(a.value_end));
+    };
+    const Binding binding = bind_arguments(spec.signature, arguments);
+    if (binding.complete) {
+      const BoundValue* v = binding.find(parameter);
+      if (v != nullptr && !v->from_default()) return node_of(arguments[static_cast<std::size_t>(v->argument)]);
+      why = "the call leaves " + parameter + " to its default";
+      return TSNode{};
+    }
+    const auto index = static_cast<std::size_t>(spec.signature.index_of(parameter));
+    std::size_t leading = 0;
+    while (leading < arguments.size() && arguments[leading].kind == ArgumentKind::Positional) ++leading;
+    if (index < spec.signature.positional_count() && index < leading) return node_of(arguments[index]);
+    for (const CallArgument& a : arguments) {
+      if (a.kind == ArgumentKind::Keyword && a.keyword == parameter) return node_of(a);
+    }
+    why = "kvpatch cannot see which value the call passes as " + parameter + ": " + binding.failure;
+    return TSNode{};
+  }
+
+  const CastFinding* cast_at(TSNode call) const {
+    for (const CastFinding& c : casts_) {
+      if (!syntax::is_null(c.call) && syntax::same(c.call, call)) return &c;
+    }
+    return nullptr;
+  }
+
+  bool looks_like_dtype(TSNode argument) const {
+    if (is(argument, "keyword_argument")) return facts_.text(field(argument, "name")) == "dtype";
+    const std::string text = facts_.text(argument);
+    if (is(argument, "attribute")) {
+      const std::string attr = facts_.text(field(argument, "attribute"));
+      return attr == "dtype" || (facts_.text(field(argument, "object")) == "torch" && listed(rule_.kv_path.dtype_names, attr));
+    }
+    return is(argument, "identifier") && text.find("dtype") != std::string::npos;
+  }
+
+  // A lone argument that could be a shape or a dtype (a name, an attribute, a call).
+  bool ambiguous_lone_argument(const std::vector<TSNode>& arguments) const {
+    if (arguments.size() != 1) return false;
+    TSNode a = syntax::unparenthesized(arguments.front());
+    if (is(a, "attribute") && facts_.text(field(a, "attribute")) == "shape") return false;
+    return is(a, "identifier") || is(a, "attribute") || is(a, "call") || is(a, "subscript");
+  }
+
+  void trace(TSNode expr, const FunctionFacts* scope, int depth, std::set<const Assignment*>& visited,
+             std::vector<Problem>& out) const {
+    expr = syntax::unparenthesized(expr);
+    auto unknown = [&](const std::string& why) { out.push_back({RunInputStatus::Unknown, expr, why}); };
+    if (syntax::is_null(expr) || is(expr, "none")) return;
+    if (depth > kMaxTraceDepth) return unknown("the value passes through too many steps for kvpatch to follow");
+    if (is(expr, "conditional_expression")) {
+      const std::vector<TSNode> parts = syntax::statements(expr);
+      trace(parts.front(), scope, depth + 1, visited, out);
+      trace(parts.back(), scope, depth + 1, visited, out);
+      return;
+    }
+    if (is(expr, "boolean_operator")) {
+      trace(field(expr, "left"), scope, depth + 1, visited, out);
+      trace(field(expr, "right"), scope, depth + 1, visited, out);
+      return;
+    }
+    if (is(expr, "subscript")) return trace(field(expr, "value"), scope, depth + 1, visited, out);
+    if (is(expr, "call")) return trace_call(expr, scope, depth, visited, out);
+    if (is(expr, "attribute")) {
+      if (listed(rule_.kv_source_attributes, facts_.text(field(expr, "attribute")))) return;
+      return unknown(one_line(facts_.text(expr)) + " is not a KV source rule " + rule_.id + " knows");
+    }
+    if (is(expr, "identifier")) return trace_name(expr, scope, depth, visited, out);
+    unknown("kvpatch does not follow a " + std::string(syntax::type(expr)) + " back to a KV source");
+  }
+
+  void trace_call(TSNode call, const FunctionFacts* scope, int depth, std::set<const Assignment*>& visited,
+                  std::vector<Problem>& out) const {
+    TSNode callee = field(call, "function");
+    const std::string callee_text = one_line(facts_.text(callee));
+    if (is(callee, "identifier")) {
+      if (listed(rule_.kv_source_calls, callee_text)) return;
+      out.push_back({RunInputStatus::Unknown, call, callee_text + "() is a function kvpatch does not follow"});
+      return;
+    }
+    if (!is(callee, "attribute")) {
+      out.push_back({RunInputStatus::Unknown, call, "kvpatch does not follow a call of " + callee_text});
+      return;
+    }
+    const std::string name = facts_.text(field(callee, "attribute"));
+    TSNode object = field(callee, "object");
+    if (const CastFinding* cast = cast_at(call)) {
+      if (cast->agrees_with_plan()) return trace(object, scope, depth + 1, visited, out);
+      out.push_back({RunInputStatus::Converted, call, "the cast stays, since it is needed by " + cast->consumer});
+      return;
+    }
+    if (listed(rule_.kv_source_calls, name)) return;
+    if (listed(rule_.kv_path.keeps_dtype, name)) {
+      TSNode list = field(call, "arguments");
+      const std::vector<TSNode> arguments = is(list, "argument_list") ? syntax::statements(list) : std::vector<TSNode>{};
+      if (std::any_of(arguments.begin(), arguments.end(), [&](TSNode a) { return looks_like_dtype(a); })) {
+        out.push_back({RunInputStatus::Converted, call, "." + name + "() with a dtype reinterprets the KV bytes as another dtype"});
+        return;
+      }
+      if (listed(rule_.kv_path.dtype_overloads, name) && ambiguous_lone_argument(arguments)) {
+        out.push_back({RunInputStatus::Unknown, call,
+                       "." + name + "(" + one_line(facts_.text(arguments.front())) +
+                           ") may take a dtype, which reinterprets the KV bytes; kvpatch cannot tell"});
+        return;
+      }
+      return trace(object, scope, depth + 1, visited, out);
+    }
+    if (listed(rule_.kv_path.converts, name)) {
+      out.push_back({RunInputStatus::Converted, call,
+                     "." + name + "() converts the KV data, and rule " + rule_.id +
+                         " neither removes nor guards it (it handles `." + rule_.cast_method + "(<x>." +
+                         rule_.cast_argument_attribute + ")` on a KV value in " + functions() + ")"});
+      return;
+    }
+    out.push_back({RunInputStatus::Unknown, call, callee_text + "() is not known to keep the dtype of the KV data"});
+  }
+
+  std::string functions() const {
+    std::string out;
+    for (const std::string& f : rule_.functions) out += (out.empty() ? "" : " / ") + f;
+    return out;
+  }
+
+  // The assignment can run before the use: it ends before it, or a loop holds both.
+  bool may_precede(const Assignment& a, TSNode use, const FunctionFacts& function) const {
+    if (ts_node_end_byte(a.statement) <= ts_node_start_byte(use)) return true;
+    for (TSNode n = syntax::parent(use); !syntax::is_null(n) && !syntax::same(n, function.body); n = syntax::parent(n)) {
+      if ((is(n, "for_statement") || is(n, "while_statement")) && syntax::contains(n, a.statement)) return true;
+    }
+    return false;
+  }
+
+  // An assignment written directly in the function's body: once it ran, a parameter's value is gone.
+  static bool unconditional(const Assignment& a, const FunctionFacts& function) {
+    TSNode statement = syntax::parent(a.statement);
+    return is(a.statement, "assignment") && is(statement, "expression_statement") &&
+           syntax::same(syntax::parent(statement), function.body);
+  }
+
+  void trace_name(TSNode name_node, const FunctionFacts* scope, int depth, std::set<const Assignment*>& visited,
+                  std::vector<Problem>& out) const {
+    const std::string name = facts_.text(name_node);
+    auto unknown = [&](const std::string& why) { out.push_back({RunInputStatus::Unknown, name_node, why}); };
+    for (const FunctionFacts* f = scope; f != nullptr;
+         f = f->outer >= 0 ? &facts_.functions()[static_cast<std::size_t>(f->outer)] : nullptr) {
+      const bool parameter = f->signature.index_of(name) >= 0;
+      std::vector<const Assignment*> assignments = facts_.local_assignments(*f, name);
+      if (assignments.empty() && !parameter) continue;
+      if (f == scope) {
+        // In the function itself only assignments that can run before the use reach it.
+        assignments.erase(std::remove_if(assignments.begin(), assignments.end(),
+                                         [&](const Assignment* a) { return !may_precede(*a, name_node, *f); }),
+                          assignments.end());
+      }
+      const bool overwritten = std::any_of(assignments.begin(), assignments.end(), [&](const Assignment* a) {
+        return f == scope && unconditional(*a, *f) && ts_node_end_byte(a->statement) <= ts_node_start_byte(name_node);
+      });
+      if (parameter && !overwritten) {
+        return unknown(name + " is a parameter of " + f->name + "(); kvpatch does not follow values into a function");
+      }
+      if (assignments.empty()) return unknown(name + " is not assigned before this use");
+      for (const Assignment* a : assignments) {
+        if (!visited.insert(a).second) continue;
+        if (a->kind == AssignmentKind::Plain && !syntax::is_null(a->value)) {
+          trace(a->value, f, depth + 1, visited, out);
+        } else if (a->kind == AssignmentKind::Unpacked && is(a->statement, "assignment")) {
+          trace_unpacked(field(a->statement, "right"), f, depth + 1, visited, out);
+        } else {
+          unknown(name + " is bound by " + one_line(facts_.text(a->statement)).substr(0, 60) +
+                  ", which kvpatch does not follow");
+        }
+      }
+      return;
+    }
+    unknown(name + " is not a local; kvpatch does not follow module-level values");
+  }
+
+  // `a, b = <value>`: every element of a literal tuple or list (any may be ours), else the whole value.
+  void trace_unpacked(TSNode value, const FunctionFacts* scope, int depth, std::set<const Assignment*>& visited,
+                      std::vector<Problem>& out) const {
+    value = syntax::unparenthesized(value);
+    while (is(value, "assignment")) value = field(value, "right");
+    if (is(value, "tuple") || is(value, "list") || is(value, "expression_list")) {
+      for (TSNode element : syntax::statements(value)) trace(element, scope, depth, visited, out);
+      return;
+    }
+    trace(value, scope, depth, visited, out);
+  }
+
+  const CastRule& rule_;
+  const RuleSet& rules_;
+  const ModuleFacts& facts_;
+  const std::vector<PlanSite>& sites_;
+  const std::vector<CastFinding>& casts_;
+  const SourceFile& source_;
+};
+}  // namespace
+
+std::vector<RunInputFinding> check_run_inputs(const CastRule& rule, const RuleSet& rules, const ModuleFacts& facts,
+                                              const std::vector<PlanSite>& sites, const std::vector<CastFinding>& casts) {
+  return RunInputChecker(rule, rules, facts, sites, casts).run();
+}
+
+}  // namespace kvpatch
