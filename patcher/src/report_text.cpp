@@ -111,9 +111,10 @@ std::string cast_message(const CastFinding& c) {
 }
 
 std::string run_input_message(const RunInputFinding& r) {
-  const std::string what = r.status == RunInputStatus::Converted ? " converts the KV data that " : " is where the KV data that ";
-  return scope_name(r.class_name, r.method) + ": " + r.expr + what + r.consumer +
-         (r.status == RunInputStatus::Converted ? " takes" : " takes comes from") + ": " + r.why + "; " + r.effect;
+  const std::string what = r.status == RunInputStatus::Converted
+                               ? r.expr + " converts the KV data " + r.consumer + " takes"
+                               : "the KV data " + r.consumer + " takes comes from " + r.expr;
+  return scope_name(r.class_name, r.method) + ": " + what + ": " + r.why + "; " + r.effect;
 }
 
 struct Line {

@@ -205,20 +205,20 @@ private:
     }
     const std::string name = facts_.text(field(callee, "attribute"));
     TSNode object = field(callee, "object");
+    // A conversion is reported and the trace goes on through it, so that every one on the way is named.
     if (const CastFinding* cast = cast_at(call)) {
-      if (cast->agrees_with_plan()) return trace(object, scope, depth + 1, visited, out);
-      out.push_back({RunInputStatus::Converted, call, "the cast stays, since it is needed by " + cast->consumer});
-      return;
+      if (!cast->agrees_with_plan()) {
+        out.push_back({RunInputStatus::Converted, call, "the cast stays, since it is needed by " + cast->consumer});
+      }
+      return trace(object, scope, depth + 1, visited, out);
     }
     if (listed(rule_.kv_source_calls, name)) return;
     if (listed(rule_.kv_path.keeps_dtype, name)) {
       TSNode list = field(call, "arguments");
       const std::vector<TSNode> arguments = is(list, "argument_list") ? syntax::statements(list) : std::vector<TSNode>{};
       if (std::any_of(arguments.begin(), arguments.end(), [&](TSNode a) { return looks_like_dtype(a); })) {
-        out.push_back({RunInputStatus::Converted, call, "." + name + "() with a dtype reinterprets the KV bytes as another dtype"});
-        return;
-      }
-      if (listed(rule_.kv_path.dtype_overloads, name) && ambiguous_lone_argument(arguments)) {
+        out.push_back({RunInputStatus::Converted, call, "a ." + name + "() with a dtype reinterprets the KV bytes as another dtype"});
+      } else if (listed(rule_.kv_path.dtype_overloads, name) && ambiguous_lone_argument(arguments)) {
         out.push_back({RunInputStatus::Unknown, call,
                        "." + name + "(" + one_line(facts_.text(arguments.front())) +
                            ") may take a dtype, which reinterprets the KV bytes; kvpatch cannot tell"});
@@ -227,19 +227,18 @@ private:
       return trace(object, scope, depth + 1, visited, out);
     }
     if (listed(rule_.kv_path.converts, name)) {
-      out.push_back({RunInputStatus::Converted, call,
-                     "." + name + "() converts the KV data, and rule " + rule_.id +
-                         " neither removes nor guards it (it handles `." + rule_.cast_method + "(<x>." +
-                         rule_.cast_argument_attribute + ")` on a KV value in " + functions() + ")"});
-      return;
+      out.push_back({RunInputStatus::Converted, call, "not a cast rule " + rule_.id + " removes or guards (" + removable() + ")"});
+      return trace(object, scope, depth + 1, visited, out);
     }
     out.push_back({RunInputStatus::Unknown, call, callee_text + "() is not known to keep the dtype of the KV data"});
   }
 
-  std::string functions() const {
-    std::string out;
-    for (const std::string& f : rule_.functions) out += (out.empty() ? "" : " / ") + f;
-    return out;
+  // The casts the rule handles, in words.
+  std::string removable() const {
+    std::string functions;
+    for (const std::string& f : rule_.functions) functions += (functions.empty() ? "" : " / ") + f;
+    return "those are `." + rule_.cast_method + "(<x>." + rule_.cast_argument_attribute +
+           ")` on a KV source's value, or on a name holding it, in " + functions;
   }
 
   // The assignment can run before the use: it ends before it, or a loop holds both.
