@@ -162,6 +162,7 @@ int run_pre_commit(const Options& options) {
     remedy += (remedy.empty() ? "" : "; ") +
               std::string("review each unknown site by hand or mark it `# kvpatch: ignore[RULE-ID] reason`");
   }
+  if (remedy.empty()) remedy = "fix them by hand";
   std::cout << std::flush;  // the report first, then the remedy, when both go to one terminal
   std::cerr << "kvpatch: the staged content has findings; " << remedy
             << " (or skip this check once with `git commit --no-verify`)\n";

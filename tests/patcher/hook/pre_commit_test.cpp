@@ -1,0 +1,224 @@
+// `kvpatch pre-commit`: what is staged is what is checked; paths and lines come from the staged blob.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "git_sandbox.h"
+#include "support/files.h"
+
+using kvpatch_test::fixture_source;
+using kvpatch_test::GitSandbox;
+using kvpatch_test::kBackendPath;
+using kvpatch_test::ProcessResult;
+
+namespace {
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// The decode plan() site of gen-b-unpatched that the rules report missing.
+const std::string kMissingDecodeSite = kBackendPath + ":139:13: missing:";
+}  // namespace
+
+TEST_SUITE("pre_commit") {
+  TEST_CASE("the staged blob is checked, not the work tree") {
+    GitSandbox repo;
+    const std::string unpatched = fixture_source("gen-b-unpatched");
+    repo.stage(kBackendPath, unpatched);
+
+    // Fix the work tree only: the commit would still record the unpatched file.
+    REQUIRE(repo.kvpatch({"apply", kBackendPath}).exit_code == 0);
+    REQUIRE(repo.read(kBackendPath) != unpatched);
+    ProcessResult staged_unpatched = repo.kvpatch({"pre-commit"});
+    CHECK(staged_unpatched.exit_code == 1);
+    CHECK(contains(staged_unpatched.out, kMissingDecodeSite));
+    CHECK(contains(staged_unpatched.out, "3 plan sites: 0 threaded, 3 missing"));
+    CHECK(contains(staged_unpatched.err, "kvpatch apply " + kBackendPath));
+    CHECK(repo.kvpatch({"check", kBackendPath}).exit_code == 0);  // the work tree itself is clean
+
+    // Stage the fix: pre-commit passes.
+    repo.git({"add", "--", kBackendPath});
+    ProcessResult staged_fixed = repo.kvpatch({"pre-commit"});
+    CHECK(staged_fixed.exit_code == 0);
+    CHECK(contains(staged_fixed.out, "3 plan sites: 3 threaded, 0 missing"));
+
+    // Break the work tree again (with lines shifted) and leave it unstaged: still what is staged counts.
+    repo.write(kBackendPath, "# a comment\n# another\n" + unpatched);
+    CHECK(repo.kvpatch({"pre-commit"}).exit_code == 0);
+    CHECK(repo.kvpatch({"check", kBackendPath}).exit_code == 1);
+  }
+
+  TEST_CASE("line numbers are the staged blob's when the work tree has shifted lines") {
+    GitSandbox repo;
+    repo.stage(kBackendPath, fixture_source("gen-b-unpatched"));
+    repo.write(kBackendPath, "# one\n# two\n# three\n" + fixture_source("gen-b-unpatched"));
+    const ProcessResult result = repo.kvpatch({"pre-commit"});
+    CHECK(result.exit_code == 1);
+    CHECK(contains(result.out, kMissingDecodeSite));
+    CHECK_FALSE(contains(result.out, kBackendPath + ":142:13:"));
+  }
+
+  TEST_CASE("only added and modified files are checked; --all checks every tracked file") {
+    GitSandbox repo;
+    repo.stage("old/backend.py", fixture_source("gen-b-unpatched"));
+    repo.commit_without_hooks("history holds an unpatched file");
+
+    // Nothing staged: nothing to say, exit 0.
+    ProcessResult nothing = repo.kvpatch({"pre-commit"});
+    CHECK(nothing.exit_code == 0);
+    CHECK(nothing.out.empty());
+    // An unrelated change is staged: the committed unpatched file is not part of this commit.
+    repo.stage("README.md", "notes\n");
+    CHECK(repo.kvpatch({"pre-commit"}).exit_code == 0);
+
+    ProcessResult all = repo.kvpatch({"pre-commit", "--all"});
+    CHECK(all.exit_code == 1);
+    CHECK(contains(all.out, "old/backend.py:139:13: missing:"));
+  }
+
+  TEST_CASE("a renamed file is checked under its new path; a deleted one is not") {
+    GitSandbox repo;
+    repo.stage("old/backend.py", fixture_source("gen-b-unpatched"));
+    repo.commit_without_hooks("unpatched");
+
+    std::filesystem::create_directories(repo.work_tree() / "new");
+    repo.git({"mv", "old/backend.py", "new/backend.py"});
+    ProcessResult renamed = repo.kvpatch({"pre-commit"});
+    CHECK(renamed.exit_code == 1);
+    CHECK(contains(renamed.out, "new/backend.py:139:13: missing:"));
+    CHECK_FALSE(contains(renamed.out, "old/backend.py"));
+    repo.commit_without_hooks("renamed");
+
+    repo.git({"rm", "-q", "new/backend.py"});
+    ProcessResult deleted = repo.kvpatch({"pre-commit"});
+    CHECK(deleted.exit_code == 0);
+    CHECK(deleted.out.empty());
+    CHECK(deleted.err.empty());
+  }
+
+  TEST_CASE("a clean backend passes; files the rules do not select are skipped") {
+    GitSandbox repo;
+    repo.stage(kBackendPath, fixture_source("gen-a"));
+    // Not Python by name, and Python that no rule selects (even broken or binary): never read further.
+    repo.stage("notes/backend.txt", fixture_source("gen-b-unpatched"));
+    repo.stage("tools/broken.py", "def broken(:\n");
+    repo.stage("tools/latin1.py", std::string("name = '\xe9t\xe9'\n"));
+    const ProcessResult result = repo.kvpatch({"pre-commit"});
+    CHECK(result.exit_code == 0);
+    CHECK(contains(result.out, "3 plan sites: 3 threaded, 0 missing"));
+    CHECK_FALSE(contains(result.out, "notes/"));
+    CHECK(result.err.empty());
+  }
+
+  TEST_CASE("intent-to-add entries are not committed, so they are not checked") {
+    GitSandbox repo;
+    repo.write(kBackendPath, fixture_source("gen-b-unpatched"));
+    repo.git({"add", "-N", "--", kBackendPath});
+    const ProcessResult result = repo.kvpatch({"pre-commit", "--all"});
+    CHECK(result.exit_code == 0);
+    CHECK(result.out.empty());
+  }
+
+  TEST_CASE("staged files the rules select but cannot read are input errors (exit 2)") {
+    GitSandbox repo;
+    SUBCASE("syntax error") {
+      repo.stage(kBackendPath, fixture_source("syntax-error"));
+      const ProcessResult result = repo.kvpatch({"pre-commit"});
+      CHECK(result.exit_code == 2);
+      CHECK(contains(result.err, "kvpatch: error: " + kBackendPath + ":"));
+    }
+    SUBCASE("not UTF-8") {
+      repo.stage(kBackendPath, fixture_source("non-utf8"));
+      const ProcessResult result = repo.kvpatch({"pre-commit"});
+      CHECK(result.exit_code == 2);
+      CHECK(contains(result.err, kBackendPath + ":"));
+      CHECK(contains(result.err, "not valid UTF-8"));
+    }
+  }
+
+  TEST_CASE("an unreadable staged blob exits 2 naming the path, the blob and the remedy") {
+    GitSandbox repo;
+    repo.stage(kBackendPath, fixture_source("gen-b-unpatched"));
+    std::string blob = repo.git({"rev-parse", ":" + kBackendPath}).out;
+    blob = blob.substr(0, blob.find('\n'));
+    const std::filesystem::path object = repo.git_dir() / "objects" / blob.substr(0, 2) / blob.substr(2);
+    REQUIRE(std::filesystem::exists(object));
+    std::filesystem::permissions(object, std::filesystem::perms::owner_all, std::filesystem::perm_options::add);
+    std::filesystem::remove(object);
+    const ProcessResult result = repo.kvpatch({"pre-commit"});
+    CHECK(result.exit_code == 2);
+    CHECK(contains(result.err, kBackendPath + ": cannot read the staged blob " + blob));
+    CHECK(contains(result.err, "git fsck"));
+  }
+
+  TEST_CASE("an unmerged backend is an input error") {
+    GitSandbox repo;
+    const std::string base = fixture_source("gen-a");
+    repo.stage(kBackendPath, base);
+    repo.commit_without_hooks("base");
+    repo.git({"checkout", "-q", "-b", "side"});
+    repo.stage(kBackendPath, "# side\n" + base);
+    repo.commit_without_hooks("side");
+    repo.git({"checkout", "-q", "main"});
+    repo.stage(kBackendPath, "# main\n" + base);
+    repo.commit_without_hooks("main");
+    REQUIRE(kvpatch_test::git_run(repo.work_tree(), {"merge", "-q", "side"}).exit_code != 0);
+    for (const char* scope : {"", "--all"}) {
+      std::vector<std::string> args{"pre-commit"};
+      if (*scope != '\0') args.push_back(scope);
+      const ProcessResult result = repo.kvpatch(args);
+      CHECK(result.exit_code == 2);
+      CHECK(contains(result.err, kBackendPath + ": unmerged in the index"));
+    }
+  }
+
+  TEST_CASE("--format json reports the staged findings") {
+    GitSandbox repo;
+    repo.stage(kBackendPath, fixture_source("gen-b-unpatched"));
+    const ProcessResult result = repo.kvpatch({"pre-commit", "--format", "json"});
+    CHECK(result.exit_code == 1);
+    const nlohmann::json report = nlohmann::json::parse(result.out);
+    CHECK(report["root"] == repo.work_tree().string());
+    REQUIRE(report["plan_sites"].size() == 3);
+    for (const auto& site : report["plan_sites"]) {
+      CHECK(site["file"] == kBackendPath);
+      CHECK(site["status"] == "missing");
+    }
+    CHECK(report["plan_sites"][0]["line"] == 139);
+  }
+
+  TEST_CASE("--repo finds the repository from a subdirectory, and --rules and --set are honoured") {
+    GitSandbox repo;
+    repo.stage(kBackendPath, fixture_source("gen-b-unpatched"));
+    const std::string subdir = (repo.work_tree() / "python" / "sglang").string();
+    ProcessResult result = kvpatch_test::run_process({kvpatch_test::required_env("KVPATCH_BIN"), "pre-commit",
+                                                      "--repo", subdir, "--rules",
+                                                      kvpatch_test::required_env("KVPATCH_RULES_DIR"), "--set",
+                                                      "kv_field=self.kv_cache_dtype"},
+                                                     {repo.scratch(), false});
+    CHECK(result.exit_code == 1);
+    CHECK(contains(result.out, kMissingDecodeSite));
+    CHECK(contains(result.out, "fix: kv_data_type=self.kv_cache_dtype"));
+    CHECK(repo.kvpatch({"pre-commit", "--set", "no_such_parameter=1"}).exit_code == 2);
+  }
+
+  TEST_CASE("outside a repository, and in a bare one, it exits 2 with what to do") {
+    kvpatch_test::TempDir plain("kvpatch-hook-plain");
+    ProcessResult here = kvpatch_test::run_process({kvpatch_test::required_env("KVPATCH_BIN"), "pre-commit"},
+                                                   {plain.path(), false});
+    CHECK(here.exit_code == 2);
+    CHECK(contains(here.err, "not in a git repository"));
+    CHECK(contains(here.err, "--repo"));
+
+    ProcessResult named = kvpatch_test::run_process(
+        {kvpatch_test::required_env("KVPATCH_BIN"), "pre-commit", "--repo", plain.path().string()}, {});
+    CHECK(named.exit_code == 2);
+    CHECK(contains(named.err, plain.path().string() + ": not in a git repository"));
+
+    kvpatch_test::git_ok(plain.path(), {"init", "-q", "--bare", "bare.git"});
+    for (const char* command : {"pre-commit", "install-hook", "uninstall-hook"}) {
+      ProcessResult bare = kvpatch_test::run_process(
+          {kvpatch_test::required_env("KVPATCH_BIN"), command, "--repo", (plain.path() / "bare.git").string()}, {});
+      CHECK(bare.exit_code == 2);
+      CHECK(contains(bare.err, "bare repository"));
+    }
+  }
+}
