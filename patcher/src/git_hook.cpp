@@ -1,11 +1,11 @@
 #include "kvpatch/git_hook.h"
 
-#include <fcntl.h>
 #include <git2.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
