@@ -1,5 +1,5 @@
 // The generic edit operations: replace an argument, add a keyword, insert after an anchor,
-// unwrap a method call, remove a (guarded) statement. Each result must still parse.
+// unwrap a method call, remove a (guarded) statement, guard a statement. Each result must still parse.
 #include <doctest/doctest.h>
 
 #include "kvpatch/edit_operations.h"
@@ -130,5 +130,49 @@ TEST_SUITE("edit_operations") {
     auto alone = test::parse("def f(k, q):\n    k = k.to(q.dtype)\n");
     CHECK(edited(*alone, remove_statement(alone->source, statement_of(*alone, "k = k.to"), "r")) ==
           "def f(k, q):\n    pass\n");
+  }
+
+  TEST_CASE("insert a block after an anchor: header at its indentation, body one step deeper") {
+    auto block = [](const std::string& code) {
+      auto file = test::parse(code);
+      return edited(*file, insert_block_after(file->source, statement_of(*file, "k = pool"), "if k.dtype != D:",
+                                              "k = k.to(q.dtype)", "r"));
+    };
+    CHECK(block("def f(pool, q):\n    k = pool.get()  # pool\n    return k\n") ==
+          "def f(pool, q):\n    k = pool.get()  # pool\n    if k.dtype != D:\n        k = k.to(q.dtype)\n    return k\n");
+    CHECK(block("class B:\r\n\tdef f(self, pool, q):\r\n\t\tk = pool.get()\r\n\t\treturn k\r\n") ==
+          "class B:\r\n\tdef f(self, pool, q):\r\n\t\tk = pool.get()\r\n\t\tif k.dtype != D:\r\n\t\t\tk = k.to(q.dtype)\r\n\t\treturn k\r\n");
+    // The step is the file's own: two spaces here.
+    CHECK(block("def f(pool, q):\n  k = pool.get()\n") == "def f(pool, q):\n  k = pool.get()\n  if k.dtype != D:\n    k = k.to(q.dtype)\n");
+  }
+
+  TEST_CASE("conjoin a condition: appended after tight conditions, parenthesised after loose ones") {
+    auto conjoined = [](const std::string& code) {
+      auto file = test::parse(code);
+      TSNode condition = syntax::field(test::find_node(*file, "if_statement"), "condition");
+      return edited(*file, conjoin_condition(condition, "k.dtype != D", "r"));
+    };
+    CHECK(conjoined("if k.dtype != q.dtype:\n    k = k.to(q.dtype)\n") ==
+          "if k.dtype != q.dtype and k.dtype != D:\n    k = k.to(q.dtype)\n");
+    CHECK(conjoined("if a and b:\n    pass\n") == "if a and b and k.dtype != D:\n    pass\n");
+    CHECK(conjoined("if a or b:\n    pass\n") == "if (a or b) and k.dtype != D:\n    pass\n");
+    CHECK(conjoined("if (a or b):\n    pass\n") == "if (a or b) and k.dtype != D:\n    pass\n");
+    CHECK(conjoined("if x if c else y:\n    pass\n") == "if (x if c else y) and k.dtype != D:\n    pass\n");
+  }
+
+  TEST_CASE("guard a statement: it moves under `if <condition>:`, continuation lines included") {
+    auto guarded = [](const std::string& code) {
+      auto file = test::parse(code);
+      return edited(*file, guard_statement(file->source, statement_of(*file, "k = k.to"), "k.dtype != D", "r"));
+    };
+    CHECK(guarded("def f(k, q):\n    log(k)\n    k = k.to(q.dtype)  # cast\n    return k\n") ==
+          "def f(k, q):\n    log(k)\n    if k.dtype != D:\n        k = k.to(q.dtype)  # cast\n    return k\n");
+    CHECK(guarded("def f(k, q):\r\n\tk = k.to(\r\n\t\tq.dtype\r\n\t)\r\n") ==
+          "def f(k, q):\r\n\tif k.dtype != D:\r\n\t\tk = k.to(\r\n\t\t\tq.dtype\r\n\t\t)\r\n");
+    auto shared = test::parse("def f(k, q):\n    x = 1; k = k.to(q.dtype)\n");
+    CHECK_THROWS_AS(guard_statement(shared->source, test::find_node(*shared, "expression_statement", "k = k.to"), "c", "r"),
+                    EditNotPossible);
+    auto text = test::parse("def f(k, q):\n    k = k.to(q.dtype, note=\"\"\"a\nb\"\"\")\n");
+    CHECK_THROWS_AS(guard_statement(text->source, statement_of(*text, "k = k.to"), "c", "r"), EditNotPossible);
   }
 }

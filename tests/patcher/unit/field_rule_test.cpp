@@ -1,0 +1,68 @@
+// The field rule: an ignore comment on the anchor line suppresses the field for that updater.
+#include <doctest/doctest.h>
+
+#include "kvpatch/rule_engine.h"
+#include "test_support.h"
+
+using namespace kvpatch;
+
+namespace {
+const char* kUpdaters = R"PY(from flashinfer import BatchMLAPagedAttentionWrapper
+
+
+class FlashInferMLAIndicesUpdaterDecode:
+    def __init__(self, model_runner):
+        self.data_type = model_runner.dtype  # kvpatch: ignore[flashinfer-mla-kv-field] BF16 on purpose
+        EXTRA
+
+    def plan(self, wrapper: BatchMLAPagedAttentionWrapper):
+        wrapper.plan(1, 2, 3, 4, 16, 512, 64, 1, False, 0.1, self.data_type, self.data_type)
+)PY";
+
+FileReport analyse(const std::string& extra) {
+  std::string code = kUpdaters;
+  code.replace(code.find("EXTRA"), 5, extra);
+  static const RuleSet rules = load_rule_set(KVPATCH_DEFAULT_RULES_DIR);
+  return analyze_file(rules, test::parse(code));
+}
+}  // namespace
+
+TEST_SUITE("field_rule") {
+  TEST_CASE("ignored on the self.data_type line: no field, and the plan site says why it has no fix") {
+    const FileReport r = analyse("pass");
+    REQUIRE(r.fields.size() == 1);
+    CHECK(r.fields[0].ignored);
+    CHECK_FALSE(r.fields[0].present);
+    CHECK_FALSE(r.fields[0].fix.has_value());
+    CHECK(r.fields[0].reason == "BF16 on purpose");
+    CHECK(r.fields[0].line == 6);
+    REQUIRE(r.plan_sites.size() == 1);
+    CHECK(r.plan_sites[0].status == SiteStatus::Missing);
+    CHECK_FALSE(r.plan_sites[0].fix.has_value());
+    CHECK(r.plan_sites[0].reason ==
+          "rule flashinfer-mla-kv-field is suppressed for FlashInferMLAIndicesUpdaterDecode (BF16 on purpose), so no "
+          "KV dtype field is added; pass the KV dtype by hand");
+    CHECK(r.edits.empty());
+  }
+
+  TEST_CASE("ignored while the field exists: reported ignored, and the field still serves the plan sites") {
+    const FileReport r = analyse("self.kv_data_type = model_runner.kv_cache_dtype");
+    REQUIRE(r.fields.size() == 1);
+    CHECK(r.fields[0].ignored);
+    CHECK(r.fields[0].field_text == "self.kv_data_type");
+    REQUIRE(r.plan_sites.size() == 1);
+    REQUIRE(r.plan_sites[0].fix.has_value());
+    CHECK(r.plan_sites[0].fix_text == "self.kv_data_type");
+  }
+
+  TEST_CASE("a comment naming another rule does not suppress the field") {
+    std::string code = kUpdaters;
+    code.replace(code.find("ignore[flashinfer-mla-kv-field]"), 31, "ignore[flashinfer-mla-kv-cast]");
+    code.replace(code.find("EXTRA"), 5, "pass");
+    const RuleSet rules = load_rule_set(KVPATCH_DEFAULT_RULES_DIR);
+    const FileReport r = analyze_file(rules, test::parse(code));
+    REQUIRE(r.fields.size() == 1);
+    CHECK_FALSE(r.fields[0].ignored);
+    CHECK(r.fields[0].fix.has_value());
+  }
+}

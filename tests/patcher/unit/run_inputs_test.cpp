@@ -1,0 +1,239 @@
+// run() inputs: KV data traced back to its source; conversions and unknown origins keep the plan sites unthreaded.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "kvpatch/report.h"
+#include "kvpatch/rule_engine.h"
+#include "test_support.h"
+
+using namespace kvpatch;
+
+namespace {
+// A generation B backend whose forward_decode body is BODY (it ends in `return decode_wrapper.run(...)`).
+const char* kBackend = R"PY(import torch
+from flashinfer import BatchMLAPagedAttentionWrapper
+
+
+class DecodeMetadata:
+    decode_wrapper: BatchMLAPagedAttentionWrapper
+
+
+class Backend:
+    def forward_decode(self, q, layer, forward_batch, k_in):
+        decode_wrapper = self.forward_metadata.decode_wrapper
+BODY
+
+class FlashInferMLAIndicesUpdaterDecode:
+    def __init__(self, model_runner):
+        self.data_type = DTYPE
+
+    def call_begin_forward(self, wrapper: BatchMLAPagedAttentionWrapper, qo, kv, idx, lens):
+        wrapper.plan(qo, kv, idx, lens, 16, 512, 64, 1, False, 0.1, self.data_type, self.data_type)
+)PY";
+
+FileReport analyse(const std::string& body, const std::string& dtype = "model_runner.dtype") {
+  std::string code = kBackend;
+  code.replace(code.find("BODY"), 4, body);
+  code.replace(code.find("DTYPE"), 5, dtype);
+  static const RuleSet rules = load_rule_set(KVPATCH_DEFAULT_RULES_DIR);
+  return analyze_file(rules, test::parse(code));
+}
+
+std::vector<std::string> statuses(const FileReport& r) {
+  std::vector<std::string> out;
+  for (const RunInputFinding& f : r.run_inputs) out.push_back(std::string(run_input_status_name(f.status)) + " " + f.expr);
+  return out;
+}
+
+// No plan site is fixed and no field is added: the report's edits are casts only (or none).
+void check_nothing_threaded(const FileReport& r) {
+  for (const PlanSite& s : r.plan_sites) {
+    CHECK(s.status == SiteStatus::Missing);
+    CHECK_FALSE(s.fix.has_value());
+    CHECK(s.reason.find("decode_wrapper.run") != std::string::npos);
+  }
+  for (const FieldFinding& f : r.fields) CHECK_FALSE(f.fix.has_value());
+  CHECK(r.edits.empty());
+}
+}  // namespace
+
+TEST_SUITE("run_inputs") {
+  TEST_CASE("each spelling of a conversion the cast rule does not remove is reported; nothing is threaded") {
+    const std::vector<std::pair<std::string, std::string>> spellings = {
+        {"k = pool.to(dtype=q.dtype)", "pool.to(dtype=q.dtype)"},
+        {"k = pool.to(torch.bfloat16)", "pool.to(torch.bfloat16)"},
+        {"k = pool.bfloat16()", "pool.bfloat16()"},
+        {"k = pool.type(q.dtype)", "pool.type(q.dtype)"},
+        {"k = pool.float()", "pool.float()"},
+        {"k = pool.view(torch.bfloat16)", "pool.view(torch.bfloat16)"},
+        {"k = pool.view(dtype=q.dtype)", "pool.view(dtype=q.dtype)"},
+        {"k = pool[:, :, :576].to(q.dtype)", "pool[:, :, :576].to(q.dtype)"},
+    };
+    for (const auto& [statement, expr] : spellings) {
+      CAPTURE(statement);
+      const FileReport r = analyse("        pool = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id)\n        " +
+                                   statement + "\n        return decode_wrapper.run(q, q, k[:, :, :512], k[:, :, 512:])\n");
+      REQUIRE(r.run_inputs.size() == 1);
+      CHECK(r.run_inputs[0].status == RunInputStatus::Converted);
+      CHECK(r.run_inputs[0].expr == expr);
+      CHECK(r.run_inputs[0].consumer == "decode_wrapper.run at 14:16 (ckv_cache, kpe_cache)");
+      CHECK(r.run_inputs[0].effect == "kvpatch leaves the wrapper's plan sites at 22:9 unthreaded");
+      check_nothing_threaded(r);
+      const Summary s = summarize(Run{{}, {}, {r}, {}});
+      CHECK(s.run_inputs_converted == 1);
+      CHECK(has_findings(s));
+    }
+  }
+
+  TEST_CASE("origins kvpatch cannot establish are reported unknown") {
+    // The first finding (a name passed as both ckv and kpe is found at each argument).
+    auto unknown = [](const std::string& body) {
+      const FileReport r = analyse(body);
+      REQUIRE(!r.run_inputs.empty());
+      for (const RunInputFinding& f : r.run_inputs) CHECK(f.status == RunInputStatus::Unknown);
+      check_nothing_threaded(r);
+      return r.run_inputs[0].expr + ": " + r.run_inputs[0].why;
+    };
+    CHECK(unknown("        return decode_wrapper.run(q, q, k_in, k_in)\n") ==
+          "k_in: k_in is a parameter of forward_decode(); kvpatch does not follow values into a function");
+    CHECK(unknown("        k = self.as_bf16(forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id))\n"
+                  "        return decode_wrapper.run(q, q, k, k)\n") ==
+          "self.as_bf16(forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id)): "
+          "self.as_bf16() is not known to keep the dtype of the KV data");
+    CHECK(unknown("        k = dequant(forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id))\n"
+                  "        return decode_wrapper.run(q, q, k, k)\n") ==
+          "dequant(forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id)): dequant() is a function kvpatch does not follow");
+    CHECK(unknown("        k = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id).view(self.layout)\n"
+                  "        return decode_wrapper.run(q, q, k, k)\n") ==
+          "forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id).view(self.layout): "
+          ".view(self.layout) may take a dtype, which reinterprets the KV bytes; kvpatch cannot tell");
+    CHECK(unknown("        return decode_wrapper.run(q, q, self.cached_kv, self.cached_kv)\n") ==
+          "self.cached_kv: self.cached_kv is not a KV source rule flashinfer-mla-kv-cast knows");
+    CHECK(unknown("        return decode_wrapper.run(q, q, *self.kv_parts)\n").find("cannot see which value") != std::string::npos);
+    CHECK(unknown("        for k in self.pools:\n            pass\n        return decode_wrapper.run(q, q, k, k)\n")
+              .find("which kvpatch does not follow") != std::string::npos);
+  }
+
+  TEST_CASE("views, slices, locals, branches, unpacking and keywords reach the KV source: the plan is threaded") {
+    const FileReport r = analyse(
+        "        pool = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id)\n"
+        "        if layer.flat:\n"
+        "            pool = pool.view(-1, 1, 576).contiguous()\n"
+        "        else:\n"
+        "            pool = pool.reshape(pool.shape)\n"
+        "        ckv, kpe = pool.split([512, 64], dim=-1)\n"
+        "        kpe = kpe if layer.rope else kpe.squeeze(1).unsqueeze(1)\n"
+        "        return decode_wrapper.run(q, q, kpe_cache=kpe, ckv_cache=ckv[:, :, :], **self.run_kwargs)\n");
+    CHECK(statuses(r).empty());
+    REQUIRE(r.plan_sites.size() == 1);
+    CHECK(r.plan_sites[0].fix.has_value());
+    CHECK(r.edits.size() == 2);  // the field and the plan site
+  }
+
+  TEST_CASE("a cast the rule removes is followed through; one it must keep is a conversion") {
+    const FileReport removed = analyse(
+        "        k = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id).to(q.dtype)\n"
+        "        return decode_wrapper.run(q, q, k[:, :, :512], k[:, :, 512:])\n");
+    CHECK(statuses(removed).empty());
+    CHECK(removed.edits.size() == 3);
+
+    // The BF16 copy also feeds a checksum, so the cast stays, and run() would get it.
+    const FileReport kept = analyse(
+        "        k = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id).to(q.dtype)\n"
+        "        checksum(k)\n"
+        "        return decode_wrapper.run(q, q, k[:, :, :512], k[:, :, 512:])\n");
+    REQUIRE(kept.run_inputs.size() == 1);
+    CHECK(kept.run_inputs[0].status == RunInputStatus::Converted);
+    CHECK(kept.run_inputs[0].why == "the cast stays, since it is needed by checksum at 13:9");
+    REQUIRE(kept.casts.size() == 1);
+    CHECK_FALSE(kept.casts[0].redundant);
+    check_nothing_threaded(kept);
+  }
+
+  TEST_CASE("an assignment after run() does not reach it; one in an enclosing loop does") {
+    const FileReport after = analyse(
+        "        k = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id)\n"
+        "        o = decode_wrapper.run(q, q, k, k)\n"
+        "        k = None\n"
+        "        k = o.float()\n"
+        "        return o\n");
+    CHECK(statuses(after).empty());
+    const FileReport looped = analyse(
+        "        k = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id)\n"
+        "        for step in range(2):\n"
+        "            o = decode_wrapper.run(q, q, k, k)\n"
+        "            k = k.half()\n"
+        "        return o\n");
+    CHECK(statuses(looped) == std::vector<std::string>{"run-input-converted k.half()"});
+  }
+
+  TEST_CASE("plan sites already threaded: the conversion is reported, there is nothing to withhold") {
+    const FileReport r = analyse(
+        "        k = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id).float()\n"
+        "        return decode_wrapper.run(q, q, k, k)\n",
+        "model_runner.kv_cache_dtype");
+    REQUIRE(r.run_inputs.size() == 1);
+    CHECK(r.run_inputs[0].effect ==
+          "the plan sites at 21:9 already plan the KV-cache dtype, so run() is handed another dtype than planned");
+    CHECK(r.plan_sites[0].status == SiteStatus::Threaded);
+  }
+
+  TEST_CASE("a cast kept for one wrapper's run() withholds the other wrapper's sites too") {
+    const RuleSet rules = load_rule_set(KVPATCH_DEFAULT_RULES_DIR);
+    const FileReport r = analyze_file(rules, test::parse(R"PY(from flashinfer import BatchMLAPagedAttentionWrapper
+
+
+class Backend:
+    def __init__(self):
+        self.decode_wrapper = BatchMLAPagedAttentionWrapper(ws)
+        self.prefill_wrapper = BatchMLAPagedAttentionWrapper(ws)
+
+    def forward_decode(self, q, layer, forward_batch):
+        k = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id).to(q.dtype)
+        self.prefill_wrapper.run(q, q, k, self.rope_cache)
+        return self.decode_wrapper.run(q, q, k, k)
+
+
+class FlashInferMLAIndicesUpdaterDecode:
+    def __init__(self, model_runner):
+        self.data_type = model_runner.dtype
+
+    def plan(self, wrapper: BatchMLAPagedAttentionWrapper):
+        wrapper.plan(1, 2, 3, 4, 16, 512, 64, 1, False, 0.1, self.data_type, self.data_type)
+
+
+class FlashInferMLAIndicesUpdaterPrefill:
+    def __init__(self, model_runner):
+        self.data_type = model_runner.dtype
+
+    def plan(self, wrapper: BatchMLAPagedAttentionWrapper):
+        wrapper.plan(1, 2, 3, 4, 16, 512, 64, 1, True, 0.1, self.data_type, self.data_type)
+)PY"));
+    // Round one: the cast is redundant, but prefill's rope_cache is of unknown origin, so prefill stays; round
+    // two: the cast now feeds a wrapper with a missing site, so it stays, and decode_wrapper.run would get
+    // that BF16 copy: decode stays too.
+    CHECK(statuses(r) == std::vector<std::string>{"run-input-converted forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id).to(q.dtype)",
+                                                  "run-input-unknown self.rope_cache"});
+    REQUIRE(r.casts.size() == 1);
+    CHECK_FALSE(r.casts[0].redundant);
+    for (const PlanSite& s : r.plan_sites) CHECK_FALSE(s.fix.has_value());
+    CHECK(r.edits.empty());
+  }
+
+  TEST_CASE("the report: text lines, the summary clause, JSON") {
+    const FileReport r = analyse("        k = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id).bfloat16()\n"
+                                 "        return decode_wrapper.run(q, q, k, k)\n");
+    const Run run{{}, {}, {r}, {}};
+    const std::string text = text_report(run);
+    CHECK(text.find("snippet.py:12:13: run-input-converted: Backend.forward_decode: "
+                    "forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id).bfloat16() converts the KV data "
+                    "decode_wrapper.run at 13:16 (ckv_cache, kpe_cache) takes: ") != std::string::npos);
+    CHECK(text.find("; 1 run() inputs unsafe: 1 converted, 0 unknown; 0 edits\n") != std::string::npos);
+    const std::string json = json_report(run);
+    CHECK(json.find("\"status\": \"run-input-converted\"") != std::string::npos);
+    CHECK(json.find("\"run_inputs_converted\": 1") != std::string::npos);
+    // Without unsafe inputs the summary line keeps its usual shape.
+    CHECK(summary_line(Summary{}).find("run()") == std::string::npos);
+  }
+}
