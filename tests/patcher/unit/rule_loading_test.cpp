@@ -151,6 +151,28 @@ TEST_SUITE("rule_loading") {
               "cast.yaml:5: field 'kv_sources': names no call and no attribute", 0) == 0);
   }
 
+  TEST_CASE("a consumer's traced KV inputs and the kv_path are checked") {
+    const std::string consumer = "    kv_parameters: [ckv]\n    parameters: q, ckv, out=None\n";
+    const std::string path = "kv_path:\n  keeps_dtype: [view]\n  dtype_overloads: [view]\n  converts: [to]\n";
+    const RuleSet set = load_rule_set(RuleDir({{"cast.yaml", std::string(kCast) + consumer + path}}).dir.path());
+    REQUIRE(set.cast_rules.size() == 1);
+    CHECK(set.cast_rules[0].fp8_consumers[0].kv_parameters == std::vector<std::string>{"ckv"});
+    CHECK(set.cast_rules[0].fp8_consumers[0].signature.index_of("ckv") == 1);
+    CHECK(set.cast_rules[0].kv_path.converts == std::vector<std::string>{"to"});
+    CHECK(set.cast_rules[0].guard_operation == "guard-cast");
+
+    CHECK(load_error(RuleDir({{"cast.yaml", std::string(kCast) + "    kv_parameters: [kv]\n    parameters: q, ckv\n" + path}}))
+              .rfind("cast.yaml:9: field 'fp8_consumers.kv_parameters': 'kv' is not one of its parameters", 0) == 0);
+    CHECK(load_error(RuleDir({{"cast.yaml", std::string(kCast) + "    kv_parameters: [ckv]\n" + path}})) ==
+          "cast.yaml:7: field 'fp8_consumers.parameters': missing; add it");
+    CHECK(load_error(RuleDir({{"cast.yaml", std::string(kCast) + consumer}}))
+              .rfind("cast.yaml:9: field 'fp8_consumers.kv_parameters': KV inputs are traced but the rule has no kv_path", 0) == 0);
+    CHECK(load_error(RuleDir({{"cast.yaml", std::string(kCast) + consumer + replaced(path, "keeps_dtype: [view]", "keeps_dtype: []")}}))
+              .rfind("cast.yaml:13: field 'kv_path.dtype_overloads': 'view' is not listed in kv_path.keeps_dtype", 0) == 0);
+    CHECK(load_error(RuleDir({{"cast.yaml", std::string(kCast) + "guard_operation: remove\n"}})) ==
+          "cast.yaml:9: field 'guard_operation': 'remove' is not an edit operation of this rule kind; use one of guard-cast, none");
+  }
+
   TEST_CASE("an edit operation the rule kind cannot perform is refused by name") {
     RuleDir rules({{"field.yaml", std::string(kField) + "operation: unwrap-call\n"}});
     CHECK(load_error(rules) ==
