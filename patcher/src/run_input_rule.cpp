@@ -208,7 +208,9 @@ private:
     // A conversion is reported and the trace goes on through it, so that every one on the way is named.
     if (const CastFinding* cast = cast_at(call)) {
       if (!cast->agrees_with_plan()) {
-        out.push_back({RunInputStatus::Converted, call, "the cast stays, since it is needed by " + cast->consumer});
+        const bool suppressed = cast->consumer.rfind("suppressed", 0) == 0;
+        out.push_back({RunInputStatus::Converted, call,
+                       "the cast stays, " + std::string(suppressed ? "" : "since it is needed by ") + cast->consumer});
       }
       return trace(object, scope, depth + 1, visited, out);
     }

@@ -149,6 +149,15 @@ TEST_SUITE("run_inputs") {
     REQUIRE(kept.casts.size() == 1);
     CHECK_FALSE(kept.casts[0].redundant);
     check_nothing_threaded(kept);
+
+    // A cast kept by an ignore comment is kept for run() too: its wrapper cannot be planned for the KV dtype.
+    const FileReport ignored = analyse(
+        "        k = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id).to(q.dtype)  "
+        "# kvpatch: ignore[flashinfer-mla-kv-cast] audit build\n"
+        "        return decode_wrapper.run(q, q, k[:, :, :512], k[:, :, 512:])\n");
+    REQUIRE(ignored.run_inputs.size() == 1);
+    CHECK(ignored.run_inputs[0].why == "the cast stays, suppressed by kvpatch: ignore: audit build");
+    check_nothing_threaded(ignored);
   }
 
   TEST_CASE("an assignment after run() does not reach it; one in an enclosing loop does") {
