@@ -26,6 +26,13 @@ struct Problem {
   std::string why;
 };
 
+// What tracing one argument found: the problems on the way, and whether some path reached a KV source.
+struct Trace {
+  std::set<const Assignment*> visited;
+  std::vector<Problem> problems;
+  bool reached_source = false;
+};
+
 // Traces the KV inputs of the rule's consumers back to a KV source.
 class RunInputChecker {
 public:
@@ -44,14 +51,19 @@ public:
         if (!is(callee, "attribute") || facts_.text(field(callee, "attribute")) != spec.method) continue;
         const FunctionFacts* scope = facts_.function_at(call);
         TSNode receiver = field(callee, "object");
-        if (types.of(receiver, scope) != TypeVerdict::Wrapper) continue;
+        // A receiver of unknown type may be the wrapper: it is checked when KV data reaches it.
+        const TypeVerdict verdict = types.of(receiver, scope);
+        if (verdict != TypeVerdict::Wrapper && verdict != TypeVerdict::Unknown) continue;
         const std::vector<std::size_t> planning = sites_planning(spec, types.source_attribute(receiver, scope), sites_);
         // Only a wrapper planned for the KV dtype must get KV data as stored; others get what they are planned for.
         const bool threaded = !planning.empty() && std::all_of(planning.begin(), planning.end(), [&](std::size_t i) {
           return sites_[i].threaded_after_edits();
         });
         if (!threaded) continue;
-        check_call(spec, call, scope, planning, out);
+        const std::string unsure = verdict == TypeVerdict::Wrapper
+                                       ? ""
+                                       : "; its receiver is not known to be a " + sites_rule->wrapper_class + " but may be";
+        check_call(spec, call, scope, planning, unsure, out);
       }
     }
     return out;
@@ -63,21 +75,30 @@ private:
     return std::to_string(p.line) + ":" + std::to_string(p.column);
   }
 
+  // unsure: "" for a receiver known to be the wrapper; else why it is checked all the same (then only KV
+  // data that reaches it counts).
   void check_call(const Fp8Consumer& spec, TSNode call, const FunctionFacts* scope,
-                  const std::vector<std::size_t>& planning, std::vector<RunInputFinding>& out) const {
+                  const std::vector<std::size_t>& planning, const std::string& unsure,
+                  std::vector<RunInputFinding>& out) const {
     // Problems by node, with the parameters whose values meet them.
     std::map<std::pair<uint32_t, uint32_t>, std::pair<Problem, std::vector<std::string>>> found;
+    bool reached_source = false;
+    std::vector<std::pair<std::string, Trace>> traces;
     for (const std::string& parameter : spec.kv_parameters) {
-      std::vector<Problem> problems;
+      Trace t;
       std::string why;
       TSNode argument = bound_argument(spec, call, parameter, why);
       if (syntax::is_null(argument)) {
-        problems.push_back({RunInputStatus::Unknown, call, why});
+        t.problems.push_back({RunInputStatus::Unknown, call, why});
       } else {
-        std::set<const Assignment*> visited;
-        trace(argument, scope, 0, visited, problems);
+        trace(argument, scope, 0, t);
       }
-      for (const Problem& p : problems) {
+      reached_source |= t.reached_source;
+      traces.emplace_back(parameter, std::move(t));
+    }
+    if (!unsure.empty() && !reached_source) return;  // no KV data: some other object's run()
+    for (const auto& [parameter, t] : traces) {
+      for (const Problem& p : t.problems) {
         auto& entry = found[{ts_node_start_byte(p.node), ts_node_end_byte(p.node)}];
         if (entry.second.empty()) entry.first = p;
         if (!listed(entry.second, parameter)) entry.second.push_back(parameter);
@@ -100,7 +121,7 @@ private:
       f.why = p.why;
       std::string parameters;
       for (const std::string& name : entry.second) parameters += (parameters.empty() ? "" : ", ") + name;
-      f.consumer = consumer + " (" + parameters + ")";
+      f.consumer = consumer + " (" + parameters + unsure + ")";
       f.consumer_call = call;
       for (std::size_t i : planning) f.wrapper_sites.push_back({sites_[i].line, sites_[i].column});
       out.push_back(std::move(f));
@@ -163,44 +184,44 @@ private:
     return is(a, "identifier") || is(a, "attribute") || is(a, "call") || is(a, "subscript");
   }
 
-  void trace(TSNode expr, const FunctionFacts* scope, int depth, std::set<const Assignment*>& visited,
-             std::vector<Problem>& out) const {
+  static void reached(Trace& t) { t.reached_source = true; }
+
+  void trace(TSNode expr, const FunctionFacts* scope, int depth, Trace& t) const {
     expr = syntax::unparenthesized(expr);
-    auto unknown = [&](const std::string& why) { out.push_back({RunInputStatus::Unknown, expr, why}); };
+    auto unknown = [&](const std::string& why) { t.problems.push_back({RunInputStatus::Unknown, expr, why}); };
     if (syntax::is_null(expr) || is(expr, "none")) return;
     if (depth > kMaxTraceDepth) return unknown("the value passes through too many steps for kvpatch to follow");
     if (is(expr, "conditional_expression")) {
       const std::vector<TSNode> parts = syntax::statements(expr);
-      trace(parts.front(), scope, depth + 1, visited, out);
-      trace(parts.back(), scope, depth + 1, visited, out);
+      trace(parts.front(), scope, depth + 1, t);
+      trace(parts.back(), scope, depth + 1, t);
       return;
     }
     if (is(expr, "boolean_operator")) {
-      trace(field(expr, "left"), scope, depth + 1, visited, out);
-      trace(field(expr, "right"), scope, depth + 1, visited, out);
+      trace(field(expr, "left"), scope, depth + 1, t);
+      trace(field(expr, "right"), scope, depth + 1, t);
       return;
     }
-    if (is(expr, "subscript")) return trace(field(expr, "value"), scope, depth + 1, visited, out);
-    if (is(expr, "call")) return trace_call(expr, scope, depth, visited, out);
+    if (is(expr, "subscript")) return trace(field(expr, "value"), scope, depth + 1, t);
+    if (is(expr, "call")) return trace_call(expr, scope, depth, t);
     if (is(expr, "attribute")) {
-      if (listed(rule_.kv_source_attributes, facts_.text(field(expr, "attribute")))) return;
+      if (listed(rule_.kv_source_attributes, facts_.text(field(expr, "attribute")))) return reached(t);
       return unknown(one_line(facts_.text(expr)) + " is not a KV source rule " + rule_.id + " knows");
     }
-    if (is(expr, "identifier")) return trace_name(expr, scope, depth, visited, out);
+    if (is(expr, "identifier")) return trace_name(expr, scope, depth, t);
     unknown("kvpatch does not follow a " + std::string(syntax::type(expr)) + " back to a KV source");
   }
 
-  void trace_call(TSNode call, const FunctionFacts* scope, int depth, std::set<const Assignment*>& visited,
-                  std::vector<Problem>& out) const {
+  void trace_call(TSNode call, const FunctionFacts* scope, int depth, Trace& t) const {
     TSNode callee = field(call, "function");
     const std::string callee_text = one_line(facts_.text(callee));
     if (is(callee, "identifier")) {
-      if (listed(rule_.kv_source_calls, callee_text)) return;
-      out.push_back({RunInputStatus::Unknown, call, callee_text + "() is a function kvpatch does not follow"});
+      if (listed(rule_.kv_source_calls, callee_text)) return reached(t);
+      t.problems.push_back({RunInputStatus::Unknown, call, callee_text + "() is a function kvpatch does not follow"});
       return;
     }
     if (!is(callee, "attribute")) {
-      out.push_back({RunInputStatus::Unknown, call, "kvpatch does not follow a call of " + callee_text});
+      t.problems.push_back({RunInputStatus::Unknown, call, "kvpatch does not follow a call of " + callee_text});
       return;
     }
     const std::string name = facts_.text(field(callee, "attribute"));
@@ -209,30 +230,30 @@ private:
     if (const CastFinding* cast = cast_at(call)) {
       if (!cast->agrees_with_plan()) {
         const bool suppressed = cast->consumer.rfind("suppressed", 0) == 0;
-        out.push_back({RunInputStatus::Converted, call,
+        t.problems.push_back({RunInputStatus::Converted, call,
                        "the cast stays, " + std::string(suppressed ? "" : "since it is needed by ") + cast->consumer});
       }
-      return trace(object, scope, depth + 1, visited, out);
+      return trace(object, scope, depth + 1, t);
     }
-    if (listed(rule_.kv_source_calls, name)) return;
+    if (listed(rule_.kv_source_calls, name)) return reached(t);
     if (listed(rule_.kv_path.keeps_dtype, name)) {
       TSNode list = field(call, "arguments");
       const std::vector<TSNode> arguments = is(list, "argument_list") ? syntax::statements(list) : std::vector<TSNode>{};
       if (std::any_of(arguments.begin(), arguments.end(), [&](TSNode a) { return looks_like_dtype(a); })) {
-        out.push_back({RunInputStatus::Converted, call, "a ." + name + "() with a dtype reinterprets the KV bytes as another dtype"});
+        t.problems.push_back({RunInputStatus::Converted, call, "a ." + name + "() with a dtype reinterprets the KV bytes as another dtype"});
       } else if (listed(rule_.kv_path.dtype_overloads, name) && ambiguous_lone_argument(arguments)) {
-        out.push_back({RunInputStatus::Unknown, call,
+        t.problems.push_back({RunInputStatus::Unknown, call,
                        "." + name + "(" + one_line(facts_.text(arguments.front())) +
                            ") may take a dtype, which reinterprets the KV bytes; kvpatch cannot tell"});
         return;
       }
-      return trace(object, scope, depth + 1, visited, out);
+      return trace(object, scope, depth + 1, t);
     }
     if (listed(rule_.kv_path.converts, name)) {
-      out.push_back({RunInputStatus::Converted, call, "not a cast rule " + rule_.id + " removes or guards (" + removable() + ")"});
-      return trace(object, scope, depth + 1, visited, out);
+      t.problems.push_back({RunInputStatus::Converted, call, "not a cast rule " + rule_.id + " removes or guards (" + removable() + ")"});
+      return trace(object, scope, depth + 1, t);
     }
-    out.push_back({RunInputStatus::Unknown, call, callee_text + "() is not known to keep the dtype of the KV data"});
+    t.problems.push_back({RunInputStatus::Unknown, call, callee_text + "() is not known to keep the dtype of the KV data"});
   }
 
   // The casts the rule handles, in words.
@@ -259,10 +280,9 @@ private:
            syntax::same(syntax::parent(statement), function.body);
   }
 
-  void trace_name(TSNode name_node, const FunctionFacts* scope, int depth, std::set<const Assignment*>& visited,
-                  std::vector<Problem>& out) const {
+  void trace_name(TSNode name_node, const FunctionFacts* scope, int depth, Trace& t) const {
     const std::string name = facts_.text(name_node);
-    auto unknown = [&](const std::string& why) { out.push_back({RunInputStatus::Unknown, name_node, why}); };
+    auto unknown = [&](const std::string& why) { t.problems.push_back({RunInputStatus::Unknown, name_node, why}); };
     for (const FunctionFacts* f = scope; f != nullptr;
          f = f->outer >= 0 ? &facts_.functions()[static_cast<std::size_t>(f->outer)] : nullptr) {
       const bool parameter = f->signature.index_of(name) >= 0;
@@ -282,11 +302,11 @@ private:
       }
       if (assignments.empty()) return unknown(name + " is not assigned before this use");
       for (const Assignment* a : assignments) {
-        if (!visited.insert(a).second) continue;
+        if (!t.visited.insert(a).second) continue;
         if (a->kind == AssignmentKind::Plain && !syntax::is_null(a->value)) {
-          trace(a->value, f, depth + 1, visited, out);
+          trace(a->value, f, depth + 1, t);
         } else if (a->kind == AssignmentKind::Unpacked && is(a->statement, "assignment")) {
-          trace_unpacked(field(a->statement, "right"), f, depth + 1, visited, out);
+          trace_unpacked(field(a->statement, "right"), f, depth + 1, t);
         } else {
           unknown(name + " is bound by " + one_line(facts_.text(a->statement)).substr(0, 60) +
                   ", which kvpatch does not follow");
@@ -298,15 +318,14 @@ private:
   }
 
   // `a, b = <value>`: every element of a literal tuple or list (any may be ours), else the whole value.
-  void trace_unpacked(TSNode value, const FunctionFacts* scope, int depth, std::set<const Assignment*>& visited,
-                      std::vector<Problem>& out) const {
+  void trace_unpacked(TSNode value, const FunctionFacts* scope, int depth, Trace& t) const {
     value = syntax::unparenthesized(value);
     while (is(value, "assignment")) value = field(value, "right");
     if (is(value, "tuple") || is(value, "list") || is(value, "expression_list")) {
-      for (TSNode element : syntax::statements(value)) trace(element, scope, depth, visited, out);
+      for (TSNode element : syntax::statements(value)) trace(element, scope, depth, t);
       return;
     }
-    trace(value, scope, depth, visited, out);
+    trace(value, scope, depth, t);
   }
 
   const CastRule& rule_;

@@ -230,6 +230,36 @@ class FlashInferMLAIndicesUpdaterPrefill:
     CHECK(r.edits.empty());
   }
 
+  TEST_CASE("a run() on a receiver of unknown type counts when KV data reaches it") {
+    const RuleSet rules = load_rule_set(KVPATCH_DEFAULT_RULES_DIR);
+    const FileReport r = analyze_file(rules, test::parse(R"PY(from flashinfer import BatchMLAPagedAttentionWrapper
+
+
+class Backend:
+    def forward_decode(self, q, layer, forward_batch):
+        wrapper = self.forward_metadata.decode_wrapper
+        self.profiler.run(q, q, self.marks, self.marks)
+        k = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id).to(q.dtype)
+        return wrapper.run(q, q, k, k)
+
+
+class FlashInferMLAIndicesUpdaterDecode:
+    def __init__(self, model_runner):
+        self.data_type = model_runner.dtype
+
+    def plan(self, wrapper: BatchMLAPagedAttentionWrapper):
+        wrapper.plan(1, 2, 3, 4, 16, 512, 64, 1, False, 0.1, self.data_type, self.data_type)
+)PY"));
+    // The cast stays (its consumer is not known to be the wrapper); if it is, threading would break it.
+    REQUIRE(r.run_inputs.size() == 1);
+    CHECK(r.run_inputs[0].status == RunInputStatus::Converted);
+    CHECK(r.run_inputs[0].consumer ==
+          "wrapper.run at 9:16 (ckv_cache, kpe_cache; its receiver is not known to be a BatchMLAPagedAttentionWrapper but may be)");
+    REQUIRE(r.plan_sites.size() == 1);
+    CHECK_FALSE(r.plan_sites[0].fix.has_value());
+    CHECK(r.edits.empty());
+  }
+
   TEST_CASE("the report: text lines, the summary clause, JSON") {
     const FileReport r = analyse("        k = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id).bfloat16()\n"
                                  "        return decode_wrapper.run(q, q, k, k)\n");
