@@ -4,7 +4,13 @@
 # Usage: bash scripts/demo.sh
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-bash "$root/scripts/setup.sh" "$root/build" >/dev/null
+setup_log=$(mktemp)
+if ! bash "$root/scripts/setup.sh" "$root/build" >"$setup_log" 2>&1; then
+  cat "$setup_log" >&2
+  echo "demo: set-up failed (log above)" >&2
+  exit 2
+fi
+rm -f "$setup_log"
 kvpatch=$root/build/patcher/kvpatch
 example=$root/fixtures/gen-b-unpatched
 
