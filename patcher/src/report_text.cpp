@@ -27,8 +27,7 @@ Summary summarize(const Run& run) {
     }
     for (const FieldFinding& field : f.fields) {
       ++s.fields;
-      if (field.ignored) ++s.fields_ignored;
-      else if (!field.present) ++s.fields_missing;
+      if (!field.present && !field.ignored) ++s.fields_missing;
     }
     for (const RunInputFinding& r : f.run_inputs) {
       ++(r.status == RunInputStatus::Converted ? s.run_inputs_converted : s.run_inputs_unknown);

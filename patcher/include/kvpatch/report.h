@@ -20,7 +20,7 @@ struct Summary {
   int files = 0;
   int plan_sites = 0, threaded = 0, missing = 0, gated = 0, unknown = 0, ignored = 0;
   int casts = 0, redundant = 0, required = 0;
-  int fields = 0, fields_missing = 0, fields_ignored = 0;
+  int fields = 0, fields_missing = 0;  // an ignored field is not missing
   int run_inputs_converted = 0, run_inputs_unknown = 0;
   int edits = 0;
 };
