@@ -58,7 +58,8 @@ std::string default_rules_dir() {
 std::string colorize(const std::string& report) {
   static const std::map<std::string, std::string> colors = {
       {"threaded", "32"}, {"present", "32"}, {"missing", "31"}, {"unknown", "35"},
-      {"redundant", "31"}, {"gated", "33"}, {"required", "36"}, {"ignored", "90"}};
+      {"redundant", "31"}, {"gated", "33"}, {"required", "36"}, {"ignored", "90"},
+      {"run-input-converted", "31"}, {"run-input-unknown", "35"}};
   std::string out;
   std::size_t start = 0;
   while (start < report.size()) {

@@ -100,6 +100,28 @@ std::size_t first_invalid_utf8(std::string_view text) {
   return std::string_view::npos;
 }
 
+void require_source_text(std::string_view content, const std::string& display_path, std::string_view then,
+                         std::size_t max_bytes) {
+  const std::string suffix(then);
+  if (content.size() > max_bytes) {
+    throw InputError(display_path, 0,
+                     "file is " + std::to_string(content.size()) + " bytes, over the limit of " +
+                         std::to_string(max_bytes),
+                     "kvpatch handles source files up to 4 MiB; pass the backend file itself" + suffix);
+  }
+  const std::size_t nul = content.find('\0');
+  if (nul != std::string_view::npos) {
+    throw InputError(display_path, line_of_offset(content, nul), "binary file (contains a NUL byte)",
+                     "pass Python source files only" + suffix, column_of_offset(content, nul));
+  }
+  const std::size_t bad = first_invalid_utf8(content);
+  if (bad != std::string_view::npos) {
+    throw InputError(display_path, line_of_offset(content, bad), "not valid UTF-8",
+                     "re-encode the file as UTF-8 (Python 3's default source encoding)" + suffix,
+                     column_of_offset(content, bad));
+  }
+}
+
 SourceFile load_source_file(const fs::path& path, const std::string& display_path, std::size_t max_bytes) {
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
@@ -126,16 +148,7 @@ SourceFile load_source_file(const fs::path& path, const std::string& display_pat
   if (in.bad()) throw InputError(display_path, 0, "read failed", "check the file and the disk");
   std::string content = buffer.str();
 
-  const std::size_t nul = content.find('\0');
-  if (nul != std::string::npos) {
-    throw InputError(display_path, line_of_offset(content, nul), "binary file (contains a NUL byte)",
-                     "pass Python source files only", column_of_offset(content, nul));
-  }
-  const std::size_t bad = first_invalid_utf8(content);
-  if (bad != std::string_view::npos) {
-    throw InputError(display_path, line_of_offset(content, bad), "not valid UTF-8",
-                     "re-encode the file as UTF-8 (Python 3's default source encoding)", column_of_offset(content, bad));
-  }
+  require_source_text(content, display_path);
   SourceFile file(path, display_path, std::move(content));
   file.modified_time = fs::last_write_time(path, ec);
   file.permissions = fs::status(path, ec).permissions();

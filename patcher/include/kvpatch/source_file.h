@@ -53,6 +53,12 @@ inline constexpr std::size_t kMaxSourceBytes = 4u * 1024u * 1024u;
 SourceFile load_source_file(const std::filesystem::path& path, const std::string& display_path,
                             std::size_t max_bytes = kMaxSourceBytes);
 
+// The checks on bytes about to become a SourceFile, wherever they came from (disk or a git blob):
+// at most max_bytes, no NUL bytes, valid UTF-8. `then` ends each remedy (e.g. "; then stage it
+// again"). Throws InputError naming display_path and, for bad bytes, their line and column.
+void require_source_text(std::string_view content, const std::string& display_path, std::string_view then = "",
+                         std::size_t max_bytes = kMaxSourceBytes);
+
 // Byte offset of the first invalid UTF-8 sequence, or npos when the text is valid.
 std::size_t first_invalid_utf8(std::string_view text);
 
