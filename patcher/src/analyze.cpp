@@ -79,6 +79,11 @@ std::vector<std::string> run_rule_test(const RuleSet& base, const RuleTestCase& 
   if (!report) return failures;
 
   std::vector<std::pair<int, std::string>> found;
+  // A cast rule's cases cover its run-input findings too, which carry their own id.
+  std::string run_input_id = test.rule;
+  for (const CastRule& c : rules.cast_rules) {
+    if (c.id == test.rule) run_input_id = c.run_input_id;
+  }
   for (const PlanSite& s : report->plan_sites) {
     if (s.rule == test.rule) found.emplace_back(s.line, status_name(s.status));
   }
@@ -89,7 +94,7 @@ std::vector<std::string> run_rule_test(const RuleSet& base, const RuleTestCase& 
     if (c.rule == test.rule) found.emplace_back(c.line, c.redundant ? "redundant" : "required");
   }
   for (const RunInputFinding& r : report->run_inputs) {
-    if (r.rule == test.rule) found.emplace_back(r.line, run_input_status_name(r.status));
+    if (r.rule == test.rule || r.rule == run_input_id) found.emplace_back(r.line, run_input_label(r));
   }
   std::vector<std::pair<int, std::string>> expected;
   for (const ExpectedFinding& e : test.expect) expected.emplace_back(e.line, e.status);

@@ -50,6 +50,10 @@ void withhold(PlanSite& site, const RunInputFinding& r) {
 }
 
 std::string effect(const RunInputFinding& r, const std::vector<PlanSite>& sites, const std::vector<SourcePosition>& withheld) {
+  if (r.ignored) {
+    return "suppressed by kvpatch: ignore" + (r.ignore_reason.empty() ? "" : ": " + r.ignore_reason) +
+           "; it keeps no plan site of the wrapper unthreaded";
+  }
   std::vector<SourcePosition> left, already;
   for (const SourcePosition& p : r.wrapper_sites) {
     if (holds(withheld, p)) left.push_back(p);
@@ -118,13 +122,14 @@ FileReport analyze_file(const RuleSet& rules, std::shared_ptr<const ParsedFile> 
       if (!rule.files.matches(text)) continue;
       for (RunInputFinding& r : check_run_inputs(rule, rules, facts, report.plan_sites, report.casts)) {
         for (PlanSite& site : report.plan_sites) {
-          if (!site.fix || !holds(r.wrapper_sites, {site.line, site.column})) continue;
+          if (r.ignored || !site.fix || !holds(r.wrapper_sites, {site.line, site.column})) continue;
           withhold(site, r);
           withheld.push_back({site.line, site.column});
           changed = true;
         }
         const bool known = std::any_of(run_inputs.begin(), run_inputs.end(), [&](const RunInputFinding& k) {
-          return k.line == r.line && k.column == r.column && syntax::same(k.consumer_call, r.consumer_call);
+          return k.line == r.line && k.column == r.column && k.ignored == r.ignored &&
+                 syntax::same(k.consumer_call, r.consumer_call);
         });
         if (!known) run_inputs.push_back(std::move(r));
       }

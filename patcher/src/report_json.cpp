@@ -62,17 +62,23 @@ std::string json_report(const Run& run) {
       casts.push_back(std::move(j));
     }
     for (const RunInputFinding& r : f.run_inputs) {
-      run_inputs.push_back({{"rule", r.rule},
-                            {"file", file},
-                            {"line", r.line},
-                            {"column", r.column},
-                            {"class", r.class_name},
-                            {"method", r.method},
-                            {"expr", r.expr},
-                            {"status", run_input_status_name(r.status)},
-                            {"why", r.why},
-                            {"consumer", r.consumer},
-                            {"effect", r.effect}});
+      json j = {{"rule", r.rule},
+                {"file", file},
+                {"line", r.line},
+                {"column", r.column},
+                {"class", r.class_name},
+                {"method", r.method},
+                {"expr", r.expr},
+                {"status", run_input_label(r)},
+                {"why", r.why},
+                {"consumer", r.consumer},
+                {"effect", r.effect}};
+      // What an ignored input would have been, and the comment's reason.
+      if (r.ignored) {
+        j["ignored_status"] = run_input_status_name(r.status);
+        j["reason"] = r.ignore_reason;
+      }
+      run_inputs.push_back(std::move(j));
     }
     for (const FieldFinding& field : f.fields) {
       json j = {{"rule", field.rule},
@@ -101,7 +107,8 @@ std::string json_report(const Run& run) {
                        {"missing", s.missing},     {"gated", s.gated},           {"unknown", s.unknown},
                        {"ignored", s.ignored},     {"casts", s.casts},           {"redundant", s.redundant},
                        {"required", s.required},   {"run_inputs_converted", s.run_inputs_converted},
-                       {"run_inputs_unknown", s.run_inputs_unknown}, {"edits", s.edits}};
+                       {"run_inputs_unknown", s.run_inputs_unknown}, {"run_inputs_ignored", s.run_inputs_ignored},
+                       {"edits", s.edits}};
   return report.dump(2) + "\n";
 }
 

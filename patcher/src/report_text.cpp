@@ -30,7 +30,8 @@ Summary summarize(const Run& run) {
       if (!field.present && !field.ignored) ++s.fields_missing;
     }
     for (const RunInputFinding& r : f.run_inputs) {
-      ++(r.status == RunInputStatus::Converted ? s.run_inputs_converted : s.run_inputs_unknown);
+      ++(r.ignored ? s.run_inputs_ignored
+                   : r.status == RunInputStatus::Converted ? s.run_inputs_converted : s.run_inputs_unknown);
     }
     s.edits += static_cast<int>(f.edits.size());
   }
@@ -50,6 +51,7 @@ std::string summary_line(const Summary& s) {
     out << s.run_inputs_converted + s.run_inputs_unknown << " run() inputs unsafe: " << s.run_inputs_converted
         << " converted, " << s.run_inputs_unknown << " unknown; ";
   }
+  if (s.run_inputs_ignored > 0) out << s.run_inputs_ignored << " run() inputs ignored; ";
   out << s.edits << " edits";
   return out.str();
 }
@@ -146,7 +148,7 @@ std::string text_report(const Run& run) {
     }
     for (const RunInputFinding& r : f.run_inputs) {
       lines.push_back({r.line, r.column,
-                       prefix(r.line, r.column, run_input_status_name(r.status)) + run_input_message(r) + " [" + r.rule + "]"});
+                       prefix(r.line, r.column, run_input_label(r)) + run_input_message(r) + " [" + r.rule + "]"});
     }
     std::stable_sort(lines.begin(), lines.end(),
                      [](const Line& a, const Line& b) { return std::tie(a.line, a.column) < std::tie(b.line, b.column); });

@@ -249,9 +249,56 @@ std::vector<std::string> required_list(const RuleReader& r, const YAML::Node& ma
   return out;
 }
 
+DeviceArgumentKind device_argument_kind(const RuleReader& r, const YAML::Node& at, const std::string& path,
+                                        const std::string& name) {
+  if (name == "device") return DeviceArgumentKind::Device;
+  if (name == "any") return DeviceArgumentKind::Any;
+  r.fail(at, path, "'" + name + "' is not an argument kind", "use device (a value kv_path.device_values names) or any");
+}
+
+// kv_path.device_moves: `- {method: to, positional: [device], keywords: {device: device, non_blocking: any}}`.
+std::vector<DeviceMove> read_device_moves(const RuleReader& r, const YAML::Node& path) {
+  std::vector<DeviceMove> out;
+  YAML::Node moves = path["device_moves"];
+  if (!moves.IsDefined() || moves.IsNull()) return out;
+  if (!moves.IsSequence()) r.fail(moves, "kv_path.device_moves", "expected a list", "write - {method: to, positional: [device]}");
+  for (const YAML::Node& m : moves) {
+    r.allow_keys(m, "kv_path.device_moves", {"method", "positional", "keywords"});
+    DeviceMove move;
+    move.method = r.string(m, "kv_path.device_moves", "method", true);
+    for (const std::string& kind : r.strings(m, "kv_path.device_moves", "positional", false)) {
+      move.positional.push_back(device_argument_kind(r, m["positional"], "kv_path.device_moves.positional", kind));
+    }
+    if (YAML::Node keywords = m["keywords"]; keywords.IsDefined() && !keywords.IsNull()) {
+      if (!keywords.IsMap()) r.fail(keywords, "kv_path.device_moves.keywords", "expected a mapping", "write {keyword: kind}");
+      for (auto it = keywords.begin(); it != keywords.end(); ++it) {
+        if (!it->second.IsScalar()) r.fail(it->second, "kv_path.device_moves.keywords", "expected a kind", "write device or any");
+        move.keywords[it->first.as<std::string>()] =
+            device_argument_kind(r, it->second, "kv_path.device_moves.keywords", it->second.as<std::string>());
+      }
+    }
+    out.push_back(std::move(move));
+  }
+  return out;
+}
+
+DeviceValues read_device_values(const RuleReader& r, const YAML::Node& path) {
+  DeviceValues values;
+  YAML::Node node = path["device_values"];
+  if (!node.IsDefined() || node.IsNull()) return values;
+  r.allow_keys(node, "kv_path.device_values", {"strings", "names", "attributes", "calls", "integers"});
+  values.strings = r.strings(node, "kv_path.device_values", "strings", false);
+  values.names = r.strings(node, "kv_path.device_values", "names", false);
+  values.attributes = r.strings(node, "kv_path.device_values", "attributes", false);
+  values.calls = r.strings(node, "kv_path.device_values", "calls", false);
+  values.integers = r.boolean(node, "kv_path.device_values", "integers", false);
+  return values;
+}
+
 CastRule read_cast_rule(const RuleReader& r, const YAML::Node& doc) {
   r.allow_keys(doc, "", {"id", "kind", "description", "files", "functions", "kv_sources", "cast",
-                         "metadata_attributes", "fp8_consumers", "kv_path", "operation", "guard_operation", "tests"});
+                         "metadata_attributes", "fp8_consumers", "kv_path", "operation", "guard_operation", "run_input_id",
+                         "tests"});
   CastRule rule;
   rule.id = r.string(doc, "", "id", true);
   rule.file = r.file();
@@ -272,8 +319,10 @@ CastRule read_cast_rule(const RuleReader& r, const YAML::Node& doc) {
   rule.metadata_attributes = r.strings(doc, "", "metadata_attributes", false);
   rule.operation = operation(r, doc, "", "operation", "remove-method-call", {"remove-method-call"});
   rule.guard_operation = operation(r, doc, "", "guard_operation", "guard-cast", {"guard-cast", "none"});
+  rule.run_input_id = r.string(doc, "", "run_input_id", false, rule.id);
   if (YAML::Node path = doc["kv_path"]; path.IsDefined()) {
-    r.allow_keys(path, "kv_path", {"keeps_dtype", "dtype_overloads", "converts", "dtype_names"});
+    r.allow_keys(path, "kv_path", {"keeps_dtype", "dtype_overloads", "converts", "dtype_names", "device_moves",
+                                   "device_values"});
     rule.kv_path.keeps_dtype = r.strings(path, "kv_path", "keeps_dtype", false);
     rule.kv_path.dtype_overloads = r.strings(path, "kv_path", "dtype_overloads", false);
     rule.kv_path.converts = r.strings(path, "kv_path", "converts", false);
@@ -283,6 +332,18 @@ CastRule read_cast_rule(const RuleReader& r, const YAML::Node& doc) {
         r.fail(path["dtype_overloads"], "kv_path.dtype_overloads", "'" + m + "' is not listed in kv_path.keeps_dtype",
                "list it under keeps_dtype too");
       }
+    }
+    rule.kv_path.device_moves = read_device_moves(r, path);
+    rule.kv_path.device_values = read_device_values(r, path);
+    const DeviceValues& v = rule.kv_path.device_values;
+    const bool names_devices = !v.strings.empty() || !v.names.empty() || !v.attributes.empty() || !v.calls.empty() || v.integers;
+    const auto takes_device = [](const DeviceMove& m) {
+      return std::find(m.positional.begin(), m.positional.end(), DeviceArgumentKind::Device) != m.positional.end() ||
+             std::any_of(m.keywords.begin(), m.keywords.end(), [](const auto& k) { return k.second == DeviceArgumentKind::Device; });
+    };
+    if (!names_devices && std::any_of(rule.kv_path.device_moves.begin(), rule.kv_path.device_moves.end(), takes_device)) {
+      r.fail(path["device_moves"], "kv_path.device_moves", "an argument is of kind device but kv_path.device_values names none",
+             "add kv_path.device_values: {strings: [cuda], attributes: [device]}");
     }
   }
   YAML::Node consumers = doc["fp8_consumers"];
@@ -336,7 +397,7 @@ std::vector<RuleTestCase> read_tests(const RuleReader& raw, const YAML::Node& do
   const std::set<std::string> statuses =
       kind == "plan-site" ? std::set<std::string>{"threaded", "missing", "gated", "unknown", "ignored"}
       : kind == "field"   ? std::set<std::string>{"present", "missing", "ignored"}
-                          : std::set<std::string>{"redundant", "required", "run-input-converted", "run-input-unknown"};
+                          : std::set<std::string>{"redundant", "required", "run-input-converted", "run-input-unknown", "ignored"};
   for (const YAML::Node& t : tests) {
     raw.allow_keys(t, "tests", {"name", "code", "expect", "fixed", "parameters"});
     RuleTestCase c;

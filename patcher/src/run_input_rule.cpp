@@ -1,6 +1,8 @@
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
+#include <tuple>
 
 #include "kvpatch/dtype_roles.h"
 #include "kvpatch/rule_engine.h"
@@ -13,11 +15,63 @@ const char* run_input_status_name(RunInputStatus status) {
   return status == RunInputStatus::Converted ? "run-input-converted" : "run-input-unknown";
 }
 
+const char* run_input_label(const RunInputFinding& finding) {
+  return finding.ignored ? "ignored" : run_input_status_name(finding.status);
+}
+
 namespace {
 constexpr int kMaxTraceDepth = 12;  // bounds chains of locals and views between the KV source and run()
 
 bool listed(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// The content of a string literal between its quotes; nullopt for anything else, bytes included.
+std::optional<std::string> string_content(const ModuleFacts& facts, TSNode node) {
+  if (!is(node, "string")) return std::nullopt;
+  const std::string text = facts.text(node);
+  const std::size_t quote = text.find_first_of("'\"");
+  if (quote == std::string::npos || text.substr(0, quote).find_first_of("bB") != std::string::npos) return std::nullopt;
+  const std::size_t width = text.compare(quote, 3, std::string(3, text[quote])) == 0 ? 3 : 1;
+  if (text.size() < quote + 2 * width) return std::nullopt;
+  return text.substr(quote + width, text.size() - quote - 2 * width);
+}
+
+bool any_glob(const std::vector<std::string>& patterns, const std::string& name) {
+  return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) { return glob_match(p, name); });
+}
+
+// The value is written as a device the rule names: "cuda", device, q.device, torch.device(...), 0.
+bool names_device(const DeviceValues& values, const ModuleFacts& facts, TSNode value) {
+  value = syntax::unparenthesized(value);
+  if (const std::optional<std::string> s = string_content(facts, value)) return any_glob(values.strings, *s);
+  if (is(value, "integer")) return values.integers;
+  if (is(value, "identifier")) return any_glob(values.names, facts.text(value));
+  if (is(value, "attribute")) return any_glob(values.attributes, facts.text(field(value, "attribute")));
+  if (is(value, "call")) return any_glob(values.calls, one_line(facts.text(field(value, "function"))));
+  return false;
+}
+
+// The call `.<method>(...)` has the shape of one of the rule's device moves, so it keeps the dtype.
+bool moves_device_only(const KvPath& path, const ModuleFacts& facts, TSNode call, const std::string& method) {
+  TSNode list = field(call, "arguments");
+  if (!is(list, "argument_list")) return false;
+  const std::vector<TSNode> arguments = syntax::statements(list);
+  auto fits = [&](DeviceArgumentKind kind, TSNode value) {
+    return kind == DeviceArgumentKind::Any || names_device(path.device_values, facts, value);
+  };
+  return std::any_of(path.device_moves.begin(), path.device_moves.end(), [&](const DeviceMove& move) {
+    if (move.method != method) return false;
+    std::size_t position = 0;
+    return std::all_of(arguments.begin(), arguments.end(), [&](TSNode a) {
+      if (is(a, "keyword_argument")) {
+        const auto keyword = move.keywords.find(facts.text(field(a, "name")));
+        return keyword != move.keywords.end() && fits(keyword->second, field(a, "value"));
+      }
+      if (is(a, "list_splat") || is(a, "dictionary_splat") || position >= move.positional.size()) return false;
+      return fits(move.positional[position++], a);
+    });
+  });
 }
 
 struct Problem {
@@ -80,35 +134,54 @@ private:
   void check_call(const Fp8Consumer& spec, TSNode call, const FunctionFacts* scope,
                   const std::vector<std::size_t>& planning, const std::string& unsure,
                   std::vector<RunInputFinding>& out) const {
-    // Problems by node, with the parameters whose values meet them.
-    std::map<std::pair<uint32_t, uint32_t>, std::pair<Problem, std::vector<std::string>>> found;
+    // Problems by node and by whether they are ignored, with the parameters whose values meet them.
+    struct Entry {
+      Problem problem;
+      std::vector<std::string> parameters;
+      std::string ignore_reason;
+    };
+    std::map<std::tuple<uint32_t, uint32_t, bool>, Entry> found;
     bool reached_source = false;
-    std::vector<std::pair<std::string, Trace>> traces;
+    struct Traced {
+      std::string parameter;
+      Trace trace;
+      std::optional<std::string> ignored;  // the reason of an ignore comment on its argument or on the call
+    };
+    std::vector<Traced> traces;
+    const std::optional<std::string> call_ignored = suppression(source_, field(call, "function"), rule_.run_input_id);
     for (const std::string& parameter : spec.kv_parameters) {
-      Trace t;
+      Traced traced;
+      traced.parameter = parameter;
+      traced.ignored = call_ignored;
       std::string why;
       TSNode argument = bound_argument(spec, call, parameter, why);
       if (syntax::is_null(argument)) {
-        t.problems.push_back({RunInputStatus::Unknown, call, why});
+        traced.trace.problems.push_back({RunInputStatus::Unknown, call, why});
       } else {
-        trace(argument, scope, 0, t);
+        trace(argument, scope, 0, traced.trace);
+        if (auto reason = suppression(source_, argument, rule_.run_input_id)) traced.ignored = reason;
       }
-      reached_source |= t.reached_source;
-      traces.emplace_back(parameter, std::move(t));
+      reached_source |= traced.trace.reached_source;
+      traces.push_back(std::move(traced));
     }
     if (!unsure.empty() && !reached_source) return;  // no KV data: some other object's run()
-    for (const auto& [parameter, t] : traces) {
-      for (const Problem& p : t.problems) {
-        auto& entry = found[{ts_node_start_byte(p.node), ts_node_end_byte(p.node)}];
-        if (entry.second.empty()) entry.first = p;
-        if (!listed(entry.second, parameter)) entry.second.push_back(parameter);
+    for (const Traced& traced : traces) {
+      for (const Problem& p : traced.trace.problems) {
+        Entry& entry = found[{ts_node_start_byte(p.node), ts_node_end_byte(p.node), traced.ignored.has_value()}];
+        if (entry.parameters.empty()) {
+          entry.problem = p;
+          entry.ignore_reason = traced.ignored.value_or("");
+        }
+        if (!listed(entry.parameters, traced.parameter)) entry.parameters.push_back(traced.parameter);
       }
     }
     const std::string consumer = one_line(facts_.text(field(call, "function"))) + " at " + at(call);
-    for (const auto& [span, entry] : found) {
-      const Problem& p = entry.first;
+    for (const auto& [key, entry] : found) {
+      const Problem& p = entry.problem;
       RunInputFinding f;
-      f.rule = rule_.id;
+      f.ignored = std::get<2>(key);
+      f.ignore_reason = entry.ignore_reason;
+      f.rule = rule_.run_input_id;
       const SourcePosition pos = source_.position(ts_node_start_byte(p.node));
       f.line = pos.line;
       f.column = pos.column;
@@ -120,7 +193,7 @@ private:
       f.expr = one_line(facts_.text(p.node));
       f.why = p.why;
       std::string parameters;
-      for (const std::string& name : entry.second) parameters += (parameters.empty() ? "" : ", ") + name;
+      for (const std::string& name : entry.parameters) parameters += (parameters.empty() ? "" : ", ") + name;
       f.consumer = consumer + " (" + parameters + unsure + ")";
       f.consumer_call = call;
       for (std::size_t i : planning) f.wrapper_sites.push_back({sites_[i].line, sites_[i].column});
@@ -236,6 +309,7 @@ private:
       return trace(object, scope, depth + 1, t);
     }
     if (listed(rule_.kv_source_calls, name)) return reached(t);
+    if (moves_device_only(rule_.kv_path, facts_, call, name)) return trace(object, scope, depth + 1, t);
     if (listed(rule_.kv_path.keeps_dtype, name)) {
       TSNode list = field(call, "arguments");
       const std::vector<TSNode> arguments = is(list, "argument_list") ? syntax::statements(list) : std::vector<TSNode>{};

@@ -112,7 +112,13 @@ struct RunInputFinding {
   TSNode consumer_call{};
   std::vector<SourcePosition> wrapper_sites;  // the plan sites that may plan the consumer's wrapper
   std::string effect;    // what kvpatch does about it (filled in by the engine)
+  // `# kvpatch: ignore[<rule>] reason` on the line of the consumer's call or of the argument: reported, counted
+  // apart, and it keeps no plan site unthreaded.
+  bool ignored = false;
+  std::string ignore_reason;
 };
+// "ignored" for an ignored finding, else run_input_status_name.
+const char* run_input_label(const RunInputFinding& finding);
 
 struct ParsedFile;
 

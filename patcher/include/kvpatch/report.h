@@ -21,7 +21,7 @@ struct Summary {
   int plan_sites = 0, threaded = 0, missing = 0, gated = 0, unknown = 0, ignored = 0;
   int casts = 0, redundant = 0, required = 0;
   int fields = 0, fields_missing = 0;  // an ignored field is not missing
-  int run_inputs_converted = 0, run_inputs_unknown = 0;
+  int run_inputs_converted = 0, run_inputs_unknown = 0, run_inputs_ignored = 0;  // an ignored input is not unsafe
   int edits = 0;
 };
 
@@ -31,7 +31,7 @@ Summary summarize(const Run& run);
 bool has_findings(const Summary& summary);
 
 // One line per finding, `<file>:<line>:<col>: <status>: <message> [<rule-id>]`, then the summary line
-// (which names run() inputs only when some are converted or of unknown origin).
+// (which names run() inputs only when some are converted, of unknown origin or ignored).
 std::string text_report(const Run& run);
 std::string summary_line(const Summary& summary);
 // The --format json report (format_version 1).

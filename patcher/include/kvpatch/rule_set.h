@@ -74,6 +74,26 @@ struct Fp8Consumer {
   std::vector<std::string> kv_parameters;  // those that take KV data: traced back to a KV source
 };
 
+// The kind of value an argument of a device move takes.
+enum class DeviceArgumentKind { Device, Any };
+
+// A method that moves data to another device and keeps its dtype, but only when called in this shape:
+// `.to(q.device, non_blocking=True)` is one, `.to(other_tensor)` (dtype and device) is not.
+struct DeviceMove {
+  std::string method;
+  std::vector<DeviceArgumentKind> positional;  // the kind at each position; trailing ones may be left out
+  std::map<std::string, DeviceArgumentKind> keywords;  // the keywords it may take, with their kinds
+};
+
+// What a device argument looks like; anything else (a tensor, a dtype, an unknown name) is not one.
+struct DeviceValues {
+  std::vector<std::string> strings;     // globs on a string literal's content: "cuda", "cuda:*"
+  std::vector<std::string> names;       // globs on a bare name: device, *_device
+  std::vector<std::string> attributes;  // globs on the attribute read: `<x>.device`
+  std::vector<std::string> calls;       // globs on the callee's text: torch.device
+  bool integers = false;                // an integer literal is a device index
+};
+
 // How KV data may travel from its source to a consumer: methods followed as keeping the dtype, methods
 // that convert it, and what a dtype argument looks like.
 struct KvPath {
@@ -81,6 +101,8 @@ struct KvPath {
   std::vector<std::string> dtype_overloads;  // keeps_dtype methods that reinterpret when given a dtype (view)
   std::vector<std::string> converts;         // `.to(...)`, `.bfloat16()`, ... (except the casts the rule removes)
   std::vector<std::string> dtype_names;      // `torch.<name>` denotes a dtype
+  std::vector<DeviceMove> device_moves;      // followed when a call fits one of them, checked before converts
+  DeviceValues device_values;
 };
 
 // kind: cast — `.to(<x>.dtype)` on a KV-cache value, redundant when every consumer accepts the KV dtype.
@@ -100,6 +122,9 @@ struct CastRule {
   // For a plan that names the KV-cache dtype only for one dtype (`kv if kv == D else model`): the cast stays
   // for other caches, under `if <buffer>.dtype != D:`.
   std::string guard_operation = "guard-cast";
+  // The id run-input findings carry and `# kvpatch: ignore[<id>]` names; apart from the cast's own id, so that
+  // keeping a cast and vouching for what a run() is handed are separate statements. The rule's id when unset.
+  std::string run_input_id;
 };
 
 struct ExpectedFinding {

@@ -173,6 +173,38 @@ TEST_SUITE("rule_loading") {
           "cast.yaml:9: field 'guard_operation': 'remove' is not an edit operation of this rule kind; use one of guard-cast, none");
   }
 
+  TEST_CASE("device moves and device values load; a bad kind, shape or a device nothing names is refused at its line") {
+    const std::string consumer = "    kv_parameters: [ckv]\n    parameters: q, ckv, out=None\n";
+    const std::string path = "kv_path:\n  converts: [to]\n  device_moves:\n"
+                             "    - {method: to, positional: [device], keywords: {device: device, non_blocking: any}}\n"
+                             "    - {method: cuda}\n"
+                             "  device_values: {strings: [\"cuda:*\"], attributes: [device], integers: true}\n";
+    const RuleSet set = load_rule_set(RuleDir({{"cast.yaml", std::string(kCast) + consumer + path}}).dir.path());
+    REQUIRE(set.cast_rules.size() == 1);
+    const KvPath& kv = set.cast_rules[0].kv_path;
+    REQUIRE(kv.device_moves.size() == 2);
+    CHECK(kv.device_moves[0].method == "to");
+    CHECK(kv.device_moves[0].positional == std::vector<DeviceArgumentKind>{DeviceArgumentKind::Device});
+    CHECK(kv.device_moves[0].keywords.at("non_blocking") == DeviceArgumentKind::Any);
+    CHECK(kv.device_moves[1].positional.empty());
+    CHECK(kv.device_moves[1].keywords.empty());
+    CHECK(kv.device_values.strings == std::vector<std::string>{"cuda:*"});
+    CHECK(kv.device_values.integers);
+    CHECK(set.cast_rules[0].run_input_id == "cast");  // no run_input_id: the rule's own id
+
+    CHECK(load_error(RuleDir({{"cast.yaml", std::string(kCast) + consumer + replaced(path, "positional: [device]", "positional: [tensor]")}}))
+              .rfind("cast.yaml:14: field 'kv_path.device_moves.positional': 'tensor' is not an argument kind", 0) == 0);
+    CHECK(load_error(RuleDir({{"cast.yaml", std::string(kCast) + consumer + replaced(path, "{method: cuda}", "{method: cuda, keywords: [device]}")}}))
+              .rfind("cast.yaml:15: field 'kv_path.device_moves.keywords': expected a mapping", 0) == 0);
+    CHECK(load_error(RuleDir({{"cast.yaml", std::string(kCast) + consumer + replaced(path, "{method: cuda}", "{method: cuda, args: []}")}}))
+              .rfind("cast.yaml:15: field 'kv_path.device_moves.args': unknown field", 0) == 0);
+    const std::string unnamed = path.substr(0, path.find("  device_values"));
+    CHECK(load_error(RuleDir({{"cast.yaml", std::string(kCast) + consumer + unnamed}}))
+              .rfind("cast.yaml:14: field 'kv_path.device_moves': an argument is of kind device but kv_path.device_values names none", 0) == 0);
+    CHECK(load_rule_set(RuleDir({{"cast.yaml", std::string(kCast) + "run_input_id: cast-run-input\n"}}).dir.path())
+              .cast_rules[0].run_input_id == "cast-run-input");
+  }
+
   TEST_CASE("an edit operation the rule kind cannot perform is refused by name") {
     RuleDir rules({{"field.yaml", std::string(kField) + "operation: unwrap-call\n"}});
     CHECK(load_error(rules) ==

@@ -131,6 +131,44 @@ TEST_SUITE("run_inputs") {
     CHECK(r.edits.size() == 2);  // the field and the plan site
   }
 
+  TEST_CASE("a move to another device keeps the dtype: it is followed and the plan is threaded") {
+    for (const std::string move : {"pool.to(\"cuda\")", "pool.to('cuda:1')", "pool.to(device)", "pool.to(q.device)",
+                                   "pool.to(device=q.device)", "pool.to(torch.device(\"cuda:0\"))", "pool.cuda()",
+                                   "pool.cuda(0)", "pool.to(q.device, non_blocking=True)", "pool.contiguous()",
+                                   "pool.to(self.kv_device, copy=True)", "pool.cpu()", "pool.to(0).cuda(device=q.device)"}) {
+      CAPTURE(move);
+      const FileReport r = analyse("        pool = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id)\n        k = " +
+                                   move + "\n        return decode_wrapper.run(q, q, k[:, :, :512], k[:, :, 512:])\n");
+      CHECK(statuses(r).empty());
+      REQUIRE(r.plan_sites.size() == 1);
+      CHECK(r.plan_sites[0].fix.has_value());
+      CHECK(r.edits.size() == 2);  // the field and the plan site
+    }
+  }
+
+  TEST_CASE("a tensor argument, a dtype beside the device or a value that may not be a device is still reported") {
+    const std::vector<std::pair<std::string, std::string>> reported = {
+        {"pool.to(q)", "run-input-converted pool.to(q)"},  // dtype and device of q
+        {"pool.to(q.device, q.dtype)", "run-input-converted pool.to(q.device, q.dtype)"},
+        {"pool.to(device, dtype=q.dtype)", "run-input-converted pool.to(device, dtype=q.dtype)"},
+        {"pool.to(device=q.device, dtype=torch.bfloat16)", "run-input-converted pool.to(device=q.device, dtype=torch.bfloat16)"},
+        {"pool.to(where)", "run-input-converted pool.to(where)"},
+        {"pool.to(\"bfloat16\")", "run-input-converted pool.to(\"bfloat16\")"},
+        {"pool.to(b\"cuda\")", "run-input-converted pool.to(b\"cuda\")"},
+        {"pool.to(*placement)", "run-input-converted pool.to(*placement)"},
+        {"pool.to(q.device, q.device)", "run-input-converted pool.to(q.device, q.device)"},
+        {"pool.cuda(where)", "run-input-unknown pool.cuda(where)"},
+        {"pool.cpu(q.device)", "run-input-unknown pool.cpu(q.device)"},
+    };
+    for (const auto& [move, expected] : reported) {
+      CAPTURE(move);
+      const FileReport r = analyse("        pool = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id)\n        k = " +
+                                   move + "\n        return decode_wrapper.run(q, q, k, k)\n");
+      CHECK(statuses(r) == std::vector<std::string>{expected});
+      check_nothing_threaded(r);
+    }
+  }
+
   TEST_CASE("a cast the rule removes is followed through; one it must keep is a conversion") {
     const FileReport removed = analyse(
         "        k = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id).to(q.dtype)\n"
