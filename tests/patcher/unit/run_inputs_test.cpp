@@ -198,6 +198,76 @@ TEST_SUITE("run_inputs") {
     check_nothing_threaded(ignored);
   }
 
+  TEST_CASE("an ignore comment on the run() call vouches for its inputs: reported ignored, the plan is threaded") {
+    const FileReport r = analyse("        k = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id).float()\n"
+                                 "        return decode_wrapper.run(q, q, k, k)  "
+                                 "# kvpatch: ignore[flashinfer-mla-kv-run-input] this fork's FlashInfer takes FP32 KV\n");
+    REQUIRE(r.run_inputs.size() == 1);
+    const RunInputFinding& f = r.run_inputs[0];
+    CHECK(f.ignored);
+    CHECK(std::string(run_input_label(f)) == "ignored");
+    CHECK(f.status == RunInputStatus::Converted);  // what it would have been
+    CHECK(f.rule == "flashinfer-mla-kv-run-input");
+    CHECK(f.ignore_reason == "this fork's FlashInfer takes FP32 KV");
+    CHECK(f.effect == "suppressed by kvpatch: ignore: this fork's FlashInfer takes FP32 KV; it keeps no plan site of the wrapper unthreaded");
+    REQUIRE(r.plan_sites.size() == 1);
+    CHECK(r.plan_sites[0].fix.has_value());
+    CHECK(r.edits.size() == 2);  // the field and the plan site
+    const Run run{{}, {}, {r}, {}};
+    const Summary s = summarize(run);
+    CHECK(s.run_inputs_ignored == 1);
+    CHECK(s.run_inputs_converted == 0);
+    CHECK(has_findings(s));  // the plan site is still missing before apply
+    const std::string text = text_report(run);
+    CHECK(text.find("snippet.py:12:13: ignored: Backend.forward_decode: forward_batch.token_to_kv_pool.get_key_buffer("
+                    "layer.layer_id).float() converts the KV data decode_wrapper.run at 13:16 (ckv_cache, kpe_cache) takes: ") !=
+          std::string::npos);
+    CHECK(text.find("[flashinfer-mla-kv-run-input]\n") != std::string::npos);
+    CHECK(text.find("; 1 run() inputs ignored; 2 edits\n") != std::string::npos);
+    CHECK(text.find("unsafe") == std::string::npos);
+    const std::string json = json_report(run);
+    CHECK(json.find("\"status\": \"ignored\"") != std::string::npos);
+    CHECK(json.find("\"ignored_status\": \"run-input-converted\"") != std::string::npos);
+    CHECK(json.find("\"reason\": \"this fork's FlashInfer takes FP32 KV\"") != std::string::npos);
+    CHECK(json.find("\"run_inputs_ignored\": 1") != std::string::npos);
+  }
+
+  TEST_CASE("an ignore comment on one argument's line covers that argument only") {
+    const FileReport r = analyse("        k = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id).float()\n"
+                                 "        return decode_wrapper.run(\n"
+                                 "            q, q,\n"
+                                 "            k[:, :, :512],  # kvpatch: ignore[flashinfer-mla-kv-run-input]\n"
+                                 "            k[:, :, 512:],\n"
+                                 "        )\n");
+    // The same conversion, met by both arguments: ignored for ckv_cache, still unsafe for kpe_cache.
+    REQUIRE(r.run_inputs.size() == 2);
+    const auto ignored = std::find_if(r.run_inputs.begin(), r.run_inputs.end(), [](const RunInputFinding& f) { return f.ignored; });
+    const auto unsafe = std::find_if(r.run_inputs.begin(), r.run_inputs.end(), [](const RunInputFinding& f) { return !f.ignored; });
+    REQUIRE(ignored != r.run_inputs.end());
+    REQUIRE(unsafe != r.run_inputs.end());
+    CHECK(ignored->consumer == "decode_wrapper.run at 13:16 (ckv_cache)");
+    CHECK(ignored->ignore_reason.empty());
+    CHECK(ignored->effect == "suppressed by kvpatch: ignore; it keeps no plan site of the wrapper unthreaded");
+    CHECK(unsafe->consumer == "decode_wrapper.run at 13:16 (kpe_cache)");
+    CHECK(unsafe->status == RunInputStatus::Converted);
+    check_nothing_threaded(r);
+  }
+
+  TEST_CASE("the cast rule's own id, or an ignore on another line, does not vouch for a run() input") {
+    for (const std::string body :
+         {"        k = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id).float()\n"
+          "        return decode_wrapper.run(q, q, k, k)  # kvpatch: ignore[flashinfer-mla-kv-cast] fp32\n",
+          "        k = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id).float()  "
+          "# kvpatch: ignore[flashinfer-mla-kv-run-input] fp32\n"
+          "        return decode_wrapper.run(q, q, k, k)\n"}) {
+      CAPTURE(body);
+      const FileReport r = analyse(body);
+      REQUIRE(r.run_inputs.size() == 1);
+      CHECK_FALSE(r.run_inputs[0].ignored);
+      check_nothing_threaded(r);
+    }
+  }
+
   TEST_CASE("an assignment after run() does not reach it; one in an enclosing loop does") {
     const FileReport after = analyse(
         "        k = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id)\n"
