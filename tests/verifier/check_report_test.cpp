@@ -61,6 +61,54 @@ TEST_SUITE("check_report") {
     CHECK(requests.unverifiable[0].reason.find("(kvpatch: arguments forwarded through **kwargs)") != std::string::npos);
   }
 
+  TEST_CASE("a report taken before `kvpatch apply`: missing and unknown sites are unverifiable, ignored ones listed") {
+    const CheckReport report = read_check_report(kData + "/check_report_before_apply.json");
+    REQUIRE(report.plan_sites.size() == 5);
+    CHECK(report.plan_sites[0].status == SiteStatus::kMissing);
+    CHECK(report.plan_sites[2].status == SiteStatus::kThreaded);
+    CHECK(report.plan_sites[3].status == SiteStatus::kIgnored);
+    CHECK(report.plan_sites[4].status == SiteStatus::kUnknown);
+
+    const ReportRequests requests = collect_requests(report, Dtype::kBf16, Dtype::kFp8E4M3);
+    // Only the threaded site requests a pair: the missing sites' BF16 x BF16 is the unpatched plan.
+    REQUIRE(requests.pairs.size() == 1);
+    CHECK(requests.pairs[0].kv_dtype == Dtype::kFp8E4M3);
+    REQUIRE(requests.pairs[0].sites.size() == 1);
+    CHECK(requests.pairs[0].sites[0] == "python/sglang/srt/layers/attention/flashinfer_mla_backend.py:402:9");
+
+    REQUIRE(requests.unverifiable.size() == 3);
+    for (size_t i : {0, 1}) {
+      CAPTURE(i);
+      CHECK(requests.unverifiable[i].status == SiteStatus::kMissing);
+      CHECK(requests.unverifiable[i].reason.find("site is missing kv_data_type") != std::string::npos);
+      CHECK(requests.unverifiable[i].reason.find("run `kvpatch apply` and re-run `kvpatch check --format json`") !=
+            std::string::npos);
+    }
+    CHECK(requests.unverifiable[0].reason.find("'self.data_type' (role model)") != std::string::npos);
+    CHECK(requests.unverifiable[1].site == "python/sglang/srt/layers/attention/flashinfer_mla_backend.py:861:17");
+    // Known roles do not rescue a site kvpatch itself could not classify.
+    CHECK(requests.unverifiable[2].status == SiteStatus::kUnknown);
+    CHECK(requests.unverifiable[2].reason.find("could not classify") != std::string::npos);
+    CHECK(requests.unverifiable[2].reason.find("(kvpatch: call unpacks **plan_overrides") != std::string::npos);
+
+    REQUIRE(requests.ignored.size() == 1);
+    CHECK(requests.ignored[0].site == "python/sglang/srt/layers/attention/flashinfer_mla_backend.py:912:13");
+    CHECK(requests.ignored[0].reason.find("calibration plans a BF16 copy") != std::string::npos);
+  }
+
+  TEST_CASE("threaded and gated sites are verified; an ignored one is neither verified nor unverifiable") {
+    const ReportRequests patched =
+        collect_requests(read_check_report(kData + "/check_report_patched.json"), Dtype::kBf16, Dtype::kFp8E4M3);
+    CHECK(patched.ignored.empty());
+    const ReportRequests ignored =
+        collect_requests(read_check_report(kData + "/check_report_ignored_site.json"), Dtype::kBf16, Dtype::kFp8E4M3);
+    REQUIRE(ignored.pairs.size() == 1);
+    CHECK(ignored.pairs[0].kv_dtype == Dtype::kFp8E4M3);
+    CHECK(ignored.unverifiable.empty());
+    CHECK(ignored.ignored.size() == 1);
+    CHECK(site_status_name(SiteStatus::kGated) == "gated");
+  }
+
   TEST_CASE("malformed reports name file, line, column and field") {
     auto error_of = [](const std::string& path) {
       try {
@@ -92,6 +140,11 @@ TEST_SUITE("check_report") {
           std::string::npos);
     CHECK(parse_error(R"({"tool": "kvpatch", "format_version": 1, "plan_sites": [{"file": "a.py", "line": "3"}]})")
               .find("plan_sites[0].line: expected an integer") != std::string::npos);
+    const std::string site = R"({"file": "a.py", "line": 3, "column": 1, "callee": "plan", "status": "patched",
+      "q_data_type": {"expr": null, "role": "model"}, "kv_data_type": {"expr": null, "role": "kv_cache"},
+      "head_dim_ckv": {"expr": null}, "head_dim_kpe": {"expr": null}})";
+    CHECK(parse_error(R"({"tool": "kvpatch", "format_version": 1, "plan_sites": [)" + site + "]}")
+              .find("r.json:1:126: plan_sites[0].status: 'patched' is not one of threaded, missing") != std::string::npos);
   }
 
   TEST_CASE("an empty report has no requests") {

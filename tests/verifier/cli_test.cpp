@@ -141,6 +141,53 @@ TEST_SUITE("cli") {
     CHECK(report.find("summary")->find("unverifiable_sites")->as_number() == 1);
   }
 
+  TEST_CASE("--from a report taken before `kvpatch apply`: what can be verified is, and the run exits 1") {
+    const std::string args = "--cpu --tp 8 --batch-sizes 2 --context-lengths 20 --from " + kData +
+                             "/check_report_before_apply.json";
+    Run run = run_kvverify(args + " --format json");
+    CHECK(run.exit_code == 1);
+    const JsonValue report = json_of(run);
+    const JsonValue& from = *report.find("from_report");
+    REQUIRE(from.find("pairs")->as_array().size() == 1);
+    CHECK(from.find("pairs")->as_array()[0].find("kv_dtype")->as_string() == "fp8_e4m3");
+    const auto& shapes = report.find("shapes")->as_array();
+    REQUIRE(shapes.size() == 2);  // the threaded site's pair x 2 page sizes, still verified
+    for (const JsonValue& shape : shapes) CHECK(shape.find("status")->as_string() == "PASS");
+    const auto& unverifiable = from.find("unverifiable")->as_array();
+    REQUIRE(unverifiable.size() == 3);
+    CHECK(unverifiable[0].find("status")->as_string() == "missing");
+    CHECK(unverifiable[0].find("reason")->as_string().find("run `kvpatch apply`") != std::string::npos);
+    CHECK(unverifiable[2].find("status")->as_string() == "unknown");
+    REQUIRE(from.find("ignored")->as_array().size() == 1);
+    const JsonValue& summary = *report.find("summary");
+    CHECK(summary.find("result")->as_string() == "FAIL");
+    CHECK(summary.find("unverifiable_sites")->as_number() == 3);
+    CHECK(summary.find("missing_sites")->as_number() == 2);
+    CHECK(summary.find("ignored_sites")->as_number() == 1);
+
+    run = run_kvverify(args);
+    CHECK(run.exit_code == 1);
+    CHECK(run.out.find("UNVERIFIABLE python/sglang/srt/layers/attention/flashinfer_mla_backend.py:734:13: site is "
+                       "missing kv_data_type") != std::string::npos);
+    CHECK(run.out.find("ignored (not verified) python/sglang/srt/layers/attention/flashinfer_mla_backend.py:912:13") !=
+          std::string::npos);
+    CHECK(run.out.find("not verified: 4 of 5 plan sites: 2 missing kv_data_type (the report predates `kvpatch "
+                       "apply`: FAIL), 1 with a dtype kvpatch could not determine (FAIL), 1 ignored") !=
+          std::string::npos);
+    CHECK(run.out.find("3 unverifiable sites, 1 ignored site: FAIL") != std::string::npos);
+  }
+
+  TEST_CASE("--from: an ignored site is listed but does not fail the run") {
+    const Run run = run_kvverify("--cpu --tp 8 --batch-sizes 2 --context-lengths 20 --from " + kData +
+                                 "/check_report_ignored_site.json --format json");
+    CHECK(run.exit_code == 0);
+    const JsonValue report = json_of(run);
+    CHECK(report.find("from_report")->find("ignored")->as_array().size() == 1);
+    CHECK(report.find("from_report")->find("unverifiable")->as_array().empty());
+    CHECK(report.find("summary")->find("ignored_sites")->as_number() == 1);
+    CHECK(report.find("summary")->find("result")->as_string() == "PASS");
+  }
+
   TEST_CASE("usage and input errors exit 2") {
     for (const char* args : {"--bogus", "--tp", "--preset nope", "--heads 78 --tp 8", "--heads 512 --tp 1",
                              "--context-lengths 999999", "--from /nonexistent/report.json"}) {

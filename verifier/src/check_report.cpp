@@ -55,6 +55,16 @@ class Fields {
     fail(*arg.find("role"), field + "." + key + ".role", "'" + role + "' is not one of model, kv_cache, gated, unknown");
   }
 
+  SiteStatus status(const JsonValue& site, const std::string& field) const {
+    const std::string status = string(site, "status", field);
+    for (const SiteStatus known : {SiteStatus::kThreaded, SiteStatus::kMissing, SiteStatus::kGated, SiteStatus::kIgnored,
+                                   SiteStatus::kUnknown}) {
+      if (status == site_status_name(known)) return known;
+    }
+    fail(*site.find("status"), field + ".status",
+         "'" + status + "' is not one of threaded, missing, gated, ignored, unknown");
+  }
+
   std::optional<int> head_dim(const JsonValue& site, const std::string& key, const std::string& field) const {
     const JsonValue& arg = member(site, key, field + "." + key);
     if (!arg.is_object()) fail(arg, field + "." + key, "expected an object {expr, value}");
@@ -80,6 +90,38 @@ std::vector<Dtype> dtypes_for(DtypeRole role, Dtype model, Dtype kv_cache) {
   return {};
 }
 
+std::string role_name(DtypeRole role) {
+  switch (role) {
+    case DtypeRole::kModel: return "model";
+    case DtypeRole::kKvCache: return "kv_cache";
+    case DtypeRole::kGated: return "gated";
+    case DtypeRole::kUnknown: return "unknown";
+  }
+  return "unknown";
+}
+
+// Why a site's dtypes are not what the patched code will plan, with what to do; empty when they are.
+std::string unverifiable_reason(const ReportPlanSite& site) {
+  const std::string kvpatch_reason = site.reason.empty() ? "" : " (kvpatch: " + site.reason + ")";
+  if (site.status == SiteStatus::kMissing) {
+    return "site is missing kv_data_type: its plan call still plans the KV cache as " +
+           (site.kv_expr.empty() ? std::string("the query dtype") : "'" + site.kv_expr + "'") + " (role " +
+           role_name(site.kv_role) +
+           "), so the report was taken before the patch; run `kvpatch apply` and re-run `kvpatch check --format json`";
+  }
+  if (site.q_role == DtypeRole::kUnknown || site.kv_role == DtypeRole::kUnknown) {
+    const std::string which = site.q_role == DtypeRole::kUnknown ? "q_data_type" : "kv_data_type";
+    const std::string& expr = site.q_role == DtypeRole::kUnknown ? site.q_expr : site.kv_expr;
+    return which + (expr.empty() ? "" : " '" + expr + "'") + " has role unknown: its dtype cannot be determined" +
+           kvpatch_reason + "; pass the dtypes to the plan call explicitly, then re-run `kvpatch check --format json`";
+  }
+  if (site.status == SiteStatus::kUnknown) {
+    return "kvpatch could not classify the site" + kvpatch_reason +
+           "; pass the dtypes to the plan call explicitly, then re-run `kvpatch check --format json`";
+  }
+  return "";
+}
+
 std::string unsupported_reason(const DtypeRequest& request) {
   if (request.head_dim_ckv != kvpatch::mla::kHeadDimCkv || request.head_dim_kpe != kvpatch::mla::kHeadDimKpe) {
     return "the kernel supports head_dim_ckv 512 with head_dim_kpe 64 only";
@@ -92,6 +134,17 @@ std::string unsupported_reason(const DtypeRequest& request) {
 }
 
 }  // namespace
+
+std::string site_status_name(SiteStatus status) {
+  switch (status) {
+    case SiteStatus::kThreaded: return "threaded";
+    case SiteStatus::kMissing: return "missing";
+    case SiteStatus::kGated: return "gated";
+    case SiteStatus::kIgnored: return "ignored";
+    case SiteStatus::kUnknown: return "unknown";
+  }
+  return "unknown";
+}
 
 CheckReport parse_check_report(const std::string& text, const std::string& path) {
   JsonValue document;
@@ -126,7 +179,7 @@ CheckReport parse_check_report(const std::string& text, const std::string& path)
     parsed.line = fields.integer(site, "line", field);
     parsed.column = fields.integer(site, "column", field);
     parsed.callee = fields.string(site, "callee", field);
-    parsed.status = fields.string(site, "status", field);
+    parsed.status = fields.status(site, field);
     parsed.q_role = fields.role(site, "q_data_type", field, parsed.q_expr);
     parsed.kv_role = fields.role(site, "kv_data_type", field, parsed.kv_expr);
     parsed.head_dim_ckv = fields.head_dim(site, "head_dim_ckv", field);
@@ -161,12 +214,13 @@ CheckReport read_check_report(const std::string& path) {
 ReportRequests collect_requests(const CheckReport& report, Dtype model_dtype, Dtype kv_cache_dtype) {
   ReportRequests requests;
   for (const ReportPlanSite& site : report.plan_sites) {
-    if (site.q_role == DtypeRole::kUnknown || site.kv_role == DtypeRole::kUnknown) {
-      const std::string which = site.q_role == DtypeRole::kUnknown ? "q_data_type" : "kv_data_type";
-      const std::string& expr = site.q_role == DtypeRole::kUnknown ? site.q_expr : site.kv_expr;
-      std::string reason = which + (expr.empty() ? "" : " '" + expr + "'") + " has role unknown: its dtype cannot be determined";
-      if (!site.reason.empty()) reason += " (kvpatch: " + site.reason + ")";
-      requests.unverifiable.push_back({site.where(), reason});
+    if (site.status == SiteStatus::kIgnored) {
+      requests.ignored.push_back({site.where(), site.status,
+                                  "ignored by a `# kvpatch: ignore` comment" + (site.reason.empty() ? "" : ": " + site.reason)});
+      continue;
+    }
+    if (const std::string reason = unverifiable_reason(site); !reason.empty()) {
+      requests.unverifiable.push_back({site.where(), site.status, reason});
       continue;
     }
     for (const Dtype q : dtypes_for(site.q_role, model_dtype, kv_cache_dtype)) {

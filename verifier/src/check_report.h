@@ -18,10 +18,15 @@ struct InputError : std::runtime_error {
 
 enum class DtypeRole { kModel, kKvCache, kGated, kUnknown };
 
+// kvpatch's verdict on a plan site: only threaded and gated sites request what the patched code plans.
+enum class SiteStatus { kThreaded, kMissing, kGated, kIgnored, kUnknown };
+std::string site_status_name(SiteStatus status);
+
 struct ReportPlanSite {
   std::string file;  // relative to the report's root
   int line = 0, column = 0;
-  std::string callee, status;
+  std::string callee;
+  SiteStatus status = SiteStatus::kUnknown;
   std::string q_expr, kv_expr;
   DtypeRole q_role = DtypeRole::kUnknown, kv_role = DtypeRole::kUnknown;
   std::optional<int> head_dim_ckv, head_dim_kpe;  // literal values only
@@ -47,18 +52,22 @@ struct DtypeRequest {
   std::string reason;              // why not supported
 };
 
+// A plan site kvverify does not verify, and why (unverifiable sites fail the run, ignored ones do not).
 struct UnverifiableSite {
   std::string site;
+  SiteStatus status = SiteStatus::kUnknown;
   std::string reason;
 };
 
 struct ReportRequests {
   std::vector<DtypeRequest> pairs;  // distinct, in first-seen order
-  std::vector<UnverifiableSite> unverifiable;
+  std::vector<UnverifiableSite> unverifiable;  // status missing or unknown, or a role unknown
+  std::vector<UnverifiableSite> ignored;       // status ignored: kvpatch was told to leave them
 };
 
-// role model -> model_dtype, kv_cache -> kv_cache_dtype, gated -> both, unknown -> unverifiable;
-// head dims: the literal when given, else 512/64 (kv_lora_rank / qk_rope_head_dim).
+// status missing (the report predates `kvpatch apply`) or unknown -> unverifiable; ignored -> listed
+// only; threaded and gated sites: role model -> model_dtype, kv_cache -> kv_cache_dtype, gated ->
+// both, unknown -> unverifiable; head dims: the literal when given, else 512/64.
 ReportRequests collect_requests(const CheckReport& report, Dtype model_dtype, Dtype kv_cache_dtype);
 
 }  // namespace kvverify

@@ -171,7 +171,8 @@ Modes:
   --cpu                  no GPU: reference-level checks on small shapes; the kernel is not launched
   --self-test            negative controls; each must FAIL naming its fault, the clean ones PASS
   --from REPORT          verify the (q dtype, kv dtype) pairs and head dims that the plan sites of a
-                         `kvpatch check --format json` report request
+                         `kvpatch check --format json` report request; take the report after
+                         `kvpatch apply` (a site still missing kv_data_type fails the run)
   --model-dtype D        dtype of role "model" in the report (default bf16)
   --kv-cache-dtype D     dtype of role "kv_cache" in the report (default fp8_e4m3)
   --probe-gpu            say whether a CUDA GPU is usable (exit 0) or not (exit 3)
@@ -188,7 +189,8 @@ Output and limits:
 Exit codes:
   0  every shape passed (for --self-test: every control behaved as expected)
   1  a shape failed or could not be verified (out of memory, launch error, unsupported or
-     unverifiable dtype pair, empty report), or a self-test control did not behave as expected
+     unverifiable dtype pair, a site missing kv_data_type or of unknown status, empty report),
+     or a self-test control did not behave as expected
   2  usage or input error (bad flag, impossible shape, unreadable or malformed report)
   3  no usable CUDA GPU (use --cpu for the reference-level checks)
 )";

@@ -143,10 +143,19 @@ std::string render_json(const RunReport& report) {
     for (const UnverifiableSite& site : from.requests.unverifiable) {
       JsonValue u;
       u.set("site", site.site);
+      u.set("status", site_status_name(site.status));
       u.set("reason", site.reason);
       unverifiable.push_back(u);
     }
     f.set("unverifiable", unverifiable);
+    JsonValue ignored(JsonValue::Array{});
+    for (const UnverifiableSite& site : from.requests.ignored) {
+      JsonValue i;
+      i.set("site", site.site);
+      i.set("reason", site.reason);
+      ignored.push_back(i);
+    }
+    f.set("ignored", ignored);
     JsonValue errors(JsonValue::Array{});
     for (const std::string& error : from.patcher_errors) errors.push_back(error);
     f.set("patcher_errors", errors);
@@ -199,6 +208,10 @@ std::string render_json(const RunReport& report) {
     for (const DtypeRequest& pair : report.from->requests.pairs) unsupported += pair.supported ? 0 : 1;
     summary.set("unsupported_pairs", unsupported);
     summary.set("unverifiable_sites", static_cast<int64_t>(report.from->requests.unverifiable.size()));
+    int64_t missing = 0;
+    for (const UnverifiableSite& site : report.from->requests.unverifiable) missing += site.status == SiteStatus::kMissing;
+    summary.set("missing_sites", missing);
+    summary.set("ignored_sites", static_cast<int64_t>(report.from->requests.ignored.size()));
   }
   summary.set("fatal", report.fatal);
   summary.set("result", report.passed() ? "PASS" : "FAIL");

@@ -38,6 +38,21 @@ std::string shape_line(const ShapeResult& shape, const std::string& label) {
                        status_name(shape.status).c_str());
 }
 
+// "2 missing kv_data_type (...), 1 ignored (...)": how many sites went unverified, by cause.
+std::string not_verified_why(const ReportRequests& requests) {
+  size_t missing = 0, unknown = 0;
+  for (const UnverifiableSite& site : requests.unverifiable) (site.status == SiteStatus::kMissing ? missing : unknown) += 1;
+  std::string why;
+  auto add = [&why](size_t count, const std::string& cause) {
+    if (count == 0) return;
+    why += (why.empty() ? "" : ", ") + std::to_string(count) + " " + cause;
+  };
+  add(missing, "missing kv_data_type (the report predates `kvpatch apply`: FAIL)");
+  add(unknown, "with a dtype kvpatch could not determine (FAIL)");
+  add(requests.ignored.size(), "ignored by a `# kvpatch: ignore` comment (not a failure)");
+  return why;
+}
+
 std::string table_header() {
   return printf_string("%-44s %-4s %9s %9s %8s %9s %9s %-14s %s\n", "shape", "ref", "max_abs", "max_rel", "err/tol",
                        "cosine", "beyond", "vs cast path", "result");
@@ -76,6 +91,13 @@ std::string render_text(const RunReport& report) {
     }
     for (const UnverifiableSite& site : from.requests.unverifiable) {
       out += "  UNVERIFIABLE " + site.site + ": " + site.reason + "\n";
+    }
+    for (const UnverifiableSite& site : from.requests.ignored) {
+      out += "  ignored (not verified) " + site.site + ": " + site.reason + "\n";
+    }
+    if (const std::string why = not_verified_why(from.requests); !why.empty()) {
+      out += printf_string("  not verified: %zu of %zu plan sites: %s\n",
+                           from.requests.unverifiable.size() + from.requests.ignored.size(), from.plan_sites, why.c_str());
     }
   }
 
@@ -142,9 +164,10 @@ std::string render_text(const RunReport& report) {
     if (report.from) {
       size_t unsupported = 0;
       for (const DtypeRequest& pair : report.from->requests.pairs) unsupported += pair.supported ? 0 : 1;
-      unverified = printf_string("; %zu unsupported dtype pair%s, %zu unverifiable site%s", unsupported,
-                                 unsupported == 1 ? "" : "s", report.from->requests.unverifiable.size(),
-                                 report.from->requests.unverifiable.size() == 1 ? "" : "s");
+      const size_t unverifiable = report.from->requests.unverifiable.size(), ignored = report.from->requests.ignored.size();
+      unverified = printf_string("; %zu unsupported dtype pair%s, %zu unverifiable site%s, %zu ignored site%s", unsupported,
+                                 unsupported == 1 ? "" : "s", unverifiable, unverifiable == 1 ? "" : "s", ignored,
+                                 ignored == 1 ? "" : "s");
     }
     out += printf_string("\nsummary: %zu shapes: %d passed, %d failed, %d skipped, %d errors%s: %s (%.1f s)\n",
                          report.shapes.size(), counts[0], counts[1], counts[2], counts[3], unverified.c_str(),
