@@ -161,7 +161,8 @@ private:
       if (!is(callee, "attribute") || facts_.text(field(callee, "attribute")) != spec.method) continue;
       const PlanSiteRule* sites_rule = rules_.plan_site_rule(spec.sites_rule);
       if (sites_rule == nullptr) continue;
-      const WrapperTypes types(facts_, sites_rule->wrapper_class);
+      const WrapperTypes types(facts_, sites_rule->wrapper_class, sites_rule->wrapper_module,
+                               sites_rule->known_other_classes);
       TSNode receiver = field(callee, "object");
       const std::string name = one_line(facts_.text(callee)) + " at " + at(consumer.call);
       if (types.of(receiver, scope) != TypeVerdict::Wrapper) {

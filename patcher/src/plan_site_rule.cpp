@@ -75,7 +75,7 @@ DtypeArgument bound_dtype(const DtypeClassifier& classifier, const Binding& bind
 }  // namespace
 
 std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFacts& facts) {
-  const WrapperTypes types(facts, rule.wrapper_class);
+  const WrapperTypes types(facts, rule.wrapper_class, rule.wrapper_module, rule.known_other_classes);
   const DtypeClassifier classifier(facts, rule.roles);
   const std::map<std::string, const FunctionFacts*> aliases = find_aliases(rule, facts);
   const SourceFile& source = facts.file().source;

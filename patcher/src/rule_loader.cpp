@@ -166,8 +166,10 @@ PlanSiteRule read_plan_site_rule(const RuleReader& r, const YAML::Node& doc) {
   rule.file = r.file();
   rule.files = r.files(doc);
   YAML::Node callee = r.required(doc, "", "callee");
-  r.allow_keys(callee, "callee", {"class", "method", "parameters"});
+  r.allow_keys(callee, "callee", {"class", "module", "other_classes", "method", "parameters"});
   rule.wrapper_class = r.string(callee, "callee", "class", true);
+  rule.wrapper_module = r.string(callee, "callee", "module", false);
+  rule.known_other_classes = r.strings(callee, "callee", "other_classes", false);
   rule.method = r.string(callee, "callee", "method", true);
   const std::string parameters = r.string(callee, "callee", "parameters", true);
   try {

@@ -1,5 +1,6 @@
 #include "kvpatch/wrapper_types.h"
 
+#include <algorithm>
 #include <cctype>
 #include <vector>
 
@@ -42,11 +43,77 @@ std::string last_name(const ModuleFacts& facts, TSNode callee) {
   if (is(callee, "attribute")) return facts.text(field(callee, "attribute"));
   return "";
 }
+// The last component of a dotted path.
+std::string last_component(const std::string& path) {
+  const std::size_t dot = path.rfind('.');
+  return dot == std::string::npos ? path : path.substr(dot + 1);
+}
 }  // namespace
+
+WrapperTypes::WrapperTypes(const ModuleFacts& facts, std::string wrapper_class, std::string module,
+                           std::vector<std::string> known_other_classes)
+    : facts_(facts),
+      wrapper_class_(std::move(wrapper_class)),
+      module_(std::move(module)),
+      known_other_classes_(std::move(known_other_classes)),
+      imports_(facts) {
+  wrapper_names_.insert(wrapper_class_);
+  // `from flashinfer import BatchMLAPagedAttentionWrapper as MLAWrapper` binds MLAWrapper to the class.
+  for (const auto& [name, path] : imports_.paths()) {
+    if (last_component(path) == wrapper_class_ && (module_.empty() || in_package(path, module_))) {
+      wrapper_names_.insert(name);
+    }
+  }
+  collect_subclasses();
+}
+
+bool WrapperTypes::names_wrapper(TSNode class_expr) const {
+  class_expr = syntax::unparenthesized(class_expr);
+  if (is(class_expr, "identifier") && wrapper_names_.count(facts_.text(class_expr)) != 0) return true;
+  if (is(class_expr, "attribute") && facts_.text(field(class_expr, "attribute")) == wrapper_class_) return true;
+  // `import flashinfer.mla as m` + `m.<alias of the class>` resolves to the class too.
+  const std::string path = imports_.qualified(class_expr);
+  return last_component(path) == wrapper_class_ && (module_.empty() || in_package(path, module_));
+}
+
+bool WrapperTypes::names_unknown_class(TSNode class_expr) const {
+  class_expr = syntax::unparenthesized(class_expr);
+  if (is(class_expr, "identifier") && unknown_names_.count(facts_.text(class_expr)) != 0) return true;
+  const std::string path = imports_.qualified(class_expr);
+  if (!in_package(path, module_)) return false;
+  const std::string name = last_component(path);
+  return std::find(known_other_classes_.begin(), known_other_classes_.end(), name) == known_other_classes_.end();
+}
+
+void WrapperTypes::collect_subclasses() {
+  // To a fixed point, so a subclass of a subclass counts too.
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const ClassFacts& cls : facts_.classes()) {
+      if (wrapper_names_.count(cls.name) != 0 || unknown_names_.count(cls.name) != 0) continue;
+      TSNode bases = field(cls.node, "superclasses");
+      if (!is(bases, "argument_list")) continue;
+      for (TSNode base : syntax::named_children(bases)) {
+        if (is(base, "keyword_argument")) continue;  // metaclass=...
+        if (names_wrapper(base)) {
+          grew = wrapper_names_.insert(cls.name).second || grew;
+          break;
+        }
+        if (names_unknown_class(base)) {
+          grew = unknown_names_.insert(cls.name).second || grew;
+          break;
+        }
+      }
+    }
+  }
+}
 
 TypeVerdict WrapperTypes::of_annotation(const std::string& annotation) const {
   if (annotation.empty()) return TypeVerdict::Unknown;
-  return word_in(annotation, wrapper_class_) ? TypeVerdict::Wrapper : TypeVerdict::Other;
+  for (const std::string& name : wrapper_names_) {
+    if (word_in(annotation, name)) return TypeVerdict::Wrapper;
+  }
+  return TypeVerdict::Other;
 }
 
 TypeVerdict WrapperTypes::of(TSNode expr, const FunctionFacts* scope) const { return of(expr, scope, 0); }
@@ -56,10 +123,14 @@ TypeVerdict WrapperTypes::of(TSNode expr, const FunctionFacts* scope, int depth)
   if (syntax::is_null(expr) || depth > kMaxDepth) return TypeVerdict::Unknown;
   if (is(expr, "none")) return TypeVerdict::Nothing;
   if (is(expr, "call")) {
-    const std::string name = last_name(facts_, field(expr, "function"));
-    if (name == wrapper_class_) return TypeVerdict::Wrapper;
-    // Another class's constructor (by naming convention) builds something else.
-    if (!name.empty() && std::isupper(static_cast<unsigned char>(name[0]))) return TypeVerdict::Other;
+    TSNode callee = field(expr, "function");
+    if (names_wrapper(callee)) return TypeVerdict::Wrapper;
+    const std::string name = last_name(facts_, callee);
+    // Another class's constructor (by naming convention) builds something else, unless the wrapper's
+    // package may hand out the wrapper under that name.
+    if (!name.empty() && std::isupper(static_cast<unsigned char>(name[0]))) {
+      return names_unknown_class(callee) ? TypeVerdict::Unknown : TypeVerdict::Other;
+    }
     return TypeVerdict::Unknown;
   }
   if (is(expr, "boolean_operator") || is(expr, "conditional_expression")) {

@@ -28,6 +28,8 @@ struct PlanSiteRule {
   std::string file;  // the rule file, for messages
   FileSelection files;
   std::string wrapper_class;
+  std::string wrapper_module;                    // the package it is imported from; its other classes may be it too
+  std::vector<std::string> known_other_classes;  // classes of that package known not to be the wrapper
   std::string method;
   Signature signature;
   std::vector<std::string> alias_same_position;  // module functions whose parameters after the first match here are aliases

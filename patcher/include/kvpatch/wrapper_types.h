@@ -1,7 +1,10 @@
 #pragma once
 // Whether an expression holds an instance of one wrapper class, from annotations and assignments.
+#include <set>
 #include <string>
+#include <vector>
 
+#include "kvpatch/imported_names.h"
 #include "kvpatch/module_facts.h"
 
 namespace kvpatch {
@@ -10,8 +13,10 @@ enum class TypeVerdict { Wrapper, Other, Unknown, Nothing };  // Nothing: `None`
 
 class WrapperTypes {
 public:
-  WrapperTypes(const ModuleFacts& facts, std::string wrapper_class)
-      : facts_(facts), wrapper_class_(std::move(wrapper_class)) {}
+  // `module` is the package the class is imported from ("" = any); a constructor of one of its other
+  // classes not in `known_other_classes` gives an unknown type, never another one.
+  WrapperTypes(const ModuleFacts& facts, std::string wrapper_class, std::string module = "",
+               std::vector<std::string> known_other_classes = {});
 
   // Wrapper when the expression is known to hold the wrapper (annotation, constructor, attribute
   // assigned from one, metadata field typed as it, element of a container of them).
@@ -30,8 +35,19 @@ private:
   // The module class an expression is an instance of ("" when not known).
   std::string class_of(TSNode expr, const FunctionFacts* scope, int depth) const;
 
+  // Whether a class expression (`W`, `fi.W`, an alias, a module subclass) names the wrapper class.
+  bool names_wrapper(TSNode class_expr) const;
+  // Whether it names a class of the wrapper's package (or a module subclass of one) not known to be another type.
+  bool names_unknown_class(TSNode class_expr) const;
+  void collect_subclasses();
+
   const ModuleFacts& facts_;
   std::string wrapper_class_;
+  std::string module_;
+  std::vector<std::string> known_other_classes_;
+  ImportedNames imports_;
+  std::set<std::string> wrapper_names_;  // local names bound to the wrapper class or a module subclass of it
+  std::set<std::string> unknown_names_;  // module classes derived from a package class of unknown kind
 };
 
 }  // namespace kvpatch

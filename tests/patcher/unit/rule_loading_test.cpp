@@ -120,7 +120,7 @@ TEST_SUITE("rule_loading") {
   TEST_CASE("an unknown field names its line and the known fields") {
     RuleDir rules({{"plan.yaml", replaced(kPlanSite, "  method: plan\n", "  method: plan\n  mehtod: plan\n")}});
     const std::string error = load_error(rules);
-    CHECK(error.rfind("plan.yaml:8: field 'callee.mehtod': unknown field; known fields here: class, method, parameters", 0) == 0);
+    CHECK(error.rfind("plan.yaml:8: field 'callee.mehtod': unknown field; known fields here: class, module, other_classes, method, parameters", 0) == 0);
   }
 
   TEST_CASE("a missing field names its parent's line and the field") {

@@ -13,6 +13,22 @@ const char* kModule = R"PY(
 from dataclasses import dataclass
 from flashinfer import BatchMLAPagedAttentionWrapper as W0
 from flashinfer import BatchMLAPagedAttentionWrapper, BatchPrefillWithRaggedKVCacheWrapper
+from flashinfer import BatchPrefillWithPagedKVCacheWrapper, NewMLAWrapper
+import flashinfer as fi
+import flashinfer.mla
+from torch.cuda import CUDAGraph
+
+
+class GraphWrapper(W0):
+    pass
+
+
+class DeeperWrapper(GraphWrapper):
+    pass
+
+
+class FromNew(fi.NewMLAWrapper):
+    pass
 
 
 @dataclass
@@ -46,6 +62,19 @@ class Backend:
         h = [self.decode_wrapper, BatchMLAPagedAttentionWrapper(ws)][0]
         return a, b, c, d, e, f, g, h, other
 
+    def renamed(self, ann: W0, sub: GraphWrapper):
+        a = W0(ws)
+        b = GraphWrapper(ws)
+        c = DeeperWrapper(ws)
+        d = fi.BatchMLAPagedAttentionWrapper(ws)
+        e = flashinfer.mla.BatchMLAPagedAttentionWrapper(ws)
+        f = NewMLAWrapper(ws)
+        g = fi.Unseen(ws)
+        h = FromNew(ws)
+        i = BatchPrefillWithPagedKVCacheWrapper(ws)
+        j = CUDAGraph()
+        return a, b, c, d, e, f, g, h, i, j, ann, sub
+
     def dtypes(self, model_runner, fp8_native):
         kv = self.kv_cache_dtype
         chosen = self.kv_cache_dtype if fp8_native else self.data_type
@@ -59,7 +88,8 @@ class Backend:
 struct Module {
   std::shared_ptr<const ParsedFile> file = test::parse(kModule);
   ModuleFacts facts{*file};
-  WrapperTypes types{facts, "BatchMLAPagedAttentionWrapper"};
+  WrapperTypes types{facts, "BatchMLAPagedAttentionWrapper", "flashinfer",
+                     {"BatchPrefillWithRaggedKVCacheWrapper", "BatchPrefillWithPagedKVCacheWrapper"}};
   DtypeRoleNames names{{"kv_data_type", "kv_cache_dtype"}, {"dtype", "data_type", "q_data_type"}};
   DtypeClassifier dtypes{facts, names};
 
@@ -83,7 +113,7 @@ TEST_SUITE("wrapper_and_dtype") {
   TEST_CASE("module facts: classes, methods, nested defs, annotated fields") {
     Module m;
     REQUIRE(m.facts.find_class("Backend") != nullptr);
-    CHECK(m.facts.find_class("Backend")->methods.size() == 4);
+    CHECK(m.facts.find_class("Backend")->methods.size() == 5);
     CHECK(m.facts.find_class("DecodeMetadata")->field_annotations.at("decode_wrapper") == "BatchMLAPagedAttentionWrapper");
     CHECK(m.facts.field_annotation_anywhere("decode_wrapper") == "BatchMLAPagedAttentionWrapper");
     CHECK(self_name(*m.scope("uses")) == "self");
@@ -107,6 +137,28 @@ TEST_SUITE("wrapper_and_dtype") {
     CHECK(m.types.of(m.returned("uses", 5), uses) == TypeVerdict::Other);
     CHECK(m.types.of(m.returned("uses", 8), uses) == TypeVerdict::Other);
     CHECK(m.types.of(m.returned("uses", 6), uses) == TypeVerdict::Unknown);
+  }
+
+  TEST_CASE("the wrapper imported under another name, through its package, or subclassed in the module") {
+    Module m;
+    const FunctionFacts* renamed = m.scope("renamed");
+    CHECK(m.types.of(m.returned("renamed", 0), renamed) == TypeVerdict::Wrapper);   // `as W0`
+    CHECK(m.types.of(m.returned("renamed", 1), renamed) == TypeVerdict::Wrapper);   // subclass of W0
+    CHECK(m.types.of(m.returned("renamed", 2), renamed) == TypeVerdict::Wrapper);   // subclass of the subclass
+    CHECK(m.types.of(m.returned("renamed", 3), renamed) == TypeVerdict::Wrapper);   // fi.<class>
+    CHECK(m.types.of(m.returned("renamed", 4), renamed) == TypeVerdict::Wrapper);   // flashinfer.mla.<class>
+    CHECK(m.types.of(m.returned("renamed", 10), renamed) == TypeVerdict::Wrapper);  // annotated with the alias
+    CHECK(m.types.of(m.returned("renamed", 11), renamed) == TypeVerdict::Wrapper);  // annotated with the subclass
+  }
+
+  TEST_CASE("a flashinfer class the rule does not know is of unknown type, never another one") {
+    Module m;
+    const FunctionFacts* renamed = m.scope("renamed");
+    CHECK(m.types.of(m.returned("renamed", 5), renamed) == TypeVerdict::Unknown);  // imported from flashinfer
+    CHECK(m.types.of(m.returned("renamed", 6), renamed) == TypeVerdict::Unknown);  // fi.<unseen>
+    CHECK(m.types.of(m.returned("renamed", 7), renamed) == TypeVerdict::Unknown);  // module subclass of one
+    CHECK(m.types.of(m.returned("renamed", 8), renamed) == TypeVerdict::Other);    // known other flashinfer class
+    CHECK(m.types.of(m.returned("renamed", 9), renamed) == TypeVerdict::Other);    // another package's class
   }
 
   TEST_CASE("the attribute a receiver is read from names its wrapper") {
