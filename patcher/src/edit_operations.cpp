@@ -144,6 +144,16 @@ Edit unwrap_method_call(TSNode call, const std::string& rule) {
   return {ts_node_end_byte(field(callee, "object")), ts_node_end_byte(call), "", rule};
 }
 
+namespace {
+// Whether no elif/else clause follows this one in its if statement.
+bool is_last_clause(TSNode clause) {
+  for (TSNode n = ts_node_next_named_sibling(clause); !syntax::is_null(n); n = ts_node_next_named_sibling(n)) {
+    if (is(n, "elif_clause") || is(n, "else_clause")) return false;
+  }
+  return true;
+}
+}  // namespace
+
 std::vector<Edit> remove_statement(const SourceFile& source, TSNode statement, const std::string& rule) {
   TSNode block = syntax::parent(statement);
   TSNode owner = syntax::parent(block);
@@ -152,18 +162,16 @@ std::vector<Edit> remove_statement(const SourceFile& source, TSNode statement, c
     if (starts_line(source, statement) && ends_line(source, statement)) return {delete_lines(source, statement, rule)};
     return {replace_with_pass(statement, rule)};
   }
+  // A branch goes only when dropping it keeps every other branch's condition: a whole `if` with no
+  // elif/else, or the last elif/else clause. Elsewhere `pass` keeps the branch, so no later clause
+  // starts running in the case the cast handled.
   if (is(owner, "if_statement") && syntax::same(field(owner, "consequence"), block)) {
-    TSNode alternative = field(owner, "alternative");
-    if (syntax::is_null(alternative) && starts_line(source, owner) && ends_line(source, owner)) {
+    if (syntax::is_null(field(owner, "alternative")) && starts_line(source, owner) && ends_line(source, owner)) {
       return {delete_lines(source, owner, rule)};
-    }
-    if (is(alternative, "elif_clause") && starts_line(source, alternative)) {
-      // `if a: cast` + `elif b: ...` -> `if b: ...`: drop everything up to the `el` of `elif`.
-      return {{ts_node_start_byte(owner), ts_node_start_byte(alternative) + 2, "", rule}};
     }
     return {replace_with_pass(statement, rule)};
   }
-  if ((is(owner, "elif_clause") || is(owner, "else_clause")) && starts_line(source, owner) &&
+  if ((is(owner, "elif_clause") || is(owner, "else_clause")) && is_last_clause(owner) && starts_line(source, owner) &&
       ends_line(source, owner)) {
     return {delete_lines(source, owner, rule)};
   }

@@ -44,8 +44,8 @@ std::vector<Edit> guard_statement(const SourceFile& source, TSNode statement, co
 // `X.m(args)` -> `X`: removes the method call from the chain, across lines.
 Edit unwrap_method_call(TSNode call, const std::string& rule);
 
-// Removes a statement and keeps valid Python: its own lines; or, when it is the only statement of an
-// if / elif / else branch, that branch (an `if` followed by `elif` becomes that `if`); else `pass`.
+// Removes a statement and keeps valid Python and the other branches' logic: its own lines; or, when it is
+// the only statement of a branch, a whole `if` with no elif/else or a last elif/else clause; else `pass`.
 std::vector<Edit> remove_statement(const SourceFile& source, TSNode statement, const std::string& rule);
 
 }  // namespace kvpatch

@@ -101,7 +101,7 @@ TEST_SUITE("edit_operations") {
     CHECK_THROWS_AS(unwrap_method_call(test::find_node(*plain, "call"), "r"), EditNotPossible);
   }
 
-  TEST_CASE("remove a guarded cast: the whole if, an elif branch, or the if branch before an elif") {
+  TEST_CASE("remove a guarded cast: the whole if or a last elif; elsewhere pass keeps the other branches' logic") {
     auto removed = [](const std::string& code) {
       auto file = test::parse(code);
       return edited(*file, remove_statement(file->source, statement_of(*file, "k = k.to"), "r"));
@@ -113,14 +113,25 @@ TEST_SUITE("edit_operations") {
     CHECK(removed("def f(k, q):\n    if fast:\n        k = g(k)\n    elif k.dtype != q.dtype:\n        k = k.to(q.dtype)\n"
                   "    return k\n") ==
           "def f(k, q):\n    if fast:\n        k = g(k)\n    return k\n");
+    // Deleting this elif would run the else body for FP8 KV.
     CHECK(removed("def f(k, q):\n    if fast:\n        k = g(k)\n    elif k.dtype != q.dtype:\n        k = k.to(q.dtype)\n"
-                  "    else:\n        pass\n    return k\n") ==
-          "def f(k, q):\n    if fast:\n        k = g(k)\n    else:\n        pass\n    return k\n");
+                  "    else:\n        k = h(k)\n    return k\n") ==
+          "def f(k, q):\n    if fast:\n        k = g(k)\n    elif k.dtype != q.dtype:\n        pass\n"
+          "    else:\n        k = h(k)\n    return k\n");
+    // ... and this one would let a later elif run in its place.
+    CHECK(removed("def f(k, q):\n    if fast:\n        k = g(k)\n    elif k.dtype != q.dtype:\n        k = k.to(q.dtype)\n"
+                  "    elif slow:\n        k = h(k)\n    return k\n") ==
+          "def f(k, q):\n    if fast:\n        k = g(k)\n    elif k.dtype != q.dtype:\n        pass\n"
+          "    elif slow:\n        k = h(k)\n    return k\n");
+    // `if cast / elif slow: X` must not become `if slow: X`: X would now run for FP8 KV.
     CHECK(removed("def f(k, q):\n    if k.dtype != q.dtype:\n        k = k.to(q.dtype)\n    elif slow:\n        k = g(k)\n"
                   "    return k\n") ==
-          "def f(k, q):\n    if slow:\n        k = g(k)\n    return k\n");
+          "def f(k, q):\n    if k.dtype != q.dtype:\n        pass\n    elif slow:\n        k = g(k)\n    return k\n");
     CHECK(removed("def f(k, q):\n    if k.dtype != q.dtype:\n        k = k.to(q.dtype)\n    else:\n        k = g(k)\n") ==
           "def f(k, q):\n    if k.dtype != q.dtype:\n        pass\n    else:\n        k = g(k)\n");
+    // A last else clause that only casts goes.
+    CHECK(removed("def f(k, q):\n    if same:\n        k = g(k)\n    else:\n        k = k.to(q.dtype)\n    return k\n") ==
+          "def f(k, q):\n    if same:\n        k = g(k)\n    return k\n");
   }
 
   TEST_CASE("remove a statement among others deletes only its lines, CRLF included") {
