@@ -99,7 +99,8 @@ public:
     for (const Fp8Consumer& spec : rule_.fp8_consumers) {
       const PlanSiteRule* sites_rule = rules_.plan_site_rule(spec.sites_rule);
       if (spec.kv_parameters.empty() || sites_rule == nullptr) continue;
-      const WrapperTypes types(facts_, sites_rule->wrapper_class);
+      const WrapperTypes types(facts_, sites_rule->wrapper_class, sites_rule->wrapper_module,
+                               sites_rule->known_other_classes);
       for (TSNode call : facts_.calls()) {
         TSNode callee = field(call, "function");
         if (!is(callee, "attribute") || facts_.text(field(callee, "attribute")) != spec.method) continue;
@@ -109,8 +110,9 @@ public:
         const TypeVerdict verdict = types.of(receiver, scope);
         if (verdict != TypeVerdict::Wrapper && verdict != TypeVerdict::Unknown) continue;
         const std::vector<std::size_t> planning = sites_planning(spec, types.source_attribute(receiver, scope), sites_);
-        // Only a wrapper planned for the KV dtype must get KV data as stored; others get what they are planned for.
-        const bool threaded = !planning.empty() && std::all_of(planning.begin(), planning.end(), [&](std::size_t i) {
+        // A wrapper that any site plans for the KV dtype must get KV data as stored (a cast kept for another,
+        // unknown or unfixable, site would hand it the model dtype); others get what they are planned for.
+        const bool threaded = std::any_of(planning.begin(), planning.end(), [&](std::size_t i) {
           return sites_[i].threaded_after_edits();
         });
         if (!threaded) continue;
