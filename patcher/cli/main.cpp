@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <filesystem>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -212,15 +214,33 @@ int run_hook_command(const std::string& command, const Options& options) {
   }
 }
 
+// A PATH that yields no file a rule selects would pass silently; a CI user should see that nothing was checked.
+void warn_unselected_paths(const std::vector<std::string>& paths, const Run& run) {
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    const std::filesystem::path given = std::filesystem::weakly_canonical(std::filesystem::absolute(p, ec), ec);
+    if (ec || !std::filesystem::exists(given, ec)) continue;
+    const bool selected = std::any_of(run.files.begin(), run.files.end(), [&](const FileReport& f) {
+      const std::filesystem::path rel = f.file->source.path().lexically_relative(given);
+      return !rel.empty() && *rel.begin() != "..";
+    });
+    if (!selected) {
+      std::cerr << "kvpatch: warning: " << p << ": no file here uses BatchMLAPagedAttentionWrapper; nothing checked\n";
+    }
+  }
+}
+
 int run_command(const std::string& command, const Options& options) {
   const std::optional<RuleSet> loaded = load_rules(options);
   if (!loaded) return kUsageOrInput;
   const RuleSet& rules = *loaded;
-  const InputSet inputs = collect_inputs(
-      options.paths, options.root.empty() ? std::nullopt : std::optional<std::filesystem::path>(options.root));
+  const std::optional<std::filesystem::path> root =
+      options.root.empty() ? std::nullopt : std::optional<std::filesystem::path>(options.root);
+  const InputSet inputs = collect_inputs(options.paths, root);
   const Run run = analyze_inputs(rules, inputs);
   print_errors(run.errors);
   const bool input_errors = !run.errors.empty();
+  if (!input_errors) warn_unselected_paths(options.paths, run);
 
   if (command == "check") {
     if (options.format == "json") {
@@ -257,7 +277,15 @@ int run_command(const std::string& command, const Options& options) {
   }
   if (!result.errors.empty()) return kUsageOrInput;
   if (result.patched.empty()) std::cerr << "kvpatch: nothing to patch\n";
-  return kClean;
+  // What apply cannot fix (unknown sites, sites blocked by required casts or run() inputs) is still a finding.
+  const Run after = result.patched.empty() ? run : analyze_inputs(rules, collect_inputs(options.paths, root));
+  const Summary left = summarize(after);
+  if (!has_findings(left)) return kClean;
+  const int count = left.missing + left.unknown + left.redundant + left.fields_missing + left.run_inputs_converted +
+                    left.run_inputs_unknown;
+  std::cerr << "kvpatch: " << count << (count == 1 ? " finding remains" : " findings remain")
+            << " that apply cannot fix; run kvpatch check to see them\n";
+  return kFindings;
 }
 }  // namespace
 
@@ -269,7 +297,8 @@ int main(int argc, char** argv) {
   options.argv0 = argc > 0 ? argv[0] : "kvpatch";
   CLI::App* check = app.add_subcommand("check", "report every MLA plan() site, KV field and KV cast (exit 1 when findings remain)");
   CLI::App* diff = app.add_subcommand("diff", "print the edits as a unified diff; no file is touched (exit 1 when there are edits)");
-  CLI::App* apply = app.add_subcommand("apply", "write the edits in place, atomically and all-or-nothing");
+  CLI::App* apply = app.add_subcommand(
+      "apply", "write the edits in place, atomically and all-or-nothing (exit 1 when findings remain that it cannot fix)");
   for (CLI::App* command : {check, diff, apply}) add_common_options(command, options);
   check->add_option("--format", options.format, "report format: text or json")->check(CLI::IsMember({"text", "json"}));
   CLI::App* pre_commit = app.add_subcommand(
