@@ -64,12 +64,12 @@ std::vector<FieldFinding> check_fields(const FieldRule& rule, const PlanSiteRule
 
     // Insert after the last `<anchor> = ...` written directly in __init__'s body (not in a branch).
     const Assignment* anchor = nullptr;
+    const Assignment* unpacked = nullptr;  // `self.data_type, x = ...` directly in the body: not a place to copy
     for (const Assignment* a : anchors) {
       TSNode statement = syntax::parent(a->statement);
-      if (a->kind == AssignmentKind::Plain && syntax::is(statement, "expression_statement") &&
-          syntax::same(syntax::parent(statement), init->body)) {
-        anchor = a;
-      }
+      if (!syntax::is(statement, "expression_statement") || !syntax::same(syntax::parent(statement), init->body)) continue;
+      if (a->kind == AssignmentKind::Plain) anchor = a;
+      else unpacked = a;
     }
     const SourcePosition at = source.position(ts_node_start_byte((anchor != nullptr ? anchor : anchors.back())->statement));
     finding.line = at.line;
@@ -77,6 +77,11 @@ std::vector<FieldFinding> check_fields(const FieldRule& rule, const PlanSiteRule
     if (suppressed) {
       finding.ignored = true;
       finding.reason = suppressed->empty() ? "suppressed by a kvpatch: ignore comment" : *suppressed;
+    } else if (anchor == nullptr && unpacked != nullptr) {
+      finding.reason = rule.anchor + " is assigned in " + cls.name + ".__init__ only " +
+                       (unpacked->kind == AssignmentKind::Augmented ? "in place" : "by unpacking") + " (`" +
+                       one_line(facts.text(unpacked->statement)) + "`), which kvpatch does not extend; add " +
+                       rule.field + " by hand";
     } else if (anchor == nullptr) {
       finding.reason = rule.anchor + " is only assigned inside a branch of " + cls.name +
                        ".__init__; add " + rule.field + " by hand";
