@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <set>
 
 #include "kvpatch/cast_guard.h"
@@ -161,8 +163,7 @@ private:
       if (!is(callee, "attribute") || facts_.text(field(callee, "attribute")) != spec.method) continue;
       const PlanSiteRule* sites_rule = rules_.plan_site_rule(spec.sites_rule);
       if (sites_rule == nullptr) continue;
-      const WrapperTypes types(facts_, sites_rule->wrapper_class, sites_rule->wrapper_module,
-                               sites_rule->known_other_classes);
+      const WrapperTypes& types = types_for(*sites_rule);
       TSNode receiver = field(callee, "object");
       const std::string name = one_line(facts_.text(callee)) + " at " + at(consumer.call);
       if (types.of(receiver, scope) != TypeVerdict::Wrapper) {
@@ -191,7 +192,11 @@ private:
     std::vector<KvPlanForm> forms;
     for (std::size_t i : planning) {
       const PlanSite& s = sites_[i];
-      if (const PlanSiteRule* r = rules_.plan_site_rule(s.rule)) forms.push_back(kv_plan_form(s, *r, rules_, facts_, fields_));
+      const PlanSiteRule* r = rules_.plan_site_rule(s.rule);
+      if (r == nullptr) continue;
+      auto known = plan_forms_.find(i);
+      if (known == plan_forms_.end()) known = plan_forms_.emplace(i, kv_plan_form(s, *r, rules_, facts_, fields_)).first;
+      forms.push_back(known->second);
     }
     return combined_plan_form(forms);
   }
@@ -298,12 +303,25 @@ private:
     return f;
   }
 
+  // One WrapperTypes per plan-site rule: building one reads the whole module.
+  const WrapperTypes& types_for(const PlanSiteRule& sites_rule) const {
+    auto known = types_.find(&sites_rule);
+    if (known == types_.end()) {
+      known = types_.emplace(&sites_rule, std::make_unique<WrapperTypes>(facts_, sites_rule.wrapper_class,
+                                                                           sites_rule.wrapper_module,
+                                                                           sites_rule.known_other_classes)).first;
+    }
+    return *known->second;
+  }
+
   const CastRule& rule_;
   const RuleSet& rules_;
   const ModuleFacts& facts_;
   const std::vector<PlanSite>& sites_;
   const std::vector<FieldFinding>& fields_;
   const SourceFile& source_;
+  mutable std::map<const PlanSiteRule*, std::unique_ptr<WrapperTypes>> types_;  // by plan-site rule
+  mutable std::map<std::size_t, KvPlanForm> plan_forms_;                // by site index; sites do not change
 };
 }  // namespace
 

@@ -23,6 +23,17 @@ ModuleFacts::ModuleFacts(const ParsedFile& file) : file_(&file) {
     return ts_node_start_byte(functions_[static_cast<std::size_t>(a)].body) <
            ts_node_start_byte(functions_[static_cast<std::size_t>(b)].body);
   });
+  // Bodies nest or are disjoint, so one pass with a stack finds each body's innermost enclosing one.
+  std::vector<int> open;
+  for (int pos = 0; pos < static_cast<int>(by_body_start_.size()); ++pos) {
+    const TSNode body = functions_[static_cast<std::size_t>(by_body_start_[static_cast<std::size_t>(pos)])].body;
+    while (!open.empty() &&
+           !syntax::contains(functions_[static_cast<std::size_t>(by_body_start_[static_cast<std::size_t>(open.back())])].body, body)) {
+      open.pop_back();
+    }
+    enclosing_body_.push_back(open.empty() ? -1 : open.back());
+    open.push_back(pos);
+  }
   collect_assignments(root, -1);
   for (int i = 0; i < static_cast<int>(assignments_.size()); ++i) {
     assignments_by_target_[assignments_[static_cast<std::size_t>(i)].target].push_back(i);
@@ -31,6 +42,11 @@ ModuleFacts::ModuleFacts(const ParsedFile& file) : file_(&file) {
     if (is(node, "call")) calls_.push_back(node);
     return true;
   });
+  for (TSNode call : calls_) {
+    TSNode callee = field(call, "function");
+    if (is(callee, "identifier")) calls_by_name_[text(callee)].push_back(call);
+    else if (is(callee, "attribute")) calls_by_name_[text(field(callee, "attribute"))].push_back(call);
+  }
   collect_module_names(root);
 }
 
@@ -183,6 +199,20 @@ void ModuleFacts::collect_assignments(TSNode node, int function) {
   });
 }
 
+std::vector<const Assignment*> ModuleFacts::assignments_to(const std::string& target) const {
+  std::vector<const Assignment*> out;
+  auto found = assignments_by_target_.find(target);
+  if (found == assignments_by_target_.end()) return out;
+  for (int i : found->second) out.push_back(&assignments_[static_cast<std::size_t>(i)]);
+  return out;
+}
+
+const std::vector<TSNode>& ModuleFacts::calls_named(const std::string& name) const {
+  static const std::vector<TSNode> none;
+  auto found = calls_by_name_.find(name);
+  return found == calls_by_name_.end() ? none : found->second;
+}
+
 const ClassFacts* ModuleFacts::find_class(const std::string& name) const {
   for (const ClassFacts& c : classes_) {
     if (c.name == name) return &c;
@@ -215,9 +245,10 @@ const FunctionFacts* ModuleFacts::function_at(TSNode node) const {
   auto it = std::upper_bound(by_body_start_.begin(), by_body_start_.end(), at, [&](uint32_t pos, int f) {
     return pos < ts_node_start_byte(functions_[static_cast<std::size_t>(f)].body);
   });
-  while (it != by_body_start_.begin()) {
-    --it;
-    const FunctionFacts& f = functions_[static_cast<std::size_t>(*it)];
+  // A body that does not hold the node ends before it, and so do the bodies between it and its encloser.
+  for (int pos = static_cast<int>(it - by_body_start_.begin()) - 1; pos >= 0;
+       pos = enclosing_body_[static_cast<std::size_t>(pos)]) {
+    const FunctionFacts& f = functions_[static_cast<std::size_t>(by_body_start_[static_cast<std::size_t>(pos)])];
     if (syntax::contains(f.body, node)) return &f;
   }
   return nullptr;

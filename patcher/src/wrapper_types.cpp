@@ -205,14 +205,14 @@ TypeVerdict WrapperTypes::element_of(TSNode container, const FunctionFacts* scop
                                    is(field(container, "object"), "identifier") &&
                                    facts_.text(field(container, "object")) == self_name(*method);
     std::vector<TypeVerdict> parts;
-    for (const Assignment& a : facts_.assignments()) {
-      if (a.target != target || a.function < 0) continue;
-      const FunctionFacts* where = &facts_.functions()[static_cast<std::size_t>(a.function)];
+    for (const Assignment* a : facts_.assignments_to(target)) {
+      if (a->function < 0) continue;
+      const FunctionFacts* where = &facts_.functions()[static_cast<std::size_t>(a->function)];
       const bool same_scope = is_self_attribute ? where->class_name == method->class_name : where == scope;
       if (!same_scope) continue;
-      if (a.kind == AssignmentKind::ItemStore) parts.push_back(of(a.value, where, depth + 1));
-      else if (a.kind == AssignmentKind::Plain) {
-        const TSNode value = syntax::unparenthesized(a.value);
+      if (a->kind == AssignmentKind::ItemStore) parts.push_back(of(a->value, where, depth + 1));
+      else if (a->kind == AssignmentKind::Plain) {
+        const TSNode value = syntax::unparenthesized(a->value);
         // `self.x = []` or `{}` says nothing; a literal with items or another container does.
         if (!(is(value, "list") || is(value, "dictionary") || is(value, "tuple")) || ts_node_named_child_count(value) > 0) {
           parts.push_back(element_of(value, where, depth + 1));
@@ -238,7 +238,7 @@ TypeVerdict WrapperTypes::of_parameter_from_callers(const FunctionFacts& functio
   const bool method = function.is_method();
   if (method && !signature.parameters.empty()) signature.parameters.erase(signature.parameters.begin());
   std::vector<TypeVerdict> parts;
-  for (TSNode call : facts_.calls()) {
+  for (TSNode call : facts_.calls_named(function.name)) {
     TSNode callee = field(call, "function");
     const FunctionFacts* caller = facts_.function_at(call);
     if (method) {

@@ -47,6 +47,10 @@ public:
   const std::vector<ClassFacts>& classes() const { return classes_; }
   const std::vector<Assignment>& assignments() const { return assignments_; }
   const std::vector<TSNode>& calls() const { return calls_; }
+  // Assignments whose target text is exactly `target`, in module order (an index, so queries stay linear).
+  std::vector<const Assignment*> assignments_to(const std::string& target) const;
+  // Calls whose callee is `name` or `<expr>.name`, in module order.
+  const std::vector<TSNode>& calls_named(const std::string& name) const;
 
   const ClassFacts* find_class(const std::string& name) const;
   const FunctionFacts* module_function(const std::string& name) const;
@@ -76,7 +80,9 @@ private:
   const ParsedFile* file_;
   std::vector<FunctionFacts> functions_;
   std::vector<int> by_body_start_;  // function indices sorted by where their bodies start
+  std::vector<int> enclosing_body_;  // per by_body_start_ position: position of the innermost body holding it, or -1
   std::map<std::string, std::vector<int>> assignments_by_target_;
+  std::map<std::string, std::vector<TSNode>> calls_by_name_;  // keyed by the callee's last name
   std::vector<std::string> module_names_;
   std::vector<ClassFacts> classes_;
   std::vector<Assignment> assignments_;
