@@ -1,4 +1,4 @@
-// PTX wrappers shared by SM90 and SM120: cp.async, ldmatrix, mma.sync (BF16), E4M3 conversion.
+// PTX wrappers shared by SM90 and SM120: cp.async, ldmatrix, mma.sync (BF16, FP16), E4M3 conversion.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -45,16 +45,21 @@ __device__ __forceinline__ void mma_bf16_m16n8k16(float (&acc)[4], const uint32_
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Two E4M3 codes in the low 16 bits (low byte -> low half) to two BF16, exactly: E4M3 -> FP16 is
-// exact in hardware (sm_89+), FP16 -> FP32 is exact, and every E4M3 value is a BF16. NaN stays NaN.
-__device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint32_t codes) {
+// acc += A * B with FP16 operands, FP32 accumulation (the FP8 path: see mma_operand.cuh).
+__device__ __forceinline__ void mma_f16_m16n8k16(float (&acc)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Two E4M3 codes in the low 16 bits (low byte -> low half) to two FP16, exactly, in one instruction
+// (sm_89+): every E4M3 value, subnormals included, is a normal FP16, and NaN stays NaN.
+__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t codes) {
   uint32_t halves;
   asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(halves) : "h"(static_cast<unsigned short>(codes)));
-  const float lo = __half2float(__ushort_as_half(static_cast<unsigned short>(halves & 0xFFFFu)));
-  const float hi = __half2float(__ushort_as_half(static_cast<unsigned short>(halves >> 16)));
-  uint32_t packed;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(hi), "f"(lo));
-  return packed;
+  return halves;
 }
 
 __device__ __forceinline__ uint32_t byte_perm(uint32_t a, uint32_t b, uint32_t selector) {
@@ -64,6 +69,12 @@ __device__ __forceinline__ uint32_t byte_perm(uint32_t a, uint32_t b, uint32_t s
 __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
   uint32_t packed;
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(hi), "f"(lo));
+  return packed;
+}
+
+__device__ __forceinline__ uint32_t pack_f16x2(float lo, float hi) {
+  uint32_t packed;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(hi), "f"(lo));
   return packed;
 }
 

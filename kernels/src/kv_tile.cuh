@@ -1,7 +1,7 @@
 // The KV-dtype-specific part of the decode kernel: where a token row's 16-byte chunks sit in a
 // pipeline stage (swizzled so the two fragment access patterns below are bank-conflict free), and
-// how a thread turns stage bytes into BF16 mma fragments. Both dtypes hand the mma the same BF16
-// operands for the same dims and tokens, so the two instantiations accumulate identically.
+// how a thread turns stage bytes into mma fragments: FP16 for FP8 bytes (one exact conversion per
+// pair), BF16 as stored (mma_operand.cuh says why the two give the tensor cores the same values).
 //
 // Fragment maps (g = lane / 4, c = lane % 4, as in the PTX mma fragment layouts):
 //  - Key (QK, B operand of m16n8k16, k = dims): k-slice q covers latent dims [128q, 128q + 128) in
@@ -50,11 +50,11 @@ struct KvTile<KvDtype::kFp8E4M3> {
     const uint32_t words[8] = {near.x, near.y, near.z, near.w, far.x, far.y, far.z, far.w};
 #pragma unroll
     for (int s = 0; s < 8; ++s) {
-      frag[s][0] = e4m3x2_to_bf16x2(words[s]);
-      frag[s][1] = e4m3x2_to_bf16x2(words[s] >> 16);
+      frag[s][0] = e4m3x2_to_f16x2(words[s]);
+      frag[s][1] = e4m3x2_to_f16x2(words[s] >> 16);
     }
-    frag[8][0] = e4m3x2_to_bf16x2(rope);
-    frag[8][1] = e4m3x2_to_bf16x2(rope >> 16);
+    frag[8][0] = e4m3x2_to_f16x2(rope);
+    frag[8][1] = e4m3x2_to_f16x2(rope >> 16);
   }
 
   __device__ static void load_value(const uint8_t* stage, int k_step, int warp, int g, int c,
@@ -75,14 +75,14 @@ struct KvTile<KvDtype::kFp8E4M3> {
       const uint32_t lo_a = byte_perm(lo0, lo1, 0x5140), lo_b = byte_perm(lo0, lo1, 0x7362);
       const uint32_t hi_a = byte_perm(hi0, hi1, 0x5140), hi_b = byte_perm(hi0, hi1, 0x7362);
       const int j = 4 * half;
-      frag[j + 0][0] = e4m3x2_to_bf16x2(lo_a);
-      frag[j + 1][0] = e4m3x2_to_bf16x2(lo_a >> 16);
-      frag[j + 2][0] = e4m3x2_to_bf16x2(lo_b);
-      frag[j + 3][0] = e4m3x2_to_bf16x2(lo_b >> 16);
-      frag[j + 0][1] = e4m3x2_to_bf16x2(hi_a);
-      frag[j + 1][1] = e4m3x2_to_bf16x2(hi_a >> 16);
-      frag[j + 2][1] = e4m3x2_to_bf16x2(hi_b);
-      frag[j + 3][1] = e4m3x2_to_bf16x2(hi_b >> 16);
+      frag[j + 0][0] = e4m3x2_to_f16x2(lo_a);
+      frag[j + 1][0] = e4m3x2_to_f16x2(lo_a >> 16);
+      frag[j + 2][0] = e4m3x2_to_f16x2(lo_b);
+      frag[j + 3][0] = e4m3x2_to_f16x2(lo_b >> 16);
+      frag[j + 0][1] = e4m3x2_to_f16x2(hi_a);
+      frag[j + 1][1] = e4m3x2_to_f16x2(hi_a >> 16);
+      frag[j + 2][1] = e4m3x2_to_f16x2(hi_b);
+      frag[j + 3][1] = e4m3x2_to_f16x2(hi_b >> 16);
     }
   }
 };

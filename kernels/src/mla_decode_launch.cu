@@ -12,44 +12,27 @@ using namespace tiling;
 
 constexpr int kMaxHeads = 128;
 // Per-block fixed cost in tile-times (pipeline fill, epilogue), and the merge pass's when split.
-constexpr double kBlockOverheadTiles = 6.0;
-constexpr double kMergeOverheadTiles = 4.0;
+constexpr double kBlockOverheadTiles = 2.0;
+constexpr double kMergeOverheadTiles = 2.0;
 
-struct HeadGroups {
-  int groups = 1;          // blocks per (request, split), adjacent in the grid so they share L2
-  int rows_per_group = 1;  // heads per block
-  int m_tiles = 1;
-};
+// Heads beyond one block's 16 rows go to adjacent blocks of the same split, which read the same
+// KV bytes at about the same time (the second read mostly hits L2).
+int head_groups(int num_heads) { return (num_heads + kRows - 1) / kRows; }
 
-HeadGroups head_groups(int num_heads) {
-  HeadGroups hg;
-  const int max_rows = kMaxMTiles * kRowsPerMTile;
-  hg.groups = (num_heads + max_rows - 1) / max_rows;
-  hg.rows_per_group = (num_heads + hg.groups - 1) / hg.groups;
-  hg.m_tiles = (hg.rows_per_group + kRowsPerMTile - 1) / kRowsPerMTile;
-  return hg;
-}
-
-template <KvDtype kDtype, int kMTiles>
-cudaError_t launch_instance(const DecodeParams& p, int groups, int num_splits, float* partial_out, float* partial_lse,
+template <KvDtype kDtype>
+cudaError_t launch_instance(const DecodeParams& p, int num_splits, float* partial_out, float* partial_lse,
                             cudaStream_t stream) {
-  constexpr size_t smem = smem_layout(kDtype, kMTiles).total;
-  auto* kernel = &device::mla_decode_kernel<kDtype, kMTiles>;
+  constexpr size_t smem = smem_layout(kDtype).total;
+  auto* kernel = &device::mla_decode_kernel<kDtype>;
   static std::once_flag configured;
   static cudaError_t configure_error = cudaSuccess;
   std::call_once(configured, [&] {
     configure_error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   });
   if (configure_error != cudaSuccess) return configure_error;
-  kernel<<<dim3(groups, num_splits, p.batch), kThreads, smem, stream>>>(p, num_splits, partial_out, partial_lse);
+  kernel<<<dim3(head_groups(p.num_heads), num_splits, p.batch), kThreads, smem, stream>>>(p, num_splits, partial_out,
+                                                                                          partial_lse);
   return cudaGetLastError();
-}
-
-template <KvDtype kDtype>
-cudaError_t launch_dtype(const DecodeParams& p, const HeadGroups& hg, int num_splits, float* partial_out,
-                         float* partial_lse, cudaStream_t stream) {
-  if (hg.m_tiles == 1) return launch_instance<kDtype, 1>(p, hg.groups, num_splits, partial_out, partial_lse, stream);
-  return launch_instance<kDtype, 2>(p, hg.groups, num_splits, partial_out, partial_lse, stream);
 }
 
 bool aligned16(const void* pointer, int64_t stride_bytes) {
@@ -61,11 +44,8 @@ bool aligned16(const void* pointer, int64_t stride_bytes) {
 DecodePlan plan_decode(int batch, int num_heads, int max_kv_len, int sm_count) {
   DecodePlan plan;
   if (batch <= 0 || num_heads <= 0 || max_kv_len <= 0 || sm_count <= 0) return plan;
-  const HeadGroups hg = head_groups(num_heads);
-  const long long base_blocks = static_cast<long long>(batch) * hg.groups;
-  // Resident blocks per SM of the FP8 instantiation (the plan is shared with BF16 for parity).
-  const int resident = device::kMinBlocksPerSm<KvDtype::kFp8E4M3, 1> * (hg.m_tiles == 1) + (hg.m_tiles != 1);
-  const long long slots = static_cast<long long>(sm_count) * resident;
+  const long long base_blocks = static_cast<long long>(batch) * head_groups(num_heads);
+  const long long slots = static_cast<long long>(sm_count) * kBlocksPerSm;
   const int tiles = (max_kv_len + kTileTokens - 1) / kTileTokens;
   // Choose the split count that minimises (waves x per-block tile time), counting fixed costs.
   double best_cost = 0.0;
@@ -103,10 +83,9 @@ cudaError_t launch_decode(const DecodeParams& p, const DecodePlan& plan, void* w
   float* partial_out = static_cast<float*>(workspace);
   float* partial_lse =
       partial_out ? partial_out + static_cast<size_t>(p.batch) * p.num_heads * plan.num_splits * kHeadDimCkv : nullptr;
-  const HeadGroups hg = head_groups(p.num_heads);
   const cudaError_t err = p.kv_dtype == KvDtype::kFp8E4M3
-                              ? launch_dtype<KvDtype::kFp8E4M3>(p, hg, plan.num_splits, partial_out, partial_lse, stream)
-                              : launch_dtype<KvDtype::kBf16>(p, hg, plan.num_splits, partial_out, partial_lse, stream);
+                              ? launch_instance<KvDtype::kFp8E4M3>(p, plan.num_splits, partial_out, partial_lse, stream)
+                              : launch_instance<KvDtype::kBf16>(p, plan.num_splits, partial_out, partial_lse, stream);
   if (err != cudaSuccess || plan.num_splits == 1) return err;
   device::mla_merge_kernel<<<dim3(p.num_heads, p.batch, kHeadDimCkv / kMergeDimsPerBlock), kMergeThreads, 0, stream>>>(
       p, plan.num_splits, partial_out, partial_lse);
