@@ -5,7 +5,9 @@
   bf16       our kernel on a BF16 copy of the pool
   cast+bf16  the original bug: cast the whole 495,552-slot FP8 pool to BF16, then our BF16 kernel
   gather+bf16  dequantize only the referenced slots (PyTorch index + cast), then our BF16 kernel
-  fi_fp8 / fi_bf16  FlashInfer BatchMLAPagedAttentionWrapper (when importable; reason kept if not)
+  fi_fp8 / fi_bf16  FlashInfer BatchMLAPagedAttentionWrapper on the same pool (when importable; reason kept
+             if not). Written against flashinfer-python 0.7.0.post1 (kernels/bench/flashinfer_wheels.sh,
+             flashinfer_env.sh); plan(), JIT/AOT module load and buffers are outside the timed region.
   copy       a device-to-device copy, the bandwidth ceiling (bytes read + written)
 
 Timing: CUDA events around each variant, the L2 flushed (a 256 MB read) before every timed run,
@@ -17,12 +19,13 @@ Usage: bench_decode.py --lib build/kernels/libkvpatch_mla_capi.so --out results/
 import argparse
 import ctypes
 import datetime
-import inspect
 import json
 import math
 import os
 import statistics
 import sys
+import time
+import traceback
 
 import torch
 
@@ -101,31 +104,47 @@ def copy_bandwidth(iters):
 
 
 def load_flashinfer():
+    """(api, version, None) or (None, None, reason). api holds the two names of the 0.7.0.post1 API we call."""
     try:
-        import flashinfer  # noqa: F401
-        from flashinfer.mla import BatchMLAPagedAttentionWrapper
-        return BatchMLAPagedAttentionWrapper, getattr(flashinfer, "__version__", "?"), None
+        import flashinfer
+        from flashinfer.mla import BatchMLAPagedAttentionWrapper, MLAPlanMetadata
+        api = {"wrapper": BatchMLAPagedAttentionWrapper, "metadata": MLAPlanMetadata}
+        return api, getattr(flashinfer, "__version__", "?"), None
     except Exception as exc:  # the reason goes into the results
         return None, None, f"{type(exc).__name__}: {exc}"
 
 
-def flashinfer_runner(wrapper_cls, q_nope, q_pe, kv, indptr, indices, lens, sm_scale, kv_dtype, backend):
-    device = q_nope.device
-    batch, heads = q_nope.shape[0], q_nope.shape[1]
+def flashinfer_runner(api, q, pool, indptr, indices, lens, sm_scale, kv_dtype, backend):
+    """Plan FlashInfer's MLA wrapper on our pool (page size 1: a page is a slot) and return (run, out, backend).
+
+    Everything but run() happens here, untimed: buffers, plan() (its host copies, and loading or
+    JIT-compiling the module). The API is flashinfer 0.7.0.post1's canonical form (keyword plan()
+    with MLAPlanMetadata.csr, run(query=, kv_cache=)); the flat/positional forms still work there
+    but are deprecated. Both q [B, H, 576] and the pool [slots, 576] go in packed: the wrapper
+    splits them into strided 512/64 views (no copy) and the kernel takes per-tensor strides.
+    """
+    device = q.device
+    batch, heads = q.shape[0], q.shape[1]
     workspace = torch.empty(128 << 20, dtype=torch.uint8, device=device)
-    wrapper = wrapper_cls(workspace, backend=backend)
+    wrapper = api["wrapper"](workspace, backend=backend)
     qo_indptr = torch.arange(batch + 1, dtype=torch.int32, device=device)
-    wrapper.plan(qo_indptr, indptr, indices, lens, heads, 512, 64, 1, False, sm_scale, torch.bfloat16, kv_dtype)
-    pages = kv.view(kv.shape[0], 1, ROW)
-    ckv, kpe = pages[:, :, :512], pages[:, :, 512:]
+    wrapper.plan(metadata=api["metadata"].csr(qo_indptr, indptr, indices, lens),
+                 num_heads=heads, head_dim_ckv=512, head_dim_kpe=ROW - 512, page_size=1, causal=False,
+                 sm_scale=sm_scale, q_data_type=torch.bfloat16, kv_data_type=kv_dtype)
+    kv_cache = pool.view(pool.shape[0], 1, ROW)  # [num_pages, page_size, 512 + 64]
     out = torch.empty(batch, heads, 512, dtype=torch.bfloat16, device=device)
-    kwargs = {}
-    if kv_dtype == torch.float8_e4m3fn and "ckv_scale" in inspect.signature(wrapper.run).parameters:
-        kwargs = {"ckv_scale": 1.0, "kpe_scale": 1.0}
+    # An FP8 plan requires per-tensor scales at run(); our pool is unscaled, as in our kernel's call.
+    scales = {"ckv_scale": 1.0, "kpe_scale": 1.0} if kv_dtype == torch.float8_e4m3fn else {}
 
     def run():
-        wrapper.run(q_nope, q_pe, ckv, kpe, out=out, **kwargs)
-    return run, out
+        wrapper.run(query=q, kv_cache=kv_cache, out=out, **scales)
+    return run, out, getattr(wrapper, "_backend", backend)
+
+
+def _short_error(exc, head=300, tail=900):
+    """A failure reason for the results: the start and the end (a JIT failure's nvcc error is at the end)."""
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= head + tail else text[:head] + " [...] " + text[-tail:]
 
 
 def bench_shape(kv_api, name, batch, heads, ctx, pools, flush, iters, sms, fi):
@@ -172,17 +191,30 @@ def bench_shape(kv_api, name, batch, heads, ctx, pools, flush, iters, sms, fi):
     variants["gather+bf16"] = (time_variant(gather_path, flush, iters), bf16_bytes)
     parity = bool(torch.equal(out["fp8"].view(torch.int16), out["bf16"].view(torch.int16)))
     fi_notes = {}
-    if fi["cls"] is not None:
+    if fi["api"] is not None:
         for key, dtype, pool in (("fi_fp8", torch.float8_e4m3fn, pool_u8.view(torch.float8_e4m3fn)),
                                  ("fi_bf16", torch.bfloat16, pool_bf16)):
+            if key in fi["disabled"]:
+                fi_notes[key + "_error"] = "skipped: " + fi["disabled"][key]
+                continue
             try:
-                run, fi_out = flashinfer_runner(fi["cls"], q_nope, q_pe, pool, indptr, indices, lens, sm_scale, dtype,
-                                                fi["backend"])
+                t0 = time.perf_counter()
+                run, fi_out, backend = flashinfer_runner(fi["api"], q, pool, indptr, indices, lens, sm_scale, dtype,
+                                                         fi["backend"])
+                torch.cuda.synchronize()
+                fi_notes[key + "_backend"] = backend
+                fi_notes[key + "_plan_s"] = round(time.perf_counter() - t0, 3)  # includes a first-use JIT build
                 variants[key] = (time_variant(run, flush, iters), fp8_bytes if dtype != torch.bfloat16 else bf16_bytes)
                 ref = out["bf16"].float()
                 fi_notes[key + "_rel_err_vs_ours"] = float((fi_out.float() - ref).norm() / ref.norm())
+                fi["worked"].add(key)
             except Exception as exc:
-                fi_notes[key + "_error"] = f"{type(exc).__name__}: {exc}"[:300]
+                fi_notes[key + "_error"] = _short_error(exc)
+                if key not in fi["worked"]:
+                    # Failed before ever working (import, JIT build, unsupported dtype): retrying every
+                    # shape would rebuild each time, so say why once, in full, and skip it from now on.
+                    fi["disabled"][key] = f"failed on {name}"
+                    traceback.print_exc()
     row = {"shape": name, "batch": batch, "heads": heads, "context": ctx, "kv_tokens": tokens, "splits": splits,
            "fp8_bf16_bit_identical": parity, "variants": {}, **fi_notes}
     for key, (ms, nbytes) in variants.items():
@@ -208,6 +240,10 @@ def write_markdown(rows, copy_gbps, meta, path):
         lines.append(f"| {r['shape']} | {r['batch']} | {r['heads']} | {r['context']} | {r['splits']} | " + " | ".join(cells) +
                      f" | {v['fp8']['gbps']:.0f} | {100 * v['fp8']['gbps'] * 1e9 / copy_gbps:.0f}% | " + " | ".join(ratios) +
                      f" | {'yes' if r['fp8_bf16_bit_identical'] else 'NO'} |")
+    for r in rows:  # FlashInfer failures, with the reason (later shapes of a variant that never ran say "skipped")
+        for k in r:
+            if k.startswith("fi_") and k.endswith("_error") and not r[k].startswith("skipped: "):
+                lines.append(f"\n{r['shape']} ctx={r['context']}: {k[:-6]} not measured: {r[k]}")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
 
@@ -241,7 +277,8 @@ def main():
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--shapes", default="", help="comma-separated shape names to keep (default: all)")
     ap.add_argument("--contexts", default="", help="comma-separated context lengths to keep (default: all)")
-    ap.add_argument("--flashinfer-backend", default="auto")
+    ap.add_argument("--flashinfer-backend", default="fa3",
+                    help="BatchMLAPagedAttentionWrapper backend: fa3 (SM90, FP8 and BF16 KV), fa2, auto")
     args = ap.parse_args()
 
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -249,9 +286,9 @@ def main():
     kv_api = Kvpatch(args.lib)
     props = torch.cuda.get_device_properties(0)
     sms = props.multi_processor_count
-    fi_cls, fi_version, fi_error = load_flashinfer()
+    fi_api, fi_version, fi_error = load_flashinfer()
     meta = {"gpu": props.name, "sms": sms, "date": datetime.date.today().isoformat(), "torch": torch.__version__,
-            "flashinfer": f"flashinfer {fi_version} backend={args.flashinfer_backend}" if fi_cls else f"not run ({fi_error})"}
+            "flashinfer": f"flashinfer {fi_version} backend={args.flashinfer_backend}" if fi_api else f"not run ({fi_error})"}
     print(meta, flush=True)
 
     pool_u8 = torch.randn(POOL_SLOTS, ROW, device="cuda").to(torch.float8_e4m3fn).view(torch.uint8)
@@ -267,11 +304,12 @@ def main():
     keep = set(filter(None, args.shapes.split(",")))
     keep_ctx = {int(c) for c in args.contexts.split(",") if c}
     rows = []
+    fi = {"api": fi_api, "backend": args.flashinfer_backend, "worked": set(), "disabled": {}}
     for name, batch, heads, ctx in SHAPES:
         if (keep and name not in keep) or (keep_ctx and ctx not in keep_ctx):
             continue
         row = bench_shape(kv_api, name, batch, heads, ctx, (pool_u8, pool_bf16), flush, args.iters, sms,
-                          {"cls": fi_cls, "backend": args.flashinfer_backend})
+                          fi)
         rows.append(row)
         v = row["variants"]
         print(f"{name:9s} B={batch:<3d} H={heads:<3d} ctx={ctx:<6d} splits={row['splits']:<3d} " +
