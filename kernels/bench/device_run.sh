@@ -25,6 +25,7 @@ if [[ "$what" == profile || "$what" == quick ]]; then
     ncu --clock-control none -k regex:mla_decode_kernel --launch-skip 3 --launch-count 1 \
       --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section Occupancy \
       --section MemoryWorkloadAnalysis --section LaunchStats \
+      --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" \
       python3 kernels/bench/bench_decode.py --lib "$build/kernels/libkvpatch_mla_capi.so" --out /tmp/ncu-bench \
       --shapes "$name" --contexts "$ctx" --iters 1 >"$out/ncu_${name}_$ctx.txt" 2>&1
     echo "ncu $name $ctx: $?"
@@ -42,4 +43,6 @@ if [[ "$what" == bench || "$what" == all || "$what" == quick ]]; then
   PYTHONUNBUFFERED=1 python3 kernels/bench/bench_decode.py --lib "$build/kernels/libkvpatch_mla_capi.so" \
     --out "$out" "$@" 2>&1 | tee "$out/bench.log" | tail -30
 fi
+# Few files travel back from the GPU machine: bundle the profiles.
+ls "$out"/ncu_*.txt >/dev/null 2>&1 && tar -C "$out" -czf "$out/ncu.tgz" $(cd "$out" && ls ncu_*.txt) && rm -f "$out"/ncu_*.txt
 exit $status

@@ -34,9 +34,10 @@ struct KvTile<KvDtype::kFp8E4M3> {
 
   // Rows are 576 B (4 chunks past a 128 B line), so rows r and r + 1 already sit on opposite
   // halves of the banks; the XOR spreads rows 2c (the value loads) over all 8 chunk positions.
+  __device__ static int latent_xor(int row) { return 2 * ((row >> 1) & 3); }
+  __device__ static int rope_xor(int row) { return (row >> 1) & 3; }
   __device__ static int physical_chunk(int row, int chunk) {
-    const int pair = (row >> 1) & 3;
-    return chunk < kCkvChunks ? chunk ^ (2 * pair) : kCkvChunks + ((chunk - kCkvChunks) ^ pair);
+    return chunk < kCkvChunks ? chunk ^ latent_xor(row) : kCkvChunks + ((chunk - kCkvChunks) ^ rope_xor(row));
   }
 
   __device__ static const uint8_t* chunk_pointer(const uint8_t* stage, int row, int chunk) {
@@ -94,9 +95,10 @@ struct KvTile<KvDtype::kBf16> {
   static constexpr int kRowChunks = 72;  // + 128 rope bytes
 
   // Rows are 1152 B (a whole number of 128 B lines): the XOR alone spreads rows over the banks.
+  __device__ static int latent_xor(int row) { return row & 7; }
+  __device__ static int rope_xor(int row) { return row & 7; }
   __device__ static int physical_chunk(int row, int chunk) {
-    const int spread = row & 7;
-    return chunk < kCkvChunks ? chunk ^ spread : kCkvChunks + ((chunk - kCkvChunks) ^ spread);
+    return chunk < kCkvChunks ? chunk ^ latent_xor(row) : kCkvChunks + ((chunk - kCkvChunks) ^ rope_xor(row));
   }
 
   __device__ static const uint8_t* chunk_pointer(const uint8_t* stage, int row, int chunk) {
@@ -142,5 +144,20 @@ struct KvTile<KvDtype::kBf16> {
     }
   }
 };
+
+// cp.async of one region (latent or rope) of a token row by the 4 threads that share the row: the
+// thread with index `sub` fills physical chunks sub, sub + 4, ..., reading the logical chunks that the
+// row's XOR swizzle `x` (< 8) puts there: (sub ^ (x & 3)) + 4 (i ^ (x >> 2)). Two base pointers
+// (even and odd i) leave only constant offsets per copy, not a 64-bit multiply each.
+template <int kChunks>
+__device__ __forceinline__ void copy_row_region(uint32_t dst_row, const uint8_t* src_region, int sub, int x, bool valid) {
+  static_assert(kChunks % 4 == 0);
+  const uint8_t* base = src_region + 16 * (sub ^ (x & 3));
+  const int high = x >> 2;
+  const uint8_t* even = base + 64 * high;
+  const uint8_t* odd = base - 64 * high;
+#pragma unroll
+  for (int i = 0; i < kChunks / 4; ++i) cp_async_16(dst_row + 16 * sub + 64 * i, ((i & 1) ? odd : even) + 64 * i, valid);
+}
 
 }  // namespace kvpatch::mla::device

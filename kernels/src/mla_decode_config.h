@@ -48,7 +48,7 @@ struct SmemLayout {
   size_t kv_offset = 0;        // [stages][kTileTokens][row bytes], 16-byte chunks swizzled per row
   size_t score_offset = 0;     // [kKSlices][kRows][kScoreStride] FP32 partial scores
   size_t prob_offset = 0;      // [kRows][kProbStride] 16-bit probabilities (mma operand type)
-  size_t row_stat_offset = 0;  // [4][kRows] FP32: rescale factor, final sum, final max; int32 query shift
+  size_t row_stat_offset = 0;  // [4][kRows] FP32: rescale factor, final sum, final max (+ spare)
   size_t page_offset = 0;      // [page ring tiles][kTileTokens] int32 page ids
   size_t total = 0;
 };

@@ -24,6 +24,12 @@
 #include "mla_decode_config.h"
 #include "mma_operand.cuh"
 
+// Timing experiments only (kernels/bench/ablate.sh): 1 = KV loads without arithmetic, 2 = arithmetic
+// on whatever the stages hold, without KV loads. Never set in a normal build.
+#ifndef KVPATCH_ABLATE
+#define KVPATCH_ABLATE 0
+#endif
+
 namespace kvpatch::mla::device {
 
 using namespace kvpatch::mla::tiling;
@@ -65,8 +71,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
   constexpr int kPageRing = page_ring_tiles(kDtype);
   constexpr SmemLayout kLayout = smem_layout(kDtype);
   constexpr int kLoadThreadsPerRow = kThreads / kTileTokens;  // 4 threads copy one token row
-  constexpr int kLoadsPerThread = Tile::kRowChunks / kLoadThreadsPerRow;
-  static_assert(Tile::kRowChunks % kLoadThreadsPerRow == 0 && Tile::kCkvChunks % kLoadThreadsPerRow == 0);
+  static_assert(kLoadThreadsPerRow == 4, "copy_row_region splits a row over 4 threads");
 
   extern __shared__ __align__(128) uint8_t smem[];
   uint8_t* kv_stages = smem + kLayout.kv_offset;
@@ -75,7 +80,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
   float* row_alpha = reinterpret_cast<float*>(smem + kLayout.row_stat_offset);
   float* row_sum = row_alpha + kRows;
   float* row_max = row_sum + kRows;
-  int* row_shift = reinterpret_cast<int*>(row_max + kRows);
   int32_t* page_ring = reinterpret_cast<int32_t*>(smem + kLayout.page_offset);
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -86,7 +90,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
   const SplitRange range = split_range(p.kv_len[b], split, num_splits);
   const int num_tiles = range.tiles();
 
-  // ---- KV loader: 4 threads per token row, chunks sub, sub + 4, ... Page ids come from a ring in
+  // ---- KV loader: 4 threads per token row (copy_row_region). Page ids come from a ring in
   // shared memory that warps 0-1 fill kStages tiles ahead (in the cp.async group of an earlier KV
   // tile), so no iteration waits on a dependent global load. ----
   const int load_row = threadIdx.x / kLoadThreadsPerRow, load_sub = threadIdx.x % kLoadThreadsPerRow;
@@ -107,59 +111,28 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
                valid ? pages + page_of(token) : pages, valid);
   };
   auto issue_tile = [&](int tile) {
-    if (tile >= num_tiles) return;
+    if (tile >= num_tiles || KVPATCH_ABLATE == 2) return;
     const int token = range.begin + tile * kTileTokens + load_row;
     const bool valid = token < range.end;
     const int64_t slot =
         valid ? static_cast<int64_t>(page_ring[(tile % kPageRing) * kTileTokens + load_row]) * p.page_size + in_page(token) : 0;
-    uint8_t* stage = kv_stages + (tile % kStages) * kStageBytes;
-    const uint8_t* ckv_row = ckv_bytes + slot * ckv_stride;
-    const uint8_t* kpe_row = kpe_bytes + slot * kpe_stride;
-#pragma unroll
-    for (int i = 0; i < kLoadsPerThread; ++i) {
-      const int chunk = load_sub + kLoadThreadsPerRow * i;
-      const uint8_t* src = chunk < Tile::kCkvChunks ? ckv_row + 16 * chunk : kpe_row + 16 * (chunk - Tile::kCkvChunks);
-      cp_async_16(shared_address(Tile::chunk_pointer(stage, load_row, chunk)), src, valid);
-    }
+    const uint32_t dst_row = shared_address(kv_stages + (tile % kStages) * kStageBytes + load_row * Tile::kRowBytes);
+    copy_row_region<Tile::kCkvChunks>(dst_row, ckv_bytes + slot * ckv_stride, load_sub, Tile::latent_xor(load_row), valid);
+    copy_row_region<Tile::kRowChunks - Tile::kCkvChunks>(dst_row + 16 * Tile::kCkvChunks, kpe_bytes + slot * kpe_stride,
+                                                         load_sub, Tile::rope_xor(load_row), valid);
   };
   for (int tile = 0; tile < kStages; ++tile) issue_page_ids(tile);
   cp_async_commit();
 
-  // ---- query: per-row power-of-two shift into the operand type's range (mma_operand.cuh) ----
+  // ---- query fragments for this warp's k-slice, in the key fragment map of kv_tile.cuh ----
   const uint16_t* q_nope = static_cast<const uint16_t*>(p.q_nope);
   const uint16_t* q_pe = static_cast<const uint16_t*>(p.q_pe);
-  if constexpr (Op::kScaledQuery) {
-    const int row = threadIdx.x / kSoftmaxLanesPerRow, part = threadIdx.x % kSoftmaxLanesPerRow;
-    float max_abs = 0.f;
-    if (row < rows_here) {
-      const int64_t nope_base = b * p.q_nope_stride_b + (head0 + row) * p.q_nope_stride_h;
-      const int64_t pe_base = b * p.q_pe_stride_b + (head0 + row) * p.q_pe_stride_h;
-      for (int d = part; d < kHeadDimCkv; d += kSoftmaxLanesPerRow)
-        max_abs = fmaxf(max_abs, fabsf(bf16_bits_to_float(q_nope[nope_base + d])));
-      for (int d = part; d < kHeadDimKpe; d += kSoftmaxLanesPerRow)
-        max_abs = fmaxf(max_abs, fabsf(bf16_bits_to_float(q_pe[pe_base + d])));
-    }
-#pragma unroll
-    for (int offset = kSoftmaxLanesPerRow / 2; offset > 0; offset /= 2)
-      max_abs = fmaxf(max_abs, __shfl_xor_sync(0xffffffffu, max_abs, offset));
-    if (part == 0) row_shift[row] = query_shift(max_abs);
-  } else {
-    if (threadIdx.x < kRows) row_shift[threadIdx.x] = 0;
-  }
-  __syncthreads();
-
-  // ---- query fragments for this warp's k-slice, in the key fragment map of kv_tile.cuh ----
   const int k_slice = warp % kKSlices, token_half = warp / kKSlices;
-  uint32_t q_frag[kKeySteps][4];
-  float latent_scale[2], rope_scale[2];  // rows g and g + 8: ckv/kpe scale times 2^shift
+  uint32_t q_frag[kKeySteps][4];  // BF16 pairs as loaded; converted to the operand type below
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const int row = g + 8 * half;
     const bool live = row < rows_here;
-    const int shift = row_shift[row];
-    const float q_scale = pow2(-shift);
-    latent_scale[half] = p.ckv_scale * pow2(shift);
-    rope_scale[half] = p.kpe_scale * pow2(shift);
     const int64_t nope_base = b * p.q_nope_stride_b + (head0 + row) * p.q_nope_stride_h;
     const int64_t pe_base = b * p.q_pe_stride_b + (head0 + row) * p.q_pe_stride_h;
 #pragma unroll
@@ -176,14 +149,51 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
           hi = load_bf16_pair(q_pe, pe_base + dim + 2);
         }
       }
-      q_frag[s][half] = Op::query_pair(lo, q_scale);      // a0 / a1: k-slots 2c, 2c + 1
-      q_frag[s][2 + half] = Op::query_pair(hi, q_scale);  // a2 / a3: k-slots 2c + 8, 2c + 9
+      q_frag[s][half] = lo;      // a0 / a1: k-slots 2c, 2c + 1
+      q_frag[s][2 + half] = hi;  // a2 / a3: k-slots 2c + 8, 2c + 9
+    }
+  }
+  // Per-row power-of-two shift into the operand type's range (mma_operand.cuh): each row's largest
+  // magnitude, from the 4 k-slice warps of token half 0, meets in the (still unused) score buffer.
+  float* slice_max = scores;  // [kKSlices][kRows]
+  if constexpr (Op::kScaledQuery) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      float max_abs = 0.f;
+#pragma unroll
+      for (int s = 0; s < kKeySteps; ++s)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const uint32_t pair = q_frag[s][2 * e + half];
+          max_abs = fmaxf(max_abs, fmaxf(fabsf(__uint_as_float(pair << 16)), fabsf(__uint_as_float(pair & 0xFFFF0000u))));
+        }
+      max_abs = fmaxf(max_abs, __shfl_xor_sync(0xffffffffu, max_abs, 1));
+      max_abs = fmaxf(max_abs, __shfl_xor_sync(0xffffffffu, max_abs, 2));
+      if (token_half == 0 && c == 0) slice_max[k_slice * kRows + g + 8 * half] = max_abs;
     }
   }
 
   // The first tiles' page ids were loaded while the query came in; now fill the pipeline.
   cp_async_wait<0>();
   __syncthreads();
+  float latent_scale[2], rope_scale[2];  // rows g and g + 8: ckv/kpe scale times 2^shift
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    int shift = 0;
+    if constexpr (Op::kScaledQuery) {
+      const int row = g + 8 * half;
+      shift = query_shift(fmaxf(fmaxf(slice_max[row], slice_max[kRows + row]),
+                                fmaxf(slice_max[2 * kRows + row], slice_max[3 * kRows + row])));
+    }
+    latent_scale[half] = p.ckv_scale * pow2(shift);
+    rope_scale[half] = p.kpe_scale * pow2(shift);
+    const float q_scale = pow2(-shift);
+#pragma unroll
+    for (int s = 0; s < kKeySteps; ++s) {
+      q_frag[s][half] = Op::query_pair(q_frag[s][half], q_scale);
+      q_frag[s][2 + half] = Op::query_pair(q_frag[s][2 + half], q_scale);
+    }
+  }
   for (int tile = 0; tile < kStages - 1; ++tile) {
     issue_tile(tile);
     issue_page_ids(tile + kStages);
@@ -218,6 +228,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
       __syncthreads();
     }
     const uint8_t* stage = kv_stages + (tile % kStages) * kStageBytes;
+    if (KVPATCH_ABLATE == 1) continue;
 
     // QK: partial scores over this warp's k-slice for its 32 tokens, one n8 tile at a time.
 #pragma unroll 1
@@ -267,11 +278,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
         tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, offset));
       const float new_max = fmaxf(running_max, tile_max);
       const float base = new_max == -INFINITY ? 0.f : new_max;
-      const float alpha = exp2f(running_max - base);
+      const float alpha = fast_exp2(running_max - base);
       float prob[kSoftmaxTokens], tile_sum = 0.f;
 #pragma unroll
       for (int t = 0; t < kSoftmaxTokens; ++t) {
-        prob[t] = exp2f(s[t] - base);
+        prob[t] = fast_exp2(s[t] - base);
         tile_sum += prob[t];
       }
       running_sum = running_sum * alpha + tile_sum;

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Where the decode kernel's time goes, without hardware counters: builds the C-ABI library three
+# times (normal, KV loads only, arithmetic only: KVPATCH_ABLATE in mla_decode_kernel.cuh) and times
+# the FP8 kernel of each on the same shapes, in one process per variant.
+# Usage (repo root, GPU machine): bash kernels/bench/ablate.sh [bench_decode.py args...]
+set -uo pipefail
+out="${OUT:-/tmp/kvpatch-out}"
+mkdir -p "$out"
+for variant in 0 1 2; do
+  build="build-ablate$variant"
+  cmake -S . -B "$build" -G Ninja -DKVPATCH_PATCHER=OFF -DKVPATCH_CUDA=ON \
+    -DCMAKE_CUDA_FLAGS="-DKVPATCH_ABLATE=$variant" >"$out/ablate$variant.build.log" 2>&1 &&
+    cmake --build "$build" -j16 --target kvpatch_mla_capi >>"$out/ablate$variant.build.log" 2>&1 ||
+    { tail -30 "$out/ablate$variant.build.log"; exit 1; }
+done
+for variant in 0 1 2; do
+  label=$([[ $variant == 0 ]] && echo full || ([[ $variant == 1 ]] && echo loads-only || echo math-only))
+  echo "== $label"
+  PYTHONUNBUFFERED=1 python3 kernels/bench/bench_decode.py --lib "build-ablate$variant/kernels/libkvpatch_mla_capi.so" \
+    --out "$out/ablate$variant" "$@" 2>&1 | grep -o "^[a-z0-9_]* .*ctx=[0-9]* *splits=[0-9]* *fp8= *[0-9.]*us"
+done
