@@ -48,7 +48,7 @@ struct SmemLayout {
   size_t kv_offset = 0;        // [stages][kTileTokens][row bytes], 16-byte chunks swizzled per row
   size_t score_offset = 0;     // [kKSlices][kRows][kScoreStride] FP32 partial scores
   size_t prob_offset = 0;      // [kRows][kProbStride] 16-bit probabilities (mma operand type)
-  size_t row_stat_offset = 0;  // [4][kRows] FP32: rescale factor, final sum, final max (+ spare)
+  size_t row_stat_offset = 0;  // [3][kRows] FP32: rescale factor, final sum, final max
   size_t page_offset = 0;      // [page ring tiles][kTileTokens] int32 page ids
   size_t total = 0;
 };
@@ -59,7 +59,7 @@ KVPATCH_TILING_FN SmemLayout smem_layout(KvDtype dtype) {
   layout.score_offset = layout.kv_offset + static_cast<size_t>(pipeline_stages(dtype)) * stage_bytes(dtype);
   layout.prob_offset = layout.score_offset + kKSlices * kRows * kScoreStride * sizeof(float);
   layout.row_stat_offset = layout.prob_offset + kRows * kProbStride * 2;
-  layout.page_offset = layout.row_stat_offset + 4 * kRows * sizeof(float);
+  layout.page_offset = layout.row_stat_offset + 3 * kRows * sizeof(float);
   layout.total = layout.page_offset + static_cast<size_t>(page_ring_tiles(dtype)) * kTileTokens * sizeof(int32_t);
   return layout;
 }

@@ -27,10 +27,9 @@ struct MmaOperand;
 template <>
 struct MmaOperand<KvDtype::kBf16> {
   static constexpr bool kScaledQuery = false;
-  static constexpr float kProbScale = 1.f;
   static constexpr float kOutUnscale = 1.f;
 
-  // Two BF16 query values (as FP32, already exact BF16) times 2^-shift (1 here).
+  // A pair of BF16 query values, as loaded: no shift on this path.
   __device__ static uint32_t query_pair(uint32_t bf16x2, float /*unit*/) { return bf16x2; }
   __device__ static uint32_t prob_pair(float lo, float hi) { return pack_bf16x2(lo, hi); }
   __device__ static void mma(float (&acc)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
@@ -44,6 +43,7 @@ struct MmaOperand<KvDtype::kFp8E4M3> {
   static constexpr float kProbScale = 32768.f;          // 2^15
   static constexpr float kOutUnscale = 1.f / 32768.f;  // 2^-15
 
+  // A pair of BF16 query values times 2^-shift (`scale`), as FP16.
   __device__ static uint32_t query_pair(uint32_t bf16x2, float scale) {
     const float lo = bf16_bits_to_float(static_cast<uint16_t>(bf16x2 & 0xFFFFu)) * scale;
     const float hi = bf16_bits_to_float(static_cast<uint16_t>(bf16x2 >> 16)) * scale;
