@@ -62,6 +62,20 @@ __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t codes) {
   return halves;
 }
 
+// Four E4M3 codes (bytes 0-3) to FP16 pairs (bytes 0-1 -> lo, 2-3 -> hi). The high pair is named as
+// the register's upper half, which the conversion reads directly (no shift).
+__device__ __forceinline__ void e4m3x4_to_f16x2x2(uint32_t codes, uint32_t& lo, uint32_t& hi) {
+  asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\ncvt.rn.f16x2.e4m3x2 %0, l;\ncvt.rn.f16x2.e4m3x2 %1, h;\n}\n"
+      : "=r"(lo), "=r"(hi)
+      : "r"(codes));
+}
+
+// Programmatic dependent launch (SM90 and SM120): the primary grid lets its dependent grid start
+// launching; the dependent waits until the primary grid has completed and its writes are visible.
+// Both are no-ops when the launch did not ask for programmatic serialization.
+__device__ __forceinline__ void grid_dependents_launch() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
+__device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
+
 // 2^x in one MUFU op; results below 2^-126 flush to zero (both instantiations alike).
 __device__ __forceinline__ float fast_exp2(float x) {
   float y;

@@ -11,6 +11,10 @@
 //  - Value (PV, B operand, k = tokens): warp w owns latent dims [64w, 64w + 64); n-tile j's column
 //    g is dim 64w + 8g + j. In token k-step i the thread holds tokens 16i + 2c + {0, 1} (b0) and
 //    16i + 2c + {8, 9} (b1).
+//
+// Every row a thread reads for keys (32 h + 8 n + g) or values (16 i + 2c + {0, 1, 8, 9}) has the same
+// swizzle as n-tile 0 / k-step 0, so its byte offsets are computed once per thread (FragmentOffsets)
+// and each n-tile or k-step adds a compile-time constant: no address arithmetic per tile.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +26,13 @@ namespace kvpatch::mla::device {
 
 inline constexpr int kKeySteps = 9;     // 8 latent k-steps + 1 rope k-step per k-slice
 inline constexpr int kValueTiles = 8;   // n8 tiles per warp in PV (64 dims)
+inline constexpr int kKeyRowsPerWarp = 32;  // tokens of one QK warp (a token half of the 64-token tile)
+
+// Per-thread byte offsets within a stage, for n-tile 0 (keys) and k-step 0 (values).
+struct FragmentOffsets {
+  int key_a = 0, key_b = 0, key_rope = 0;  // the two latent reads and the rope read of load_key
+  int value_even = 0, value_odd = 0;       // rows 2c (+ 8) and 2c + 1 (+ 8) of load_value
+};
 
 template <KvDtype kDtype>
 struct KvTile;
@@ -40,50 +51,51 @@ struct KvTile<KvDtype::kFp8E4M3> {
     return chunk < kCkvChunks ? chunk ^ latent_xor(row) : kCkvChunks + ((chunk - kCkvChunks) ^ rope_xor(row));
   }
 
-  __device__ static const uint8_t* chunk_pointer(const uint8_t* stage, int row, int chunk) {
-    return stage + row * kRowBytes + 16 * physical_chunk(row, chunk);
+  __device__ static int byte_offset(int row, int chunk) { return row * kRowBytes + 16 * physical_chunk(row, chunk); }
+
+  // Key rows 32 h + 8 n + g all have latent_xor 2 (g >> 1) and rope_xor g >> 1; value rows
+  // 16 i + 2c + {0, 1, 8, 9} all have latent_xor 2c.
+  __device__ static FragmentOffsets offsets(int token_half, int k_slice, int warp, int g, int c) {
+    const int key_row = kKeyRowsPerWarp * token_half + g;
+    FragmentOffsets o;
+    o.key_a = byte_offset(key_row, 8 * k_slice + c);
+    o.key_b = byte_offset(key_row, 8 * k_slice + 4 + c);
+    o.key_rope = byte_offset(key_row, kCkvChunks + k_slice) + 4 * c;
+    o.value_even = byte_offset(2 * c, 4 * warp + (g >> 1)) + 8 * (g & 1);
+    o.value_odd = o.value_even + kRowBytes;
+    return o;
   }
 
-  __device__ static void load_key(const uint8_t* stage, int row, int k_slice, int c, uint32_t (&frag)[kKeySteps][2]) {
-    const uint4 near = *reinterpret_cast<const uint4*>(chunk_pointer(stage, row, 8 * k_slice + c));
-    const uint4 far = *reinterpret_cast<const uint4*>(chunk_pointer(stage, row, 8 * k_slice + 4 + c));
-    const uint32_t rope = *reinterpret_cast<const uint32_t*>(chunk_pointer(stage, row, kCkvChunks + k_slice) + 4 * c);
+  // n-tile `nt` of this thread's keys: k-steps 0-3 from the first 16 bytes, 4-7 from the second.
+  __device__ static void load_key(const uint8_t* stage, const FragmentOffsets& o, int nt, uint32_t (&frag)[kKeySteps][2]) {
+    const int row_offset = 8 * nt * kRowBytes;
+    const uint4 near = *reinterpret_cast<const uint4*>(stage + o.key_a + row_offset);
+    const uint4 far = *reinterpret_cast<const uint4*>(stage + o.key_b + row_offset);
+    const uint32_t rope = *reinterpret_cast<const uint32_t*>(stage + o.key_rope + row_offset);
     const uint32_t words[8] = {near.x, near.y, near.z, near.w, far.x, far.y, far.z, far.w};
 #pragma unroll
-    for (int s = 0; s < 8; ++s) {
-      frag[s][0] = e4m3x2_to_f16x2(words[s]);
-      frag[s][1] = e4m3x2_to_f16x2(words[s] >> 16);
-    }
-    frag[8][0] = e4m3x2_to_f16x2(rope);
-    frag[8][1] = e4m3x2_to_f16x2(rope >> 16);
+    for (int s = 0; s < 8; ++s) e4m3x4_to_f16x2x2(words[s], frag[s][0], frag[s][1]);
+    e4m3x4_to_f16x2x2(rope, frag[8][0], frag[8][1]);
   }
 
-  __device__ static void load_value(const uint8_t* stage, int k_step, int warp, int g, int c,
+  __device__ static void load_value(const uint8_t* stage, const FragmentOffsets& o, int k_step,
                                     uint32_t (&frag)[kValueTiles][2]) {
-    uint2 rows[4];
-    const int offsets[4] = {0, 1, 8, 9};
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int row = 16 * k_step + 2 * c + offsets[e];
-      rows[e] = *reinterpret_cast<const uint2*>(chunk_pointer(stage, row, 4 * warp + (g >> 1)) + 8 * (g & 1));
-    }
+    const uint8_t* even = stage + o.value_even + 16 * k_step * kRowBytes;
+    const uint8_t* odd = stage + o.value_odd + 16 * k_step * kRowBytes;
+    const uint2 rows[4] = {*reinterpret_cast<const uint2*>(even), *reinterpret_cast<const uint2*>(odd),
+                           *reinterpret_cast<const uint2*>(even + 8 * kRowBytes),
+                           *reinterpret_cast<const uint2*>(odd + 8 * kRowBytes)};
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       // Interleave the bytes of tokens (2c, 2c + 1) and (2c + 8, 2c + 9) so one conversion yields
       // a (token, token + 1) pair of the same dim.
       const uint32_t lo0 = half ? rows[0].y : rows[0].x, lo1 = half ? rows[1].y : rows[1].x;
       const uint32_t hi0 = half ? rows[2].y : rows[2].x, hi1 = half ? rows[3].y : rows[3].x;
-      const uint32_t lo_a = byte_perm(lo0, lo1, 0x5140), lo_b = byte_perm(lo0, lo1, 0x7362);
-      const uint32_t hi_a = byte_perm(hi0, hi1, 0x5140), hi_b = byte_perm(hi0, hi1, 0x7362);
       const int j = 4 * half;
-      frag[j + 0][0] = e4m3x2_to_f16x2(lo_a);
-      frag[j + 1][0] = e4m3x2_to_f16x2(lo_a >> 16);
-      frag[j + 2][0] = e4m3x2_to_f16x2(lo_b);
-      frag[j + 3][0] = e4m3x2_to_f16x2(lo_b >> 16);
-      frag[j + 0][1] = e4m3x2_to_f16x2(hi_a);
-      frag[j + 1][1] = e4m3x2_to_f16x2(hi_a >> 16);
-      frag[j + 2][1] = e4m3x2_to_f16x2(hi_b);
-      frag[j + 3][1] = e4m3x2_to_f16x2(hi_b >> 16);
+      e4m3x4_to_f16x2x2(byte_perm(lo0, lo1, 0x5140), frag[j + 0][0], frag[j + 1][0]);
+      e4m3x4_to_f16x2x2(byte_perm(lo0, lo1, 0x7362), frag[j + 2][0], frag[j + 3][0]);
+      e4m3x4_to_f16x2x2(byte_perm(hi0, hi1, 0x5140), frag[j + 0][1], frag[j + 1][1]);
+      e4m3x4_to_f16x2x2(byte_perm(hi0, hi1, 0x7362), frag[j + 2][1], frag[j + 3][1]);
     }
   }
 };
@@ -101,37 +113,45 @@ struct KvTile<KvDtype::kBf16> {
     return chunk < kCkvChunks ? chunk ^ latent_xor(row) : kCkvChunks + ((chunk - kCkvChunks) ^ rope_xor(row));
   }
 
-  __device__ static const uint8_t* chunk_pointer(const uint8_t* stage, int row, int chunk) {
-    return stage + row * kRowBytes + 16 * physical_chunk(row, chunk);
+  __device__ static int byte_offset(int row, int chunk) { return row * kRowBytes + 16 * physical_chunk(row, chunk); }
+
+  // Key rows 32 h + 8 n + g all have XOR g; value rows 16 i + 2c + {0, 8} have 2c, + {1, 9} 2c + 1.
+  // The second latent group (chunks + 8) and the second value row pair (+ 8 rows) keep the XOR.
+  __device__ static FragmentOffsets offsets(int token_half, int k_slice, int warp, int g, int c) {
+    const int key_row = kKeyRowsPerWarp * token_half + g;
+    FragmentOffsets o;
+    o.key_a = byte_offset(key_row, 16 * k_slice + 2 * c);
+    o.key_b = byte_offset(key_row, 16 * k_slice + 2 * c + 1);
+    o.key_rope = byte_offset(key_row, kCkvChunks + 2 * k_slice + (c >> 1)) + 8 * (c & 1);
+    o.value_even = byte_offset(2 * c, 8 * warp + g);
+    o.value_odd = byte_offset(2 * c + 1, 8 * warp + g);
+    return o;
   }
 
-  __device__ static void load_key(const uint8_t* stage, int row, int k_slice, int c, uint32_t (&frag)[kKeySteps][2]) {
+  __device__ static void load_key(const uint8_t* stage, const FragmentOffsets& o, int nt, uint32_t (&frag)[kKeySteps][2]) {
+    const int row_offset = 8 * nt * kRowBytes;
 #pragma unroll
     for (int group = 0; group < 2; ++group) {
-      const int chunk = 16 * k_slice + 8 * group + 2 * c;
-      const uint4 a = *reinterpret_cast<const uint4*>(chunk_pointer(stage, row, chunk));
-      const uint4 b = *reinterpret_cast<const uint4*>(chunk_pointer(stage, row, chunk + 1));
+      const uint4 a = *reinterpret_cast<const uint4*>(stage + o.key_a + row_offset + 128 * group);
+      const uint4 b = *reinterpret_cast<const uint4*>(stage + o.key_b + row_offset + 128 * group);
       const int s = 4 * group;
       frag[s + 0][0] = a.x, frag[s + 0][1] = a.y;
       frag[s + 1][0] = a.z, frag[s + 1][1] = a.w;
       frag[s + 2][0] = b.x, frag[s + 2][1] = b.y;
       frag[s + 3][0] = b.z, frag[s + 3][1] = b.w;
     }
-    const uint2 rope = *reinterpret_cast<const uint2*>(chunk_pointer(stage, row, kCkvChunks + 2 * k_slice + (c >> 1)) +
-                                                       8 * (c & 1));
+    const uint2 rope = *reinterpret_cast<const uint2*>(stage + o.key_rope + row_offset);
     frag[8][0] = rope.x;
     frag[8][1] = rope.y;
   }
 
-  __device__ static void load_value(const uint8_t* stage, int k_step, int warp, int g, int c,
+  __device__ static void load_value(const uint8_t* stage, const FragmentOffsets& o, int k_step,
                                     uint32_t (&frag)[kValueTiles][2]) {
-    uint4 rows[4];
-    const int offsets[4] = {0, 1, 8, 9};
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int row = 16 * k_step + 2 * c + offsets[e];
-      rows[e] = *reinterpret_cast<const uint4*>(chunk_pointer(stage, row, 8 * warp + g));
-    }
+    const uint8_t* even = stage + o.value_even + 16 * k_step * kRowBytes;
+    const uint8_t* odd = stage + o.value_odd + 16 * k_step * kRowBytes;
+    const uint4 rows[4] = {*reinterpret_cast<const uint4*>(even), *reinterpret_cast<const uint4*>(odd),
+                           *reinterpret_cast<const uint4*>(even + 8 * kRowBytes),
+                           *reinterpret_cast<const uint4*>(odd + 8 * kRowBytes)};
     const uint32_t r0[4] = {rows[0].x, rows[0].y, rows[0].z, rows[0].w};
     const uint32_t r1[4] = {rows[1].x, rows[1].y, rows[1].z, rows[1].w};
     const uint32_t r8[4] = {rows[2].x, rows[2].y, rows[2].z, rows[2].w};

@@ -27,8 +27,10 @@ inline constexpr int kProbStride = kTileTokens + 8;   // 16-bit values per proba
 inline constexpr int kRowBytesFp8 = kHeadDimCkv + kHeadDimKpe;
 inline constexpr int kSmemLimitSm120 = 101376;  // opt-in shared memory per block on SM120
 inline constexpr int kMaxSplits = 256;                 // KV splits per request (flash-decoding)
-inline constexpr int kMergeThreads = 128;              // merge pass: 4 warps over the splits ...
-inline constexpr int kMergeDimsPerBlock = 128;         // ... of one 128-dim quarter, 4 dims per lane
+inline constexpr int kMergeThreads = 256;              // merge pass: 16 half-warps over the splits ...
+inline constexpr int kMergeDimsPerBlock = 64;          // ... of one 64-dim slice, 4 dims per lane
+inline constexpr int kMergeLanes = kMergeDimsPerBlock / 4;     // lanes per split (one float4 each)
+inline constexpr int kMergeGroups = kMergeThreads / kMergeLanes;  // splits summed side by side
 inline constexpr int kCastThreads = 256;               // cast kernels: no shared memory
 // Both instantiations fit 128 registers, so two blocks share an SM90 multiprocessor (one block of
 // a stage's load overlaps the other's arithmetic); SM120's 100 KB per SM holds one.

@@ -128,6 +128,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
   const uint16_t* q_nope = static_cast<const uint16_t*>(p.q_nope);
   const uint16_t* q_pe = static_cast<const uint16_t*>(p.q_pe);
   const int k_slice = warp % kKSlices, token_half = warp / kKSlices;
+  const FragmentOffsets frag_offsets = Tile::offsets(token_half, k_slice, warp, g, c);
   uint32_t q_frag[kKeySteps][4];  // BF16 pairs as loaded; converted to the operand type below
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
@@ -231,11 +232,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
     if (KVPATCH_ABLATE == 1) continue;
 
     // QK: partial scores over this warp's k-slice for its 32 tokens, one n8 tile at a time.
-#pragma unroll 1
-    for (int nt = 0; nt < kTileTokens / kTokenHalves / 8; ++nt) {
-      const int token_row = (kTileTokens / kTokenHalves) * token_half + 8 * nt + g;
+#pragma unroll
+    for (int nt = 0; nt < kKeyRowsPerWarp / 8; ++nt) {
       uint32_t key[kKeySteps][2];
-      Tile::load_key(stage, token_row, k_slice, c, key);
+      Tile::load_key(stage, frag_offsets, nt, key);
       // Two independent accumulation chains over the latent k-steps halve the mma latency chain.
       float near[4] = {0.f, 0.f, 0.f, 0.f}, far[4] = {0.f, 0.f, 0.f, 0.f}, rope[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
@@ -244,7 +244,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
         Op::mma(far, q_frag[4 + s], key[4 + s][0], key[4 + s][1]);
       }
       Op::mma(rope, q_frag[8], key[8][0], key[8][1]);
-      const int col = (kTileTokens / kTokenHalves) * token_half + 8 * nt + 2 * c;
+      const int col = kKeyRowsPerWarp * token_half + 8 * nt + 2 * c;
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int row = g + 8 * half;
@@ -308,7 +308,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
 #pragma unroll
     for (int k_step = 0; k_step < kTileTokens / 16; ++k_step) {
       uint32_t value[kValueTiles][2];
-      Tile::load_value(stage, k_step, warp, g, c, value);
+      Tile::load_value(stage, frag_offsets, k_step, value);
       uint32_t prob_frag[4];
       ldmatrix_x4(prob_frag, shared_address(probs + (lane & 15) * kProbStride + 16 * k_step + (lane >> 4) * 8));
 #pragma unroll
@@ -322,6 +322,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
     }
   }
   cp_async_wait<0>();
+  grid_dependents_launch();  // the merge grid may start launching while the epilogues run
 
   // ---- epilogue: final sums, then normalized output (or FP32 partials for the merge) ----
 #pragma unroll

@@ -87,9 +87,18 @@ cudaError_t launch_decode(const DecodeParams& p, const DecodePlan& plan, void* w
                               ? launch_instance<KvDtype::kFp8E4M3>(p, plan.num_splits, partial_out, partial_lse, stream)
                               : launch_instance<KvDtype::kBf16>(p, plan.num_splits, partial_out, partial_lse, stream);
   if (err != cudaSuccess || plan.num_splits == 1) return err;
-  device::mla_merge_kernel<<<dim3(p.num_heads, p.batch, kHeadDimCkv / kMergeDimsPerBlock), kMergeThreads, 0, stream>>>(
-      p, plan.num_splits, partial_out, partial_lse);
-  return cudaGetLastError();
+  // Programmatic dependent launch: the merge grid's launch overlaps the decode grid's tail.
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(p.num_heads, p.batch, kHeadDimCkv / kMergeDimsPerBlock);
+  config.blockDim = dim3(kMergeThreads);
+  config.stream = stream;
+  cudaLaunchAttribute attribute = {};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, device::mla_merge_kernel, p, plan.num_splits,
+                            static_cast<const float*>(partial_out), static_cast<const float*>(partial_lse));
 }
 
 }  // namespace kvpatch::mla

@@ -1,8 +1,14 @@
 // Merge pass of split-KV decode: out = sum_s 2^lse_s * out_s / sum_s 2^lse_s, lse = log2 of the
 // denominator. Empty splits carry lse -inf and drop out; a NaN split makes the row NaN.
-// A block merges one (request, head, 128-dim quarter): its threads first turn every split's LSE
-// into a weight in shared memory, then each warp sums a quarter of the splits (4 dims per lane,
-// loads independent across splits) and the block adds the four warp sums in a fixed order.
+//
+// A block merges one (request, head, 64-dim slice). Its threads first turn every split's LSE into a
+// weight in shared memory; then 16 groups of 16 lanes (a float4 of dims each) sum the splits
+// s = group, group + 16, ... with four loads in flight per thread (the partials sit in L2: the pass
+// is bound by how many loads are outstanding, so it spreads over 8 x heads x batch blocks), and
+// the block adds the 16 group sums in a fixed order.
+//
+// It is launched as a programmatic dependent of the decode kernel: its blocks start while the
+// decode grid drains and wait at griddepcontrol.wait until every partial is written.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -18,6 +24,8 @@ namespace kvpatch::mla::device {
 
 using tiling::kMaxSplits;
 using tiling::kMergeDimsPerBlock;
+using tiling::kMergeGroups;
+using tiling::kMergeLanes;
 using tiling::kMergeThreads;
 
 __device__ inline float block_reduce(float value, float* scratch, bool take_max) {
@@ -36,13 +44,13 @@ __device__ inline float block_reduce(float value, float* scratch, bool take_max)
 
 __global__ void __launch_bounds__(kMergeThreads)
     mla_merge_kernel(const DecodeParams p, const int num_splits, const float* partial_out, const float* partial_lse) {
-  constexpr int kWarpsHere = kMergeThreads / 32;
   __shared__ float weights[kMaxSplits];
-  __shared__ float scratch[kWarpsHere];
-  __shared__ float4 warp_sums[kWarpsHere][32];
-  const int head = blockIdx.x, b = blockIdx.y, quarter = blockIdx.z;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __shared__ float scratch[kMergeThreads / 32];
+  __shared__ float4 group_sums[kMergeGroups][kMergeLanes];
+  const int head = blockIdx.x, b = blockIdx.y, slice = blockIdx.z;
+  const int group = threadIdx.x / kMergeLanes, lane = threadIdx.x % kMergeLanes;
   const int64_t part0 = (static_cast<int64_t>(b) * p.num_heads + head) * num_splits;
+  grid_dependency_wait();  // the decode grid's partials are complete and visible past this point
 
   float local_max = -INFINITY;
   for (int s = threadIdx.x; s < num_splits; s += kMergeThreads) local_max = fmaxf(local_max, partial_lse[part0 + s]);
@@ -56,21 +64,22 @@ __global__ void __launch_bounds__(kMergeThreads)
   }
   const float weight_sum = block_reduce(local_sum, scratch, false);  // also publishes `weights`
 
-  const int dim = quarter * kMergeDimsPerBlock + 4 * lane;
+  const int dim = slice * kMergeDimsPerBlock + 4 * lane;
+  const float* column = partial_out + part0 * kHeadDimCkv + dim;
   float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll 4
-  for (int s = warp; s < num_splits; s += kWarpsHere) {
+  for (int s = group; s < num_splits; s += kMergeGroups) {
+    const float4 v = *reinterpret_cast<const float4*>(column + static_cast<int64_t>(s) * kHeadDimCkv);
     const float weight = weights[s];
-    if (weight == 0.f) continue;  // empty split (its output is zeros)
-    const float4 v = *reinterpret_cast<const float4*>(partial_out + (part0 + s) * kHeadDimCkv + dim);
-    acc.x += weight * v.x, acc.y += weight * v.y, acc.z += weight * v.z, acc.w += weight * v.w;
+    // An empty split's output is zeros with weight 0; the select keeps the loads unconditional.
+    if (weight != 0.f) acc.x += weight * v.x, acc.y += weight * v.y, acc.z += weight * v.z, acc.w += weight * v.w;
   }
-  warp_sums[warp][lane] = acc;
+  group_sums[group][lane] = acc;
   __syncthreads();
-  if (warp != 0) return;
-  float4 total = warp_sums[0][lane];
-  for (int w = 1; w < kWarpsHere; ++w) {
-    const float4 v = warp_sums[w][lane];
+  if (threadIdx.x >= kMergeLanes) return;
+  float4 total = group_sums[0][lane];
+  for (int k = 1; k < kMergeGroups; ++k) {
+    const float4 v = group_sums[k][lane];
     total.x += v.x, total.y += v.y, total.z += v.z, total.w += v.w;
   }
   const float inv = weight_sum == 0.f ? 0.f : 1.f / weight_sum;
@@ -82,7 +91,7 @@ __global__ void __launch_bounds__(kMergeThreads)
     dst[0] = static_cast<uint16_t>(lo), dst[1] = static_cast<uint16_t>(lo >> 16);
     dst[2] = static_cast<uint16_t>(hi), dst[3] = static_cast<uint16_t>(hi >> 16);
   }
-  if (p.lse && quarter == 0 && lane == 0) p.lse[static_cast<int64_t>(b) * p.num_heads + head] = base + log2f(weight_sum);
+  if (p.lse && slice == 0 && lane == 0) p.lse[static_cast<int64_t>(b) * p.num_heads + head] = base + log2f(weight_sum);
 }
 
 }  // namespace kvpatch::mla::device

@@ -59,11 +59,14 @@ struct MmaOperand<KvDtype::kFp8E4M3> {
 };
 
 // 2^-shift for a query row whose largest magnitude is `max_abs`: lands it in [2^15, 2^16).
-// Zero, tiny (< 2^-100) and non-finite rows keep their scale (shift 0 / clamped).
+// Zero and non-finite rows keep their scale (shift 0). The shift stays in [-126, 126] so that both
+// 2^shift and 2^-shift are normal floats: a finite BF16 row's largest is < 2^128 (shift <= 112, no
+// FP16 overflow); a row whose largest is below 2^-111 is scaled by 2^126 only, landing below 2^15
+// (still exact for elements >= 2^-17 after scaling).
 __device__ inline int query_shift(float max_abs) {
   if (!(max_abs > 0.f) || max_abs == INFINITY) return 0;
   const int exponent = static_cast<int>((__float_as_uint(max_abs) >> 23) & 0xFFu) - 127;
-  return max(-100, min(100, exponent - 15));
+  return max(-126, min(126, exponent - 15));
 }
 
 __device__ inline float pow2(int e) { return __uint_as_float(static_cast<uint32_t>(127 + e) << 23); }

@@ -226,6 +226,40 @@ void check_nan_propagation(int num_heads, int page_size, uint8_t nan_code) {
   }
 }
 
+// Query rows of extreme magnitude (powers of two times the usual values, per head): huge rows
+// beyond FP16's range (x 2^40, x 2^115: the FP8 path's per-row shift must bring them down without
+// overflow), tiny rows (x 2^-60, x 2^-110: below FP16's normal range), all-zero rows, and
+// unscaled rows. Checked against the CPU reference and for FP8/BF16 parity.
+void check_extreme_queries(int num_heads, int page_size) {
+  ProblemShape shape;
+  shape.num_heads = num_heads, shape.page_size = page_size, shape.lens = {40, 500, 1000, 3000};
+  Problem pr(shape, 4242 + num_heads);
+  const int exponents[] = {40, 115, -60, -110, 0};
+  for (int b = 0; b < pr.batch; ++b)
+    for (int h = 0; h < num_heads; ++h) {
+      const int kind = (h + b) % 6;  // 5 = all zeros
+      auto scale_row = [&](std::vector<uint16_t>& q, int64_t base, int dims) {
+        for (int d = 0; d < dims; ++d) {
+          const float v = mla::bf16_bits_to_float(q[base + d]);
+          q[base + d] = mla::float_to_bf16_bits(kind == 5 ? 0.f : std::ldexp(v, exponents[kind]));
+        }
+      };
+      scale_row(pr.q_nope, b * pr.q_stride_b + h * pr.q_stride_h, kHeadDimCkv);
+      scale_row(pr.q_pe, (static_cast<int64_t>(b) * num_heads + h) * kHeadDimKpe, kHeadDimKpe);
+    }
+  DeviceProblem dp(pr);
+  const mla::ReferenceOutput ref = run_cpu_reference(pr);
+  for (int splits : {1, 5}) {
+    const std::string label = "extreme queries H=" + std::to_string(num_heads) + " splits=" + std::to_string(splits);
+    const RunResult fp8 = run_kernel(pr, dp, KvDtype::kFp8E4M3, forced_plan(pr, splits));
+    const Errors e = compare(pr, fp8, ref, label);
+    const RunResult bf16 = run_kernel(pr, dp, KvDtype::kBf16, forced_plan(pr, splits));
+    const bool same = bit_identical(pr, fp8, bf16, label);
+    std::printf("%-44s relL2=%.2e lse=%.1e parity=%s\n", label.c_str(), e.max_rel_l2, e.max_lse,
+                same ? "bit-exact" : "DIFFERENT");
+  }
+}
+
 void small_matrix() {
   for (int h : {16, 32, 128}) check_naive_against_cpu({h, 16, {0, 1, 33, 700}, true, 0.5f, 2.f}, 7 + h);
   uint32_t seed = 1000;
@@ -240,6 +274,7 @@ void small_matrix() {
       }
   for (uint8_t code : {uint8_t{0x7F}, uint8_t{0xFF}})
     for (int page : {1, 64}) check_nan_propagation(32, page, code);
+  for (int h : {16, 48}) check_extreme_queries(h, h == 16 ? 1 : 16);
   ProblemShape empty;
   empty.num_heads = 16, empty.lens = {0, 0, 0};
   check_shape("all requests empty", empty, 5, true, {1, 2});
