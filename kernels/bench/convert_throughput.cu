@@ -1,0 +1,67 @@
+// Throughput of the two exact E4M3 -> FP16 conversions the FP8 decode kernel can use, per SM per
+// clock (lane results, i.e. FP16 pairs produced by 32 lanes count 32): the one-instruction
+// cvt.rn.f16x2.e4m3x2 (SASS F2FP) and the integer form (PRMT with sign replication, shift, mask).
+// 32 warps per SM, 8 independent chains per thread; cycles from clock64() per block.
+// Build and run (GPU machine): nvcc -O3 -arch=sm_90a -Ikernels/src kernels/bench/convert_throughput.cu -o /tmp/ct && /tmp/ct
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdio>
+
+#include "device_primitives.cuh"
+
+using namespace kvpatch::mla::device;
+
+constexpr int kIters = 4096, kChains = 8, kThreads = 256, kBlocksPerSm = 4;
+
+template <bool kInteger>
+__global__ void __launch_bounds__(kThreads) convert_loop(uint32_t* sink, long long* cycles) {
+  uint32_t x[kChains];
+  for (int i = 0; i < kChains; ++i) x[i] = threadIdx.x * 0x01030507u + i;
+  __syncthreads();
+  const long long start = clock64();
+  for (int it = 0; it < kIters; ++it)
+#pragma unroll
+    for (int i = 0; i < kChains; ++i) {
+      if constexpr (kInteger) {
+        x[i] = e4m3x2_to_f16x2_scaled(byte_perm_sign(x[i], x[i] >> 3, 0xC480u));
+      } else {
+        uint32_t lo, hi;
+        e4m3x4_to_f16x2x2(x[i], lo, hi);
+        x[i] = lo ^ hi;
+      }
+    }
+  __syncthreads();
+  const long long end = clock64();
+  uint32_t acc = 0;
+  for (int i = 0; i < kChains; ++i) acc ^= x[i];
+  if (acc == 0x12345678u) sink[0] = acc;  // keeps the loop alive
+  if (threadIdx.x == 0) cycles[blockIdx.x] = end - start;
+}
+
+template <bool kInteger>
+void measure(const char* name, int sms, int conversions_per_step) {
+  const int blocks = sms * kBlocksPerSm;
+  uint32_t* sink;
+  long long* cycles;
+  cudaMalloc(&sink, 4);
+  cudaMalloc(&cycles, blocks * sizeof(long long));
+  convert_loop<kInteger><<<blocks, kThreads>>>(sink, cycles);  // warm-up
+  convert_loop<kInteger><<<blocks, kThreads>>>(sink, cycles);
+  cudaDeviceSynchronize();
+  long long host[4096] = {}, worst = 0;
+  cudaMemcpy(host, cycles, blocks * sizeof(long long), cudaMemcpyDeviceToHost);
+  for (int b = 0; b < blocks; ++b) worst = host[b] > worst ? host[b] : worst;
+  const double results = double(kBlocksPerSm) * kThreads * kIters * kChains * conversions_per_step;
+  std::printf("%-34s %6.1f FP16-pair results per SM per clock (%lld cycles)\n", name, results / worst, worst);
+  cudaFree(sink);
+  cudaFree(cycles);
+}
+
+int main() {
+  int sms = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess) return 77;
+  measure<false>("cvt.rn.f16x2.e4m3x2 (F2FP)", sms, 2);
+  measure<true>("integer (PRMT, shift, mask)", sms, 1);
+  return 0;
+}

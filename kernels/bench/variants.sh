@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Side-by-side timing of compile-time variants of the decode kernel (experiments, not shipped
+# code paths): builds the C-ABI library and the GPU test once per CUDA flag set, runs the small GPU
+# tests on each (correctness and FP8/BF16 parity must hold for a variant to count), then times
+# each on the same shapes. The first variant is timed again at the end to show run-to-run noise.
+# Usage (repo root, GPU machine): bash kernels/bench/variants.sh "FLAGS_A" "FLAGS_B" ... -- [bench_decode.py args]
+set -uo pipefail
+out="${OUT:-/tmp/kvpatch-out}"
+mkdir -p "$out"
+variants=()
+while [[ $# -gt 0 && "$1" != "--" ]]; do variants+=("$1"); shift; done
+[[ $# -gt 0 ]] && shift
+for i in "${!variants[@]}"; do
+  build="build-variant$i"
+  { cmake -S . -B "$build" -G Ninja -DKVPATCH_PATCHER=OFF -DKVPATCH_CUDA=ON -DCMAKE_CUDA_FLAGS="${variants[$i]}" &&
+    cmake --build "$build" -j16 --target kvpatch_mla_capi kvpatch_gpu_decode_test; } >"$out/variant$i.build.log" 2>&1 ||
+    { tail -30 "$out/variant$i.build.log"; exit 1; }
+done
+for i in "${!variants[@]}"; do
+  timeout 120 "build-variant$i/tests/kernels/kvpatch_gpu_decode_test" --small >"$out/variant$i.small.log" 2>&1
+  echo "variant $i (${variants[$i]}): small GPU tests exit $?, $(grep -c parity=bit-exact "$out/variant$i.small.log") bit-exact runs"
+  grep FAIL "$out/variant$i.small.log" | head -3
+done
+for i in "${!variants[@]}" 0; do
+  echo "== variant $i: ${variants[$i]}"
+  PYTHONUNBUFFERED=1 python3 kernels/bench/bench_decode.py --lib "build-variant$i/kernels/libkvpatch_mla_capi.so" \
+    --out "$out/variant$i" "$@" 2>&1 | grep -o "^[a-z0-9_]* .*ctx=[0-9]* *splits=[0-9]* *fp8= *[0-9.]*us.*bf16= *[0-9.]*us"
+done
