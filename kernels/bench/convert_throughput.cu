@@ -12,6 +12,22 @@
 
 using namespace kvpatch::mla::device;
 
+// The integer form (tried for the kernel's values in v6: slower there; kept here to compare).
+// PTX prmt in its default mode, where a selector nibble's bit 3 replicates the sign bit of the
+// selected byte (__byte_perm's documentation only promises the low three bits).
+__device__ __forceinline__ uint32_t byte_perm_sign(uint32_t a, uint32_t b, uint32_t selector) {
+  uint32_t d;
+  asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(selector));
+  return d;
+}
+
+// Two E4M3 codes, each already sign-extended to its 16-bit half (a PRMT with sign replication), to
+// FP16 x 2^-8 with integer instructions: sign to bit 15, exponent and mantissa to bits 13-7. Exact
+// for every code but NaN, subnormals included (E4M3's bias 7 is FP16's 15 minus 8).
+__device__ __forceinline__ uint32_t e4m3x2_to_f16x2_scaled(uint32_t sign_extended) {
+  return (sign_extended << 7) & 0xBF80BF80u;
+}
+
 constexpr int kIters = 4096, kChains = 8, kThreads = 256, kBlocksPerSm = 4;
 
 template <bool kInteger>

@@ -76,13 +76,6 @@ __device__ __forceinline__ void e4m3x4_to_f16x2x2(uint32_t codes, uint32_t& lo, 
 __device__ __forceinline__ void grid_dependents_launch() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
 __device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
 
-// Two E4M3 codes, each already sign-extended to its 16-bit half (a PRMT with sign replication), to
-// FP16 x 2^-8 with integer instructions: sign to bit 15, exponent and mantissa to bits 13-7. Exact
-// for every code but NaN, subnormals included (E4M3's bias 7 is FP16's 15 minus 8).
-__device__ __forceinline__ uint32_t e4m3x2_to_f16x2_scaled(uint32_t sign_extended) {
-  return (sign_extended << 7) & 0xBF80BF80u;
-}
-
 // 2^x in one MUFU op; results below 2^-126 flush to zero (both instantiations alike).
 __device__ __forceinline__ float fast_exp2(float x) {
   float y;
@@ -92,14 +85,6 @@ __device__ __forceinline__ float fast_exp2(float x) {
 
 __device__ __forceinline__ uint32_t byte_perm(uint32_t a, uint32_t b, uint32_t selector) {
   return __byte_perm(a, b, selector);
-}
-
-// PTX prmt in its default mode, where a selector nibble's bit 3 replicates the sign bit of the
-// selected byte (__byte_perm's documentation only promises the low three bits).
-__device__ __forceinline__ uint32_t byte_perm_sign(uint32_t a, uint32_t b, uint32_t selector) {
-  uint32_t d;
-  asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(selector));
-  return d;
 }
 
 __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {

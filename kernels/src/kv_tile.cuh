@@ -37,18 +37,8 @@ struct FragmentOffsets {
 template <KvDtype kDtype>
 struct KvTile;
 
-#ifndef KVPATCH_INT_VALUES
-#define KVPATCH_INT_VALUES 0
-#endif
-
 template <>
 struct KvTile<KvDtype::kFp8E4M3> {
-  // Value n-tiles 0-3 (half 0) and 4-7 (half 1) may be converted with integer instructions
-  // (exact, value x 2^-8, NaN not kept: a NaN code also reaches the scores as a key).
-  __device__ static constexpr bool integer_values(int half) {
-    return KVPATCH_INT_VALUES == 2 || (KVPATCH_INT_VALUES == 1 && half == 0);
-  }
-  __device__ static constexpr float value_unscale(int half) { return integer_values(half) ? 256.f : 1.f; }
   static constexpr int kRowBytes = 576;
   static constexpr int kCkvChunks = 32;  // 512 latent bytes
   static constexpr int kRowChunks = 36;  // + 64 rope bytes
@@ -97,33 +87,21 @@ struct KvTile<KvDtype::kFp8E4M3> {
                            *reinterpret_cast<const uint2*>(odd + 8 * kRowBytes)};
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
+      // Interleave the bytes of tokens (2c, 2c + 1) and (2c + 8, 2c + 9) so one conversion yields
+      // a (token, token + 1) pair of the same dim.
       const uint32_t lo0 = half ? rows[0].y : rows[0].x, lo1 = half ? rows[1].y : rows[1].x;
       const uint32_t hi0 = half ? rows[2].y : rows[2].x, hi1 = half ? rows[3].y : rows[3].x;
       const int j = 4 * half;
-      if (integer_values(half)) {
-        // Byte k of tokens (2c, 2c + 1) and (2c + 8, 2c + 9), each sign-extended to 16 bits by the
-        // permute, then moved into FP16 position: value x 2^-8 (value_unscale undoes it).
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-          const uint32_t selector = 0xC480u + 0x1111u * k;  // bytes k, k+4 with their sign bits replicated
-          frag[j + k][0] = e4m3x2_to_f16x2_scaled(byte_perm_sign(lo0, lo1, selector));
-          frag[j + k][1] = e4m3x2_to_f16x2_scaled(byte_perm_sign(hi0, hi1, selector));
-        }
-      } else {
-        // Interleave the bytes of tokens (2c, 2c + 1) and (2c + 8, 2c + 9) so one conversion yields
-        // a (token, token + 1) pair of the same dim.
-        e4m3x4_to_f16x2x2(byte_perm(lo0, lo1, 0x5140), frag[j + 0][0], frag[j + 1][0]);
-        e4m3x4_to_f16x2x2(byte_perm(lo0, lo1, 0x7362), frag[j + 2][0], frag[j + 3][0]);
-        e4m3x4_to_f16x2x2(byte_perm(hi0, hi1, 0x5140), frag[j + 0][1], frag[j + 1][1]);
-        e4m3x4_to_f16x2x2(byte_perm(hi0, hi1, 0x7362), frag[j + 2][1], frag[j + 3][1]);
-      }
+      e4m3x4_to_f16x2x2(byte_perm(lo0, lo1, 0x5140), frag[j + 0][0], frag[j + 1][0]);
+      e4m3x4_to_f16x2x2(byte_perm(lo0, lo1, 0x7362), frag[j + 2][0], frag[j + 3][0]);
+      e4m3x4_to_f16x2x2(byte_perm(hi0, hi1, 0x5140), frag[j + 0][1], frag[j + 1][1]);
+      e4m3x4_to_f16x2x2(byte_perm(hi0, hi1, 0x7362), frag[j + 2][1], frag[j + 3][1]);
     }
   }
 };
 
 template <>
 struct KvTile<KvDtype::kBf16> {
-  __device__ static constexpr float value_unscale(int /*half*/) { return 1.f; }
   static constexpr int kRowBytes = 1152;
   static constexpr int kCkvChunks = 64;  // 1024 latent bytes
   static constexpr int kRowChunks = 72;  // + 128 rope bytes

@@ -346,9 +346,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
 #pragma unroll
     for (int j = 0; j < kValueTiles; ++j) {
       // The unscale is a power of two (exact), so both instantiations round the same value.
-      const float unscale = Op::kOutUnscale * Tile::value_unscale(j / 4);
-      v[j] = out_acc[j][2 * half] * unscale * inv_sum * p.ckv_scale;          // dim 64w + 16c + j
-      v[8 + j] = out_acc[j][2 * half + 1] * unscale * inv_sum * p.ckv_scale;  // dim 64w + 16c + 8 + j
+      v[j] = out_acc[j][2 * half] * Op::kOutUnscale * inv_sum * p.ckv_scale;          // dim 64w + 16c + j
+      v[8 + j] = out_acc[j][2 * half + 1] * Op::kOutUnscale * inv_sum * p.ckv_scale;  // dim 64w + 16c + 8 + j
     }
     const int dim0 = 64 * warp + 16 * c;
     if (num_splits == 1) {
