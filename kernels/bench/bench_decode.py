@@ -226,6 +226,7 @@ def write_markdown(rows, copy_gbps, meta, path):
     keys = ["fp8", "bf16", "cast+bf16", "gather+bf16", "fi_fp8", "fi_bf16"]
     lines = [f"# MLA decode benchmark — {meta['gpu']}, {meta['date']}", "",
              f"Device-to-device copy: {copy_gbps / 1e9:.0f} GB/s (read + write). FlashInfer: {meta['flashinfer']}.",
+             f"Timing floor (a one-element `zero_()` timed the same way): {meta.get('timing_floor_us', '?')} us.",
              "Times are medians in microseconds, L2 flushed before each run; cast+bf16 and gather+bf16 include their",
              "conversion. `fp8 GB/s` counts 576 B of KV per token;",
              "`%copy` is that over the copy bandwidth. `x<variant>` is how many times faster our FP8 kernel is.", "",
@@ -300,6 +301,11 @@ def main():
     flush = lambda: torch.sum(scratch.view(torch.int32), dtype=torch.int32)  # noqa: E731
     copy_gbps, copy_ms = copy_bandwidth(args.iters)
     print(f"copy: {copy_gbps / 1e9:.0f} GB/s ({copy_ms:.3f} ms for 2 x 1 GiB)", flush=True)
+    # What this timing method charges for any call: one 4-byte memset kernel, timed like a variant.
+    tiny = torch.empty(1, dtype=torch.int32, device="cuda")
+    floor_us = time_variant(lambda: tiny.zero_(), flush, args.iters) * 1e3
+    meta["timing_floor_us"] = round(floor_us, 1)
+    print(f"timing floor: {floor_us:.1f} us (a one-element zero_() timed the same way)", flush=True)
 
     keep = set(filter(None, args.shapes.split(",")))
     keep_ctx = {int(c) for c in args.contexts.split(",") if c}
