@@ -49,8 +49,37 @@ __device__ inline SplitRange split_range(int len, int split, int num_splits) {
   return range;
 }
 
-__device__ inline uint32_t load_bf16_pair(const uint16_t* base, int64_t index) {
-  return static_cast<uint32_t>(base[index]) | (static_cast<uint32_t>(base[index + 1]) << 16);
+// Copies the block's query rows (head0 .. head0 + rows_here - 1 of request b; latent then rope)
+// into q_stage [kRows][kQueryStageStride], zeros for rows past the last head. 16-byte cp.async
+// chunks when both views allow them (SGLang's packed [B, H, 576] query does), else 2-byte copies.
+// Completes with the caller's next cp_async_wait + __syncthreads.
+__device__ inline void stage_query(const uint16_t* q_nope, const uint16_t* q_pe, const DecodeParams& p, int b, int head0,
+                                   int rows_here, uint16_t* q_stage) {
+  constexpr int kRowElems = kHeadDimCkv + kHeadDimKpe;
+  const bool chunked = ((reinterpret_cast<uintptr_t>(q_nope) | reinterpret_cast<uintptr_t>(q_pe)) % 16 == 0) &&
+                       ((p.q_nope_stride_b | p.q_nope_stride_h | p.q_pe_stride_b | p.q_pe_stride_h) % 8 == 0);
+  if (chunked) {
+    constexpr int kChunksPerRow = kRowElems / 8;
+    for (int i = threadIdx.x; i < kRows * kChunksPerRow; i += kThreads) {
+      const int row = i / kChunksPerRow, elem = 8 * (i % kChunksPerRow);
+      const bool live = row < rows_here;
+      const int head = head0 + (live ? row : 0);
+      const uint16_t* src = elem < kHeadDimCkv ? q_nope + b * p.q_nope_stride_b + head * p.q_nope_stride_h + elem
+                                               : q_pe + b * p.q_pe_stride_b + head * p.q_pe_stride_h + (elem - kHeadDimCkv);
+      cp_async_16(shared_address(q_stage + row * kQueryStageStride + elem), src, live);
+    }
+  } else {
+    for (int i = threadIdx.x; i < kRows * kRowElems; i += kThreads) {
+      const int row = i / kRowElems, elem = i % kRowElems;
+      uint16_t value = 0;
+      if (row < rows_here) {
+        const int head = head0 + row;
+        value = elem < kHeadDimCkv ? q_nope[b * p.q_nope_stride_b + head * p.q_nope_stride_h + elem]
+                                   : q_pe[b * p.q_pe_stride_b + head * p.q_pe_stride_h + (elem - kHeadDimCkv)];
+      }
+      q_stage[row * kQueryStageStride + elem] = value;
+    }
+  }
 }
 
 // Register budget: two blocks per SM90 multiprocessor (128 registers); SM120's shared memory holds
@@ -87,6 +116,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
   const int group = blockIdx.x, split = blockIdx.y, b = blockIdx.z;
   const int head0 = group * kRows;
   const int rows_here = min(kRows, p.num_heads - head0);
+
+  // ---- the block's query rows -> shared memory, first: nothing it needs is loaded yet, so the
+  // copy overlaps the loads of kv_len / kv_indptr and of the first page ids. ----
+  const uint16_t* q_nope = static_cast<const uint16_t*>(p.q_nope);
+  const uint16_t* q_pe = static_cast<const uint16_t*>(p.q_pe);
+  uint16_t* q_stage = reinterpret_cast<uint16_t*>(smem + kLayout.score_offset);  // [kRows][kQueryStageStride]
+  stage_query(q_nope, q_pe, p, b, head0, rows_here, q_stage);
+
   const SplitRange range = split_range(p.kv_len[b], split, num_splits);
   const int num_tiles = range.tiles();
 
@@ -125,38 +162,26 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
   cp_async_commit();
 
   // ---- query fragments for this warp's k-slice, in the key fragment map of kv_tile.cuh ----
-  const uint16_t* q_nope = static_cast<const uint16_t*>(p.q_nope);
-  const uint16_t* q_pe = static_cast<const uint16_t*>(p.q_pe);
   const int k_slice = warp % kKSlices, token_half = warp / kKSlices;
   const FragmentOffsets frag_offsets = Tile::offsets(token_half, k_slice, warp, g, c);
-  uint32_t q_frag[kKeySteps][4];  // BF16 pairs as loaded; converted to the operand type below
+  cp_async_wait<0>();
+  __syncthreads();  // the query rows and the first tiles' page ids landed
+  uint32_t q_frag[kKeySteps][4];  // BF16 pairs as staged; converted to the operand type below
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
-    const int row = g + 8 * half;
-    const bool live = row < rows_here;
-    const int64_t nope_base = b * p.q_nope_stride_b + (head0 + row) * p.q_nope_stride_h;
-    const int64_t pe_base = b * p.q_pe_stride_b + (head0 + row) * p.q_pe_stride_h;
+    const uint16_t* row = q_stage + (g + 8 * half) * kQueryStageStride;
 #pragma unroll
     for (int s = 0; s < kKeySteps; ++s) {
-      uint32_t lo = 0, hi = 0;
-      if (live) {
-        if (s < 8) {
-          const int dim = 128 * k_slice + 64 * (s / 4) + 16 * c + 4 * (s % 4);
-          lo = load_bf16_pair(q_nope, nope_base + dim);
-          hi = load_bf16_pair(q_nope, nope_base + dim + 2);
-        } else {
-          const int dim = 16 * k_slice + 4 * c;
-          lo = load_bf16_pair(q_pe, pe_base + dim);
-          hi = load_bf16_pair(q_pe, pe_base + dim + 2);
-        }
-      }
-      q_frag[s][half] = lo;      // a0 / a1: k-slots 2c, 2c + 1
-      q_frag[s][2 + half] = hi;  // a2 / a3: k-slots 2c + 8, 2c + 9
+      const int dim = s < 8 ? 128 * k_slice + 64 * (s / 4) + 16 * c + 4 * (s % 4) : kHeadDimCkv + 16 * k_slice + 4 * c;
+      const uint2 pairs = *reinterpret_cast<const uint2*>(row + dim);
+      q_frag[s][half] = pairs.x;      // a0 / a1: k-slots 2c, 2c + 1
+      q_frag[s][2 + half] = pairs.y;  // a2 / a3: k-slots 2c + 8, 2c + 9
     }
   }
   // Per-row power-of-two shift into the operand type's range (mma_operand.cuh): each row's largest
-  // magnitude, from the 4 k-slice warps of token half 0, meets in the (still unused) score buffer.
-  float* slice_max = scores;  // [kKSlices][kRows]
+  // magnitude, from the 4 k-slice warps of token half 0, meets in the row-statistics buffer (the
+  // staged query still occupies the score buffer until the first tile's barrier).
+  float* slice_max = row_alpha;  // [kKSlices][kRows]
   if constexpr (Op::kScaledQuery) {
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
@@ -174,9 +199,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
     }
   }
 
-  // The first tiles' page ids were loaded while the query came in; now fill the pipeline.
-  cp_async_wait<0>();
-  __syncthreads();
+  __syncthreads();  // slice maxima published
   float latent_scale[2], rope_scale[2];  // rows g and g + 8: ckv/kpe scale times 2^shift
 #pragma unroll
   for (int half = 0; half < 2; ++half) {

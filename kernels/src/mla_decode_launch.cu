@@ -88,16 +88,17 @@ cudaError_t launch_decode(const DecodeParams& p, const DecodePlan& plan, void* w
                               : launch_instance<KvDtype::kBf16>(p, plan.num_splits, partial_out, partial_lse, stream);
   if (err != cudaSuccess || plan.num_splits == 1) return err;
   // Programmatic dependent launch: the merge grid's launch overlaps the decode grid's tail.
+  const bool few = plan.num_splits <= kMergeFewSplits;
   cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(p.num_heads, p.batch, kHeadDimCkv / kMergeDimsPerBlock);
-  config.blockDim = dim3(kMergeThreads);
+  config.gridDim = few ? dim3(p.num_heads, p.batch) : dim3(p.num_heads, p.batch, kHeadDimCkv / kMergeDimsPerBlock);
+  config.blockDim = dim3(few ? kMergeFewThreads : kMergeThreads);
   config.stream = stream;
   cudaLaunchAttribute attribute = {};
   attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute.val.programmaticStreamSerializationAllowed = 1;
   config.attrs = &attribute;
   config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, device::mla_merge_kernel, p, plan.num_splits,
+  return cudaLaunchKernelEx(&config, few ? device::mla_merge_few_kernel : device::mla_merge_kernel, p, plan.num_splits,
                             static_cast<const float*>(partial_out), static_cast<const float*>(partial_lse));
 }
 

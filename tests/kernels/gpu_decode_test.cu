@@ -215,7 +215,7 @@ void check_nan_propagation(int num_heads, int page_size, uint8_t nan_code) {
   pr.pool[(page * page_size + token % page_size) * pr.slot_stride + 7] = nan_code;
   DeviceProblem dp(pr);
   const mla::ReferenceOutput ref = run_cpu_reference(pr);
-  for (int splits : {1, 4}) {
+  for (int splits : {1, 4, 24}) {
     const std::string label = "nan code " + std::to_string(nan_code) + " splits=" + std::to_string(splits);
     const RunResult fp8 = run_kernel(pr, dp, KvDtype::kFp8E4M3, forced_plan(pr, splits));
     const Errors e = compare(pr, fp8, ref, label, {1});
@@ -270,7 +270,8 @@ void small_matrix() {
         s.num_heads = h, s.page_size = page, s.strided = strided;
         s.lens = {0, 1, 31, 32, 33, 257, 1000};
         if (strided) s.ckv_scale = 0.75f, s.kpe_scale = 1.5f;
-        check_shape("small" + std::string(strided ? " strided" : ""), s, ++seed, true, {1, 3, 8});
+        // 40 splits: more than kMergeFewSplits, so the many-splits merge runs (most splits empty).
+        check_shape("small" + std::string(strided ? " strided" : ""), s, ++seed, true, {1, 3, 8, 40});
       }
   for (uint8_t code : {uint8_t{0x7F}, uint8_t{0xFF}})
     for (int page : {1, 64}) check_nan_propagation(32, page, code);

@@ -69,6 +69,7 @@ bool launch_config(const std::string& name, LaunchConfig& config) {
     config = {tiling::kThreads, tiling::smem_layout(dtype).total};
     return true;
   }
+  if (name.find("mla_merge_few_kernel") != std::string::npos) return config = {tiling::kMergeFewThreads, 0}, true;
   if (name.find("mla_merge_kernel") != std::string::npos) return config = {tiling::kMergeThreads, 0}, true;
   if (name.find("naive_decode_kernel") != std::string::npos) return config = {kNaiveDecodeThreads, 0}, true;
   if (name.find("cast_fp8_to_bf16") != std::string::npos) return config = {tiling::kCastThreads, 0}, true;
