@@ -101,6 +101,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
   constexpr SmemLayout kLayout = smem_layout(kDtype);
   constexpr int kLoadThreadsPerRow = kThreads / kTileTokens;  // 4 threads copy one token row
   static_assert(kLoadThreadsPerRow == 4, "copy_row_region splits a row over 4 threads");
+  static_assert(kKeyRowsPerWarp * kTokenHalves == kTileTokens, "kv_tile.cuh's key offsets assume 32 tokens per QK warp");
 
   extern __shared__ __align__(128) uint8_t smem[];
   uint8_t* kv_stages = smem + kLayout.kv_offset;
@@ -254,7 +255,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
     const uint8_t* stage = kv_stages + (tile % kStages) * kStageBytes;
     if (KVPATCH_ABLATE == 1) continue;
 
-    // QK: partial scores over this warp's k-slice for its 32 tokens, one n8 tile at a time.
+    // QK: partial scores over this warp's k-slice for its 32 tokens, four n8 tiles (unrolled).
 #pragma unroll
     for (int nt = 0; nt < kKeyRowsPerWarp / 8; ++nt) {
       uint32_t key[kKeySteps][2];
