@@ -326,6 +326,12 @@ def main():
     with open(os.path.join(args.out, "bench.json"), "w") as f:
         json.dump(result, f, indent=1)
     write_markdown(rows, copy_gbps, meta, os.path.join(args.out, "bench.md"))
+    # Issue 3's targets against this run, at the end of the same Markdown file (targets.py).
+    from targets import markdown as targets_markdown
+    summary = targets_markdown(result)
+    with open(os.path.join(args.out, "bench.md"), "a") as f:
+        f.write("\n" + summary.replace("# Issue 3 targets", "## Issue 3 targets", 1))
+    print(summary, flush=True)
     try:
         write_plot(rows, copy_gbps, meta, os.path.join(args.out, "bench.png"))
     except Exception as exc:
