@@ -147,7 +147,7 @@ def _short_error(exc, head=300, tail=900):
     return text if len(text) <= head + tail else text[:head] + " [...] " + text[-tail:]
 
 
-def bench_shape(kv_api, name, batch, heads, ctx, pools, flush, iters, sms, fi):
+def bench_shape(kv_api, name, batch, heads, ctx, pools, flush, iters, sms, fi, force_splits=0):
     device = "cuda"
     pool_u8, pool_bf16 = pools
     gen = torch.Generator(device="cpu").manual_seed(batch * 1000003 + heads * 101 + ctx)
@@ -160,6 +160,8 @@ def bench_shape(kv_api, name, batch, heads, ctx, pools, flush, iters, sms, fi):
     q_nope, q_pe = q[:, :, :512], q[:, :, 512:]
     sm_scale = 1.0 / math.sqrt(ROW)
     splits, ws_bytes = kv_api.plan(batch, heads, ctx, sms)
+    if force_splits:  # --splits: time another split count than the planner's (workspace sized for it)
+        splits, ws_bytes = force_splits, batch * heads * force_splits * 513 * 4
     ws = torch.empty(max(ws_bytes, 16), dtype=torch.uint8, device=device)
     out = {k: torch.empty(batch, heads, 512, dtype=torch.bfloat16, device=device) for k in ("fp8", "bf16", "cast", "gather")}
     lse = torch.empty(batch, heads, dtype=torch.float32, device=device)
@@ -278,6 +280,7 @@ def main():
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--shapes", default="", help="comma-separated shape names to keep (default: all)")
     ap.add_argument("--contexts", default="", help="comma-separated context lengths to keep (default: all)")
+    ap.add_argument("--splits", type=int, default=0, help="override the planned split count (1-256; 0: plan_decode's)")
     ap.add_argument("--flashinfer-backend", default="fa3",
                     help="BatchMLAPagedAttentionWrapper backend: fa3 (SM90, FP8 and BF16 KV), fa2, auto")
     args = ap.parse_args()
@@ -315,7 +318,7 @@ def main():
         if (keep and name not in keep) or (keep_ctx and ctx not in keep_ctx):
             continue
         row = bench_shape(kv_api, name, batch, heads, ctx, (pool_u8, pool_bf16), flush, args.iters, sms,
-                          fi)
+                          fi, args.splits)
         rows.append(row)
         v = row["variants"]
         print(f"{name:9s} B={batch:<3d} H={heads:<3d} ctx={ctx:<6d} splits={row['splits']:<3d} " +
