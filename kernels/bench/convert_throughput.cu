@@ -5,8 +5,11 @@
 // Build and run (GPU machine): nvcc -O3 -arch=sm_90a -Ikernels/src kernels/bench/convert_throughput.cu -o /tmp/ct && /tmp/ct
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <vector>
 
 #include "device_primitives.cuh"
 
@@ -55,19 +58,27 @@ __global__ void __launch_bounds__(kThreads) convert_loop(uint32_t* sink, long lo
   if (threadIdx.x == 0) cycles[blockIdx.x] = end - start;
 }
 
+// Exits with the CUDA error's name: a benchmark that prints numbers must not print them after a failure.
+void check(cudaError_t err, const char* what) {
+  if (err == cudaSuccess) return;
+  std::fprintf(stderr, "convert_throughput: %s: %s\n", what, cudaGetErrorString(err));
+  std::exit(1);
+}
+
 template <bool kInteger>
 void measure(const char* name, int sms, int conversions_per_step) {
   const int blocks = sms * kBlocksPerSm;
   uint32_t* sink;
   long long* cycles;
-  cudaMalloc(&sink, 4);
-  cudaMalloc(&cycles, blocks * sizeof(long long));
+  check(cudaMalloc(&sink, 4), "cudaMalloc");
+  check(cudaMalloc(&cycles, blocks * sizeof(long long)), "cudaMalloc");
   convert_loop<kInteger><<<blocks, kThreads>>>(sink, cycles);  // warm-up
   convert_loop<kInteger><<<blocks, kThreads>>>(sink, cycles);
-  cudaDeviceSynchronize();
-  long long host[4096] = {}, worst = 0;
-  cudaMemcpy(host, cycles, blocks * sizeof(long long), cudaMemcpyDeviceToHost);
-  for (int b = 0; b < blocks; ++b) worst = host[b] > worst ? host[b] : worst;
+  check(cudaGetLastError(), "launch");
+  check(cudaDeviceSynchronize(), "kernel");
+  std::vector<long long> host(blocks);
+  check(cudaMemcpy(host.data(), cycles, blocks * sizeof(long long), cudaMemcpyDeviceToHost), "cudaMemcpy");
+  const long long worst = *std::max_element(host.begin(), host.end());
   const double results = double(kBlocksPerSm) * kThreads * kIters * kChains * conversions_per_step;
   std::printf("%-34s %6.1f FP16-pair results per SM per clock (%lld cycles)\n", name, results / worst, worst);
   cudaFree(sink);

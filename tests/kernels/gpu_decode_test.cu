@@ -44,10 +44,13 @@ struct DeviceProblem {
   DeviceBuffer<uint8_t> pool;
   DeviceBuffer<uint16_t> pool_bf16;
   DeviceBuffer<int32_t> indptr, indices, lens;
-  explicit DeviceProblem(const Problem& pr)
-      : q_nope(pr.q_nope.size()), q_pe(pr.q_pe.size()), pool(pr.pool.size()), pool_bf16(pr.pool.size()),
-        indptr(pr.indptr.size()), indices(std::max<size_t>(pr.indices.size(), 1)), lens(std::max<size_t>(pr.lens.size(), 1)) {
-    q_nope.upload(pr.q_nope);
+  int query_offset = 0;  // elements: a nonzero offset leaves the query views only 2-byte aligned
+  explicit DeviceProblem(const Problem& pr, int query_offset_elems = 0)
+      : q_nope(pr.q_nope.size() + query_offset_elems), q_pe(pr.q_pe.size()), pool(pr.pool.size()),
+        pool_bf16(pr.pool.size()), indptr(pr.indptr.size()), indices(std::max<size_t>(pr.indices.size(), 1)),
+        lens(std::max<size_t>(pr.lens.size(), 1)), query_offset(query_offset_elems) {
+    KV_CUDA_CHECK(cudaMemcpy(q_nope.ptr + query_offset, pr.q_nope.data(), pr.q_nope.size() * sizeof(uint16_t),
+                             cudaMemcpyHostToDevice));
     if (!pr.q_pe.empty()) q_pe.upload(pr.q_pe);
     pool.upload(pr.pool);
     indptr.upload(pr.indptr);
@@ -57,7 +60,7 @@ struct DeviceProblem {
   }
   mla::DecodeParams params(const Problem& pr, KvDtype dtype, void* out, float* lse) const {
     const void* kv = dtype == KvDtype::kFp8E4M3 ? static_cast<const void*>(pool.ptr) : pool_bf16.ptr;
-    return pr.params(q_nope.ptr, q_pe.ptr, kv, dtype, indptr.ptr, indices.ptr, lens.ptr, out, lse);
+    return pr.params(q_nope.ptr + query_offset, q_pe.ptr, kv, dtype, indptr.ptr, indices.ptr, lens.ptr, out, lse);
   }
 };
 
@@ -260,6 +263,26 @@ void check_extreme_queries(int num_heads, int page_size) {
   }
 }
 
+// Query views that are only 2-byte aligned (packed [B, H, 576] query at an odd element offset): the
+// kernel stages them with 2-byte copies instead of 16-byte cp.async. Same checks as check_shape.
+void check_unaligned_query(int num_heads, bool strided) {
+  ProblemShape shape;
+  shape.num_heads = num_heads, shape.strided = strided, shape.lens = {0, 1, 70, 900};
+  Problem pr(shape, 777 + num_heads);
+  DeviceProblem dp(pr, /*query_offset_elems=*/1);
+  const mla::ReferenceOutput ref = run_cpu_reference(pr);
+  for (int splits : {1, 4}) {
+    const std::string label = std::string("unaligned query") + (strided ? " strided" : "") + " H=" +
+                              std::to_string(num_heads) + " splits=" + std::to_string(splits);
+    const RunResult fp8 = run_kernel(pr, dp, KvDtype::kFp8E4M3, forced_plan(pr, splits));
+    const Errors e = compare(pr, fp8, ref, label);
+    const RunResult bf16 = run_kernel(pr, dp, KvDtype::kBf16, forced_plan(pr, splits));
+    const bool same = bit_identical(pr, fp8, bf16, label);
+    std::printf("%-44s relL2=%.2e lse=%.1e parity=%s\n", label.c_str(), e.max_rel_l2, e.max_lse,
+                same ? "bit-exact" : "DIFFERENT");
+  }
+}
+
 void small_matrix() {
   for (int h : {16, 32, 128}) check_naive_against_cpu({h, 16, {0, 1, 33, 700}, true, 0.5f, 2.f}, 7 + h);
   uint32_t seed = 1000;
@@ -276,6 +299,7 @@ void small_matrix() {
   for (uint8_t code : {uint8_t{0x7F}, uint8_t{0xFF}})
     for (int page : {1, 64}) check_nan_propagation(32, page, code);
   for (int h : {16, 48}) check_extreme_queries(h, h == 16 ? 1 : 16);
+  for (bool strided : {false, true}) check_unaligned_query(24, strided);
   ProblemShape empty;
   empty.num_heads = 16, empty.lens = {0, 0, 0};
   check_shape("all requests empty", empty, 5, true, {1, 2});
