@@ -165,19 +165,17 @@ struct KvTile<KvDtype::kBf16> {
   }
 };
 
-// cp.async of one region (latent or rope) of a token row by the 4 threads that share the row: the
-// thread with index `sub` fills physical chunks sub, sub + 4, ..., reading the logical chunks that the
-// row's XOR swizzle `x` (< 8) puts there: (sub ^ (x & 3)) + 4 (i ^ (x >> 2)). Two base pointers
-// (even and odd i) leave only constant offsets per copy, not a 64-bit multiply each.
+// cp.async of a row's latent region by the 8 threads that share it: the thread that fills physical
+// chunks sub, sub + 8, ... (`dst`: the first) reads logical chunks 8 i + (sub ^ x) for the row's XOR x
+// (< 8; `src`: the first). The source pointer is made opaque so that the copies keep immediate
+// offsets from one 64-bit address (otherwise the compiler folds each offset into its own 64-bit
+// multiply-add of slot x stride).
 template <int kChunks>
-__device__ __forceinline__ void copy_row_region(uint32_t dst_row, const uint8_t* src_region, int sub, int x, bool valid) {
-  static_assert(kChunks % 4 == 0);
-  const uint8_t* base = src_region + 16 * (sub ^ (x & 3));
-  const int high = x >> 2;
-  const uint8_t* even = base + 64 * high;
-  const uint8_t* odd = base - 64 * high;
+__device__ __forceinline__ void copy_row_latent(uint32_t dst, const uint8_t* src, bool valid) {
+  static_assert(kChunks % 8 == 0);
+  asm("" : "+l"(src));
 #pragma unroll
-  for (int i = 0; i < kChunks / 4; ++i) cp_async_16(dst_row + 16 * sub + 64 * i, ((i & 1) ? odd : even) + 64 * i, valid);
+  for (int i = 0; i < kChunks / 8; ++i) cp_async_16(dst + 128 * i, src + 128 * i, valid);
 }
 
 }  // namespace kvpatch::mla::device

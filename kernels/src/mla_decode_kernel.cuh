@@ -99,8 +99,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
   constexpr int kStageBytes = stage_bytes(kDtype);
   constexpr int kPageRing = page_ring_tiles(kDtype);
   constexpr SmemLayout kLayout = smem_layout(kDtype);
-  constexpr int kLoadThreadsPerRow = kThreads / kTileTokens;  // 4 threads copy one token row
-  static_assert(kLoadThreadsPerRow == 4, "copy_row_region splits a row over 4 threads");
+  static_assert(kThreads == 4 * kTileTokens, "the loader gives each thread two rows' eighths");
   static_assert(kKeyRowsPerWarp * kTokenHalves == kTileTokens, "kv_tile.cuh's key offsets assume 32 tokens per QK warp");
 
   extern __shared__ __align__(128) uint8_t smem[];
@@ -128,19 +127,18 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
   const SplitRange range = split_range(p.kv_len[b], split, num_splits);
   const int num_tiles = range.tiles();
 
-  // ---- KV loader: 4 threads per token row (copy_row_region). Page ids come from a ring in
+  // ---- KV loader: 8 threads per token row (below). Page ids come from a ring in
   // shared memory that warps 0-1 fill kStages tiles ahead (in the cp.async group of an earlier KV
   // tile), so no iteration waits on a dependent global load. ----
-  const int load_row = threadIdx.x / kLoadThreadsPerRow, load_sub = threadIdx.x % kLoadThreadsPerRow;
   const int32_t* pages = p.kv_indices + p.kv_indptr[b];
   const uint8_t* ckv_bytes = static_cast<const uint8_t*>(p.ckv);
   const uint8_t* kpe_bytes = static_cast<const uint8_t*>(p.kpe);
   const int64_t ckv_stride = p.ckv_stride_slot * kv_elem_bytes(kDtype);
   const int64_t kpe_stride = p.kpe_stride_slot * kv_elem_bytes(kDtype);
-  // Pages of 1 (SGLang), 16, 64: shifts instead of an integer division per tile.
-  const int page_shift = (p.page_size & (p.page_size - 1)) == 0 ? __ffs(p.page_size) - 1 : -1;
-  auto page_of = [&](int token) { return page_shift >= 0 ? token >> page_shift : token / p.page_size; };
-  auto in_page = [&](int token) { return page_shift >= 0 ? token & (p.page_size - 1) : token % p.page_size; };
+  // Pages are powers of two (the launcher checks): shifts and masks, no division or branch.
+  const int page_shift = __ffs(p.page_size) - 1;
+  const int page_mask = p.page_size - 1;
+  auto page_of = [&](int token) { return token >> page_shift; };
   auto issue_page_ids = [&](int tile) {
     if (threadIdx.x >= kTileTokens || tile >= num_tiles) return;
     const int token = range.begin + tile * kTileTokens + threadIdx.x;
@@ -148,16 +146,37 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
     cp_async_4(shared_address(page_ring + (tile % kPageRing) * kTileTokens + threadIdx.x),
                valid ? pages + page_of(token) : pages, valid);
   };
+  // 8 threads per row: each cp.async instruction of a warp fills 128 contiguous bytes of each of 4
+  // rows. ncu counts the shared-memory writes per 128-byte line a row's bytes touch: BF16 rows
+  // (1,152 B) take the ideal 4 wavefronts per instruction (4 threads x 64 B per row took 16), FP8
+  // rows (576 B, odd rows straddle two lines) 7 instead of 8. Thread t copies rows t / 8 and
+  // t / 8 + 32: the latent eighth `sub8` of each, and one rope chunk of one of them (FP8; BF16's
+  // 8 rope chunks: one of each).
+  const int row_a = threadIdx.x / 8, sub8 = threadIdx.x % 8;
+  constexpr int kRopeChunks = Tile::kRowChunks - Tile::kCkvChunks;
+  static_assert(kRopeChunks == 4 || kRopeChunks == 8);
+  // Per-thread constants (rows row_a and row_a + 32 share their swizzle): the source offsets of the
+  // latent eighth and of the rope chunk, and the destination offsets within a stage.
+  const int latent_src = 16 * (sub8 ^ Tile::latent_xor(row_a));
+  const int rope_chunk = sub8 % kRopeChunks;  // physical; it holds logical chunk rope_chunk ^ rope_xor
+  const int rope_src = 16 * (rope_chunk ^ Tile::rope_xor(row_a));
+  const bool rope_row_b = kRopeChunks == 4 && sub8 >= 4;  // FP8: threads 4-7 of a row copy row_b's rope
+  const uint32_t dst_a = shared_address(kv_stages) + row_a * Tile::kRowBytes;
   auto issue_tile = [&](int tile) {
     if (tile >= num_tiles || KVPATCH_ABLATE == 2) return;
-    const int token = range.begin + tile * kTileTokens + load_row;
-    const bool valid = token < range.end;
-    const int64_t slot =
-        valid ? static_cast<int64_t>(page_ring[(tile % kPageRing) * kTileTokens + load_row]) * p.page_size + in_page(token) : 0;
-    const uint32_t dst_row = shared_address(kv_stages + (tile % kStages) * kStageBytes + load_row * Tile::kRowBytes);
-    copy_row_region<Tile::kCkvChunks>(dst_row, ckv_bytes + slot * ckv_stride, load_sub, Tile::latent_xor(load_row), valid);
-    copy_row_region<Tile::kRowChunks - Tile::kCkvChunks>(dst_row + 16 * Tile::kCkvChunks, kpe_bytes + slot * kpe_stride,
-                                                         load_sub, Tile::rope_xor(load_row), valid);
+    const uint32_t stage = dst_a + (tile % kStages) * kStageBytes;
+    const int32_t* ring = page_ring + (tile % kPageRing) * kTileTokens + row_a;
+    const int token_a = range.begin + tile * kTileTokens + row_a;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int token = token_a + 32 * half;
+      const bool valid = token < range.end;
+      const int64_t slot = valid ? (static_cast<int64_t>(ring[32 * half]) << page_shift) + (token & page_mask) : 0;
+      const uint32_t dst_row = stage + 32 * half * Tile::kRowBytes;
+      copy_row_latent<Tile::kCkvChunks>(dst_row + 16 * sub8, ckv_bytes + slot * ckv_stride + latent_src, valid);
+      if (kRopeChunks == 8 || rope_row_b == (half == 1))
+        cp_async_16(dst_row + 16 * (Tile::kCkvChunks + rope_chunk), kpe_bytes + slot * kpe_stride + rope_src, valid);
+    }
   };
   for (int tile = 0; tile < kStages; ++tile) issue_page_ids(tile);
   cp_async_commit();

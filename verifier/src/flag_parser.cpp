@@ -85,7 +85,12 @@ Options parse_flags(const std::vector<std::string>& args) {
       {"--tp", [&](auto& f, auto& v) { options.tp = parse_int_list(f, v, 1, 1024); }},
       {"--batch-sizes", [&](auto& f, auto& v) { options.batch_sizes = parse_int_list(f, v, 1, 1 << 16); }},
       {"--context-lengths", [&](auto& f, auto& v) { options.context_lengths = parse_int_list(f, v, 0, 1 << 30); }},
-      {"--page-sizes", [&](auto& f, auto& v) { options.page_sizes = parse_int_list(f, v, 1, 1 << 20); }},
+      {"--page-sizes", [&](auto& f, auto& v) {
+         options.page_sizes = parse_int_list(f, v, 1, 1 << 20);
+         for (const int size : options.page_sizes)  // the decode kernel pages by shifts
+           if ((size & (size - 1)) != 0)
+             throw UsageError(f + ": " + std::to_string(size) + " is not a power of two (write e.g. 1,16,64)");
+       }},
       {"--ckv-scale", [&](auto& f, auto& v) { options.ckv_scale = parse_positive_real(f, v); }},
       {"--kpe-scale", [&](auto& f, auto& v) { options.kpe_scale = parse_positive_real(f, v); }},
       {"--sm-scale", [&](auto& f, auto& v) { options.sm_scale = parse_positive_real(f, v); }},
@@ -159,7 +164,7 @@ Model and shape matrix:
   --tp LIST              tensor-parallel sizes; local heads = heads / tp (default 1,2,4,8)
   --batch-sizes LIST     e.g. 1,16,64 (default: the preset matrix)
   --context-lengths LIST tokens per request, 0..262144 (default: the preset matrix)
-  --page-sizes LIST      tokens per KV page (default 1,64; 1,16 with --cpu)
+  --page-sizes LIST      tokens per KV page, powers of two (default 1,64; 1,16 with --cpu)
   --ckv-scale F          real latent = stored FP8 x F (default 1)
   --kpe-scale F          real rope = stored FP8 x F (default 1)
   --sm-scale F           softmax scale (default 1/sqrt(qk_nope_head_dim + 64) of the preset)

@@ -38,7 +38,7 @@ struct DecodeParams {
 
   int batch = 0;
   int num_heads = 0;
-  int page_size = 1;
+  int page_size = 1;     // a power of two (1 in SGLang; 16, 64 elsewhere)
   float sm_scale = 0.f;   // applied to (q_nope . ckv + q_pe . kpe)
   float ckv_scale = 1.f;  // real latent = stored x ckv_scale
   float kpe_scale = 1.f;  // real rope   = stored x kpe_scale

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# A/B timing of the working tree's decode kernel against another source tree of the project (for
+# example `git archive <commit> CMakeLists.txt cmake kernels tests | tar -x -C ref`): builds both
+# (CUDA toolkit only), runs the small GPU tests on the working tree, then times the two libraries in
+# alternating processes (A B A B) on the same shapes, so drift shows as the A-A and B-B spread.
+# Usage (repo root, GPU machine): bash kernels/bench/ab.sh REF_DIR -- [bench_decode.py args]
+set -uo pipefail
+ref="$1"; shift
+[[ "${1:-}" == "--" ]] && shift
+out="${OUT:-/tmp/kvpatch-out}"
+mkdir -p "$out"
+for side in a b; do
+  src=$([[ $side == a ]] && echo . || echo "$ref")
+  { cmake -S "$src" -B "build-ab-$side" -G Ninja -DKVPATCH_PATCHER=OFF -DKVPATCH_CUDA=ON &&
+    cmake --build "build-ab-$side" -j16 --target kvpatch_mla_capi kvpatch_gpu_decode_test; } >"$out/ab-$side.build.log" 2>&1 ||
+    { tail -30 "$out/ab-$side.build.log"; exit 1; }
+done
+timeout 180 build-ab-a/tests/kernels/kvpatch_gpu_decode_test --small >"$out/ab-a.small.log" 2>&1
+echo "A (working tree): small GPU tests exit $?, $(grep -c parity=bit-exact "$out/ab-a.small.log") bit-exact runs"
+grep FAIL "$out/ab-a.small.log" | head -5
+for round in 1 2; do
+  for side in a b; do
+    echo "== $side (round $round)"
+    PYTHONUNBUFFERED=1 python3 kernels/bench/bench_decode.py --lib "build-ab-$side/kernels/libkvpatch_mla_capi.so" \
+      --out "$out/ab-$side-$round" "$@" 2>&1 | grep -o "^[a-z0-9_]* .*ctx=[0-9]* *splits=[0-9]* *fp8= *[0-9.]*us/ *[0-9]*GB/s bf16= *[0-9.]*us"
+  done
+done
