@@ -283,7 +283,23 @@ void check_unaligned_query(int num_heads, bool strided) {
   }
 }
 
+// The kernel pages by shift and mask: a page size that is not a power of two is refused at launch.
+void check_page_size_contract() {
+  ProblemShape shape;
+  shape.num_heads = 16, shape.page_size = 16, shape.lens = {40};
+  const Problem pr(shape, 5);
+  const DeviceProblem dp(pr);
+  DeviceBuffer<uint16_t> out(pr.out_elems());
+  mla::DecodeParams params = dp.params(pr, KvDtype::kFp8E4M3, out.ptr, nullptr);
+  params.page_size = 48;
+  const mla::DecodePlan plan = mla::plan_decode(pr.batch, shape.num_heads, 40, 132);
+  DeviceBuffer<uint8_t> workspace(std::max<size_t>(plan.workspace_bytes, 1));
+  if (mla::launch_decode(params, plan, workspace.ptr, nullptr) != cudaErrorInvalidValue)
+    fail("page size 48 was not refused with cudaErrorInvalidValue");
+}
+
 void small_matrix() {
+  check_page_size_contract();
   for (int h : {16, 32, 128}) check_naive_against_cpu({h, 16, {0, 1, 33, 700}, true, 0.5f, 2.f}, 7 + h);
   uint32_t seed = 1000;
   for (int h : {1, 8, 16, 24, 32, 48, 64, 128})

@@ -190,11 +190,13 @@ TEST_SUITE("cli") {
 
   TEST_CASE("usage and input errors exit 2") {
     for (const char* args : {"--bogus", "--tp", "--preset nope", "--heads 78 --tp 8", "--heads 512 --tp 1",
-                             "--context-lengths 999999", "--from /nonexistent/report.json"}) {
+                             "--context-lengths 999999", "--page-sizes 1,3", "--from /nonexistent/report.json"}) {
       CAPTURE(args);
       CHECK(run_kvverify(std::string(args) + " --cpu 2>/dev/null").exit_code == 2);
     }
     CHECK(run_kvverify("--cpu --from " + kData + "/check_report_bad_role.json 2>/dev/null").exit_code == 2);
+    const Run pages = run_kvverify("--cpu --page-sizes 48 2>&1");
+    CHECK(pages.out.find("--page-sizes: 48 is not a power of two") != std::string::npos);
     const Run merged = run_kvverify("--cpu --from " + kData + "/check_report_not_json.json 2>&1");
     CHECK(merged.out.find("check_report_not_json.json:5:21") != std::string::npos);
   }
