@@ -138,13 +138,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
   // Pages are powers of two (the launcher checks): shifts and masks, no division or branch.
   const int page_shift = __ffs(p.page_size) - 1;
   const int page_mask = p.page_size - 1;
-  auto page_of = [&](int token) { return token >> page_shift; };
   auto issue_page_ids = [&](int tile) {
     if (threadIdx.x >= kTileTokens || tile >= num_tiles) return;
     const int token = range.begin + tile * kTileTokens + threadIdx.x;
     const bool valid = token < range.end;
     cp_async_4(shared_address(page_ring + (tile % kPageRing) * kTileTokens + threadIdx.x),
-               valid ? pages + page_of(token) : pages, valid);
+               valid ? pages + (token >> page_shift) : pages, valid);
   };
   // 8 threads per row: each cp.async instruction of a warp fills 128 contiguous bytes of each of 4
   // rows. ncu counts the shared-memory writes per 128-byte line a row's bytes touch: BF16 rows

@@ -65,8 +65,8 @@ DecodePlan plan_decode(int batch, int num_heads, int max_kv_len, int sm_count) {
 }
 
 cudaError_t launch_decode(const DecodeParams& p, const DecodePlan& plan, void* workspace, cudaStream_t stream) {
-  if (p.batch < 0 || p.num_heads < 1 || p.num_heads > kMaxHeads || p.page_size < 1 ||
-      (p.page_size & (p.page_size - 1)) != 0 || plan.num_splits < 1 ||
+  if (p.batch < 0 || p.num_heads < 1 || p.num_heads > kMaxHeads || !is_supported_page_size(p.page_size) ||
+      plan.num_splits < 1 ||
       plan.num_splits > kMaxSplits)
     return cudaErrorInvalidValue;
   if (p.batch == 0) return cudaSuccess;

@@ -7,6 +7,8 @@
 #include <map>
 #include <string_view>
 
+#include "kvpatch/mla_decode.h"
+
 namespace kvverify {
 namespace {
 
@@ -87,8 +89,8 @@ Options parse_flags(const std::vector<std::string>& args) {
       {"--context-lengths", [&](auto& f, auto& v) { options.context_lengths = parse_int_list(f, v, 0, 1 << 30); }},
       {"--page-sizes", [&](auto& f, auto& v) {
          options.page_sizes = parse_int_list(f, v, 1, 1 << 20);
-         for (const int size : options.page_sizes)  // the decode kernel pages by shifts
-           if ((size & (size - 1)) != 0)
+         for (const int size : options.page_sizes)
+           if (!kvpatch::mla::is_supported_page_size(size))
              throw UsageError(f + ": " + std::to_string(size) + " is not a power of two (write e.g. 1,16,64)");
        }},
       {"--ckv-scale", [&](auto& f, auto& v) { options.ckv_scale = parse_positive_real(f, v); }},

@@ -15,6 +15,9 @@ inline constexpr int kHeadDimKpe = 64;   // qk_rope_head_dim: rope part, keys on
 
 enum class KvDtype : int { kFp8E4M3 = 0, kBf16 = 1 };
 
+// Page sizes the decode kernel takes: powers of two (it pages by shift and mask; SGLang uses 1).
+constexpr bool is_supported_page_size(int page_size) { return page_size >= 1 && (page_size & (page_size - 1)) == 0; }
+
 // All strides are in elements of the pointed-to type (BF16 for q/out, the KV dtype for ckv/kpe).
 // Pointers are device pointers for the GPU launch and host pointers for the CPU reference.
 struct DecodeParams {
@@ -38,7 +41,7 @@ struct DecodeParams {
 
   int batch = 0;
   int num_heads = 0;
-  int page_size = 1;     // a power of two (1 in SGLang; 16, 64 elsewhere)
+  int page_size = 1;     // is_supported_page_size: a power of two
   float sm_scale = 0.f;   // applied to (q_nope . ckv + q_pe . kpe)
   float ckv_scale = 1.f;  // real latent = stored x ckv_scale
   float kpe_scale = 1.f;  // real rope   = stored x kpe_scale
