@@ -3,13 +3,16 @@
 
   fp8        our kernel on the FP8 E4M3 pool (the fix)
   bf16       our kernel on a BF16 copy of the pool
-  cast+bf16  the original bug: cast the whole 495,552-slot FP8 pool to BF16, then our BF16 kernel
+  cast+bf16  the original bug: cast the whole FP8 pool to BF16, then our BF16 kernel (the pool: the
+             report's 495,552 slots, or one slot per token when the batch holds more tokens)
   gather+bf16  dequantize only the referenced slots (PyTorch index + cast), then our BF16 kernel
   fi_fp8 / fi_bf16  FlashInfer BatchMLAPagedAttentionWrapper on the same pool (when importable; reason kept
              if not). Written against flashinfer-python 0.7.0.post1 (kernels/bench/flashinfer_wheels.sh,
              flashinfer_env.sh); plan(), JIT/AOT module load and buffers are outside the timed region.
   copy       a device-to-device copy, the bandwidth ceiling (bytes read + written)
 
+Every token has its own slot in the pool (a random permutation): no two tokens share a KV row, so the
+L2 serves only what a kernel itself reads twice (our kernel at H > 16: one read per 16-head group).
 Timing: CUDA events around each variant, the L2 flushed (a 256 MB read) before every timed run,
 warm-up first, median of --iters runs. KV bandwidth = KV bytes the attention kernel of that variant
 reads (576 B/token FP8, 1152 B/token BF16) / the variant's whole time (conversions included).
@@ -32,6 +35,13 @@ import torch
 POOL_SLOTS = 495_552  # GLM-5 per-layer pool of the original report
 ROW = 576
 L2_FLUSH_BYTES = 256 << 20
+
+
+def pool_slots(batch, ctx):
+    """Slots of the pool a shape runs on: the report's pool, or one slot per token when the batch holds
+    more tokens than that (a server's pool holds every token in flight). Every token gets its own slot:
+    two tokens sharing a slot would let the second read come from the L2 and flatter the bandwidth."""
+    return max(POOL_SLOTS, batch * ctx)
 
 # (name, batch, heads, context): sweeps for the plot, then the issue's target shapes.
 SHAPES = (
@@ -149,10 +159,10 @@ def _short_error(exc, head=300, tail=900):
 
 def bench_shape(kv_api, name, batch, heads, ctx, pools, flush, iters, sms, fi, force_splits=0):
     device = "cuda"
-    pool_u8, pool_bf16 = pools
+    num_slots = pool_slots(batch, ctx)
+    pool_u8, pool_bf16 = (pool[:num_slots] for pool in pools)
     gen = torch.Generator(device="cpu").manual_seed(batch * 1000003 + heads * 101 + ctx)
-    slots = torch.randperm(POOL_SLOTS, generator=gen)[: batch * ctx] if batch * ctx <= POOL_SLOTS else \
-        torch.randint(0, POOL_SLOTS, (batch * ctx,), generator=gen)
+    slots = torch.randperm(num_slots, generator=gen)[: batch * ctx]
     indices = slots.to(torch.int32).to(device)
     lens = torch.full((batch,), ctx, dtype=torch.int32, device=device)
     indptr = torch.arange(0, batch * ctx + 1, ctx, dtype=torch.int32, device=device)
@@ -165,7 +175,7 @@ def bench_shape(kv_api, name, batch, heads, ctx, pools, flush, iters, sms, fi, f
     ws = torch.empty(max(ws_bytes, 16), dtype=torch.uint8, device=device)
     out = {k: torch.empty(batch, heads, 512, dtype=torch.bfloat16, device=device) for k in ("fp8", "bf16", "cast", "gather")}
     lse = torch.empty(batch, heads, dtype=torch.float32, device=device)
-    cast_dst = torch.empty(POOL_SLOTS, ROW, dtype=torch.bfloat16, device=device)
+    cast_dst = torch.empty(num_slots, ROW, dtype=torch.bfloat16, device=device)
     gathered = torch.empty(batch * ctx, ROW, dtype=torch.bfloat16, device=device)
     dense_indices = torch.arange(batch * ctx, dtype=torch.int32, device=device)
 
@@ -217,7 +227,8 @@ def bench_shape(kv_api, name, batch, heads, ctx, pools, flush, iters, sms, fi, f
                     # shape would rebuild each time, so say why once, in full, and skip it from now on.
                     fi["disabled"][key] = f"failed on {name}"
                     traceback.print_exc()
-    row = {"shape": name, "batch": batch, "heads": heads, "context": ctx, "kv_tokens": tokens, "splits": splits,
+    row = {"shape": name, "batch": batch, "heads": heads, "context": ctx, "kv_tokens": tokens, "pool_slots": num_slots,
+           "splits": splits,
            "fp8_bf16_bit_identical": parity, "variants": {}, **fi_notes}
     for key, (ms, nbytes) in variants.items():
         row["variants"][key] = {"ms": ms, "bytes": nbytes, "gbps": nbytes / (ms * 1e-3) / 1e9}
@@ -230,7 +241,8 @@ def write_markdown(rows, copy_gbps, meta, path):
              f"Device-to-device copy: {copy_gbps / 1e9:.0f} GB/s (read + write). FlashInfer: {meta['flashinfer']}.",
              f"Timing floor (a one-element `zero_()` timed the same way): {meta.get('timing_floor_us', '?')} us.",
              "Times are medians in microseconds, L2 flushed before each run; cast+bf16 and gather+bf16 include their",
-             "conversion. `fp8 GB/s` counts 576 B of KV per token;",
+             "conversion. Every token has its own pool slot (no two tokens share a KV row); the pool is the",
+             "report's 495,552 slots or, for batches holding more tokens, one slot per token. `fp8 GB/s` counts 576 B of KV per token;",
              "`%copy` is that over the copy bandwidth. `x<variant>` is how many times faster our FP8 kernel is.", "",
              "| shape | B | H | ctx | splits | " + " | ".join(f"{k} us" for k in keys) +
              " | fp8 GB/s | %copy | " + " | ".join(f"x{k}" for k in keys[1:]) + " | bit-identical |",
@@ -295,8 +307,16 @@ def main():
             "flashinfer": f"flashinfer {fi_version} backend={args.flashinfer_backend}" if fi_api else f"not run ({fi_error})"}
     print(meta, flush=True)
 
-    pool_u8 = torch.randn(POOL_SLOTS, ROW, device="cuda").to(torch.float8_e4m3fn).view(torch.uint8)
-    pool_bf16 = torch.empty(POOL_SLOTS, ROW, dtype=torch.bfloat16, device="cuda")
+    keep = set(filter(None, args.shapes.split(",")))
+    keep_ctx = {int(c) for c in args.contexts.split(",") if c}
+    shapes = [s for s in SHAPES if not (keep and s[0] not in keep) and not (keep_ctx and s[3] not in keep_ctx)]
+    # One pool for the largest shape; each shape runs on its first pool_slots() rows.
+    max_slots = max([POOL_SLOTS] + [pool_slots(batch, ctx) for _, batch, _, ctx in shapes])
+    pool_u8 = torch.empty(max_slots, ROW, dtype=torch.uint8, device="cuda")
+    for start in range(0, max_slots, POOL_SLOTS):  # FP32 randoms in pieces, not 4 bytes x the whole pool
+        piece = pool_u8[start:start + POOL_SLOTS]
+        piece.copy_(torch.randn(piece.shape, device="cuda").to(torch.float8_e4m3fn).view(torch.uint8))
+    pool_bf16 = torch.empty(max_slots, ROW, dtype=torch.bfloat16, device="cuda")
     kv_api.cast(pool_u8, pool_bf16)
     scratch = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
     scratch.fill_(1)
@@ -310,13 +330,9 @@ def main():
     meta["timing_floor_us"] = round(floor_us, 1)
     print(f"timing floor: {floor_us:.1f} us (a one-element zero_() timed the same way)", flush=True)
 
-    keep = set(filter(None, args.shapes.split(",")))
-    keep_ctx = {int(c) for c in args.contexts.split(",") if c}
     rows = []
     fi = {"api": fi_api, "backend": args.flashinfer_backend, "worked": set(), "disabled": {}}
-    for name, batch, heads, ctx in SHAPES:
-        if (keep and name not in keep) or (keep_ctx and ctx not in keep_ctx):
-            continue
+    for name, batch, heads, ctx in shapes:
         row = bench_shape(kv_api, name, batch, heads, ctx, (pool_u8, pool_bf16), flush, args.iters, sms,
                           fi, args.splits)
         rows.append(row)
