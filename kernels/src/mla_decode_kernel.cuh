@@ -23,6 +23,7 @@
 #include "kvpatch/numeric.h"
 #include "mla_decode_config.h"
 #include "mma_operand.cuh"
+#include "timeline.cuh"
 
 // Timing experiments only (kernels/bench/ablate.sh): 1 = KV loads without arithmetic, 2 = arithmetic
 // on whatever the stages hold, without KV loads. Never set in a normal build.
@@ -102,6 +103,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
   static_assert(kThreads == 4 * kTileTokens, "the loader gives each thread two rows' eighths");
   static_assert(kKeyRowsPerWarp * kTokenHalves == kTileTokens, "kv_tile.cuh's key offsets assume 32 tokens per QK warp");
 
+  KVPATCH_MARK(0, 0);  // entry
   extern __shared__ __align__(128) uint8_t smem[];
   uint8_t* kv_stages = smem + kLayout.kv_offset;
   float* scores = reinterpret_cast<float*>(smem + kLayout.score_offset);
@@ -185,6 +187,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
   const FragmentOffsets frag_offsets = Tile::offsets(token_half, k_slice, warp, g, c);
   cp_async_wait<0>();
   __syncthreads();  // the query rows and the first tiles' page ids landed
+  KVPATCH_MARK(0, 1);  // the query and the first page ids landed
   uint32_t q_frag[kKeySteps][4];  // BF16 pairs as staged; converted to the operand type below
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
@@ -247,6 +250,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
     issue_page_ids(1);
     cp_async_commit();
   }
+  KVPATCH_MARK(0, 2);  // the first tile's copies are issued
 
   // ---- running state ----
   float out_acc[kValueTiles][4];
@@ -271,6 +275,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
       __syncthreads();
     }
     const uint8_t* stage = kv_stages + (tile % kStages) * kStageBytes;
+    if (tile == 0) KVPATCH_MARK(0, 3);  // the first tile has landed
     if (KVPATCH_ABLATE == 1) continue;
 
     // QK: partial scores over this warp's k-slice for its 32 tokens, four n8 tiles (unrolled).
@@ -364,6 +369,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
     }
   }
   cp_async_wait<0>();
+  KVPATCH_MARK(0, 4);  // the last tile is done
   grid_dependents_launch();  // the merge grid may start launching while the epilogues run
 
   // ---- epilogue: final sums, then normalized output (or FP32 partials for the merge) ----
@@ -413,6 +419,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
       if (warp == 0 && c == 0) partial_lse[part] = lse;
     }
   }
+  KVPATCH_MARK(0, 5);  // outputs stored
 }
 
 }  // namespace kvpatch::mla::device

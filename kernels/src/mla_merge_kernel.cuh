@@ -20,6 +20,7 @@
 #include "device_primitives.cuh"
 #include "kvpatch/mla_decode.h"
 #include "mla_decode_config.h"
+#include "timeline.cuh"
 
 namespace kvpatch::mla::device {
 
@@ -54,7 +55,9 @@ __global__ void __launch_bounds__(kMergeFewThreads)
     mla_merge_few_kernel(const DecodeParams p, const int num_splits, const float* partial_out, const float* partial_lse) {
   const int head = blockIdx.x, b = blockIdx.y, dim = 4 * threadIdx.x;
   const int64_t part0 = (static_cast<int64_t>(b) * p.num_heads + head) * num_splits;
+  KVPATCH_MARK(1, 0);  // entry
   grid_dependency_wait();
+  KVPATCH_MARK(1, 1);  // the decode grid has completed
   float lse[kMergeFewSplits];
   float4 v[kMergeFewSplits];
 #pragma unroll
@@ -78,6 +81,7 @@ __global__ void __launch_bounds__(kMergeFewThreads)
     add_weighted(acc, weight, v[s]);
   }
   store_merged(p, b, head, dim, acc, weight_sum, base, threadIdx.x == 0);
+  KVPATCH_MARK(1, 2);  // stored
 }
 
 __device__ inline float block_reduce(float value, float* scratch, bool take_max) {
@@ -102,7 +106,9 @@ __global__ void __launch_bounds__(kMergeThreads)
   const int head = blockIdx.x, b = blockIdx.y, slice = blockIdx.z;
   const int group = threadIdx.x / kMergeLanes, lane = threadIdx.x % kMergeLanes;
   const int64_t part0 = (static_cast<int64_t>(b) * p.num_heads + head) * num_splits;
+  KVPATCH_MARK(1, 0);  // entry
   grid_dependency_wait();
+  KVPATCH_MARK(1, 1);  // the decode grid has completed
 
   float local_max = -INFINITY;
   for (int s = threadIdx.x; s < num_splits; s += kMergeThreads) local_max = fmaxf(local_max, partial_lse[part0 + s]);
@@ -128,6 +134,7 @@ __global__ void __launch_bounds__(kMergeThreads)
   float4 total = group_sums[0][lane];
   for (int k = 1; k < kMergeGroups; ++k) add_weighted(total, 1.f, group_sums[k][lane]);
   store_merged(p, b, head, dim, total, weight_sum, base, slice == 0 && lane == 0);
+  KVPATCH_MARK(1, 2);  // stored
 }
 
 }  // namespace kvpatch::mla::device

@@ -1,0 +1,192 @@
+// Where one decode launch's fixed costs go: builds the decode and merge kernels with per-block
+// %globaltimer marks (kernels/src/timeline.cuh), runs one shape on random FP8 data (every token its
+// own slot, L2 flushed by a 256 MB read before each run) and prints, for the last of --runs runs,
+// each mark's earliest / median / latest time over the blocks, in microseconds from the first
+// block's entry, next to the launch's CUDA-event time.
+// Build and run (repo root, GPU machine):
+//   nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -DKVPATCH_TIMELINE -Ikernels/include \
+//     -Ikernels/src kernels/bench/timeline.cu -o /tmp/timeline && /tmp/timeline 32 16 32768 [RUNS] [SPLITS]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "mla_decode_launch.cu"  // one translation unit: the marks' __device__ buffer lives here
+
+namespace timeline {
+
+using namespace kvpatch::mla;
+
+#define CHECK(call)                                                                               \
+  do {                                                                                            \
+    const cudaError_t err_ = (call);                                                              \
+    if (err_ != cudaSuccess) {                                                                    \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(err_)); \
+      std::exit(1);                                                                               \
+    }                                                                                             \
+  } while (0)
+
+__global__ void read_all(const int4* data, size_t n, int* sink) {
+  int acc = 0;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    acc ^= data[i].x ^ data[i].w;
+  if (acc == 0x7fffffff) *sink = acc;  // keeps the loads
+}
+
+const char* kDecodeMarks[] = {"entry", "query and first page ids landed", "first tile issued", "first tile landed",
+                              "last tile done", "outputs stored"};
+const char* kMergeMarks[] = {"entry", "decode grid complete", "stored"};
+
+void print_marks(const char* kernel, const std::vector<uint64_t>& host, int blocks, int marks, const char* const* names,
+                 uint64_t origin) {
+  for (int m = 0; m < marks; ++m) {
+    std::vector<double> t;
+    for (int blk = 0; blk < blocks; ++blk) {
+      const uint64_t v = host[static_cast<size_t>(blk) * device::kTimelineMarks + m];
+      if (v != 0) t.push_back(static_cast<double>(v - origin) / 1000.0);
+    }
+    if (t.empty()) continue;
+    std::sort(t.begin(), t.end());
+    std::printf("  %-6s %-32s min %7.2f  median %7.2f  max %7.2f us  (%zu blocks)\n", kernel, names[m], t.front(),
+                t[t.size() / 2], t.back(), t.size());
+  }
+}
+
+}  // namespace timeline
+
+int main(int argc, char** argv) {
+  using namespace timeline;
+  const int batch = argc > 1 ? std::atoi(argv[1]) : 32;
+  const int heads = argc > 2 ? std::atoi(argv[2]) : 16;
+  const int ctx = argc > 3 ? std::atoi(argv[3]) : 32768;
+  const int runs = argc > 4 ? std::atoi(argv[4]) : 5;
+  constexpr int kRow = kHeadDimCkv + kHeadDimKpe;
+  const int64_t tokens = int64_t{batch} * ctx;
+  const int64_t slots = std::max<int64_t>(tokens, 495552);
+
+  std::mt19937_64 rng(42);
+  std::vector<uint8_t> kv(static_cast<size_t>(slots * kRow));
+  for (auto& byte : kv) byte = static_cast<uint8_t>(rng()) & 0x77;  // finite E4M3 codes
+  std::vector<int32_t> indices(static_cast<size_t>(slots));
+  std::iota(indices.begin(), indices.end(), 0);
+  std::shuffle(indices.begin(), indices.end(), rng);
+  indices.resize(static_cast<size_t>(tokens));
+  std::vector<int32_t> indptr(batch + 1), lens(batch, ctx);
+  for (int b = 0; b <= batch; ++b) indptr[b] = b * ctx;
+  std::vector<uint16_t> q(static_cast<size_t>(batch) * heads * kRow);
+  for (auto& v : q) v = static_cast<uint16_t>(0x3c00 + (rng() & 0x3ff) - 0x200);  // BF16 in ~[0.5, 2)
+
+  int device = 0, sms = 0;
+  CHECK(cudaGetDevice(&device));
+  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  DecodePlan plan = plan_decode(batch, heads, ctx, sms);
+  if (argc > 5) {  // another split count than the planner's
+    plan.num_splits = std::atoi(argv[5]);
+    plan.workspace_bytes = static_cast<size_t>(batch) * heads * plan.num_splits * (kHeadDimCkv + 1) * sizeof(float);
+  }
+
+  uint8_t* d_kv = nullptr;
+  int32_t *d_indices = nullptr, *d_indptr = nullptr, *d_lens = nullptr;
+  uint16_t *d_q = nullptr, *d_out = nullptr;
+  float* d_lse = nullptr;
+  void* d_ws = nullptr;
+  int4* d_flush = nullptr;
+  int* d_sink = nullptr;
+  constexpr size_t kFlushBytes = size_t{256} << 20;
+  CHECK(cudaMalloc(&d_kv, kv.size()));
+  CHECK(cudaMalloc(&d_indices, indices.size() * 4));
+  CHECK(cudaMalloc(&d_indptr, indptr.size() * 4));
+  CHECK(cudaMalloc(&d_lens, lens.size() * 4));
+  CHECK(cudaMalloc(&d_q, q.size() * 2));
+  CHECK(cudaMalloc(&d_out, static_cast<size_t>(batch) * heads * kHeadDimCkv * 2));
+  CHECK(cudaMalloc(&d_lse, static_cast<size_t>(batch) * heads * 4));
+  CHECK(cudaMalloc(&d_ws, std::max<size_t>(plan.workspace_bytes, 16)));
+  CHECK(cudaMalloc(&d_flush, kFlushBytes));
+  CHECK(cudaMalloc(&d_sink, 4));
+  CHECK(cudaMemcpy(d_kv, kv.data(), kv.size(), cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(d_indices, indices.data(), indices.size() * 4, cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(d_indptr, indptr.data(), indptr.size() * 4, cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(d_lens, lens.data(), lens.size() * 4, cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(d_q, q.data(), q.size() * 2, cudaMemcpyHostToDevice));
+  CHECK(cudaMemset(d_flush, 1, kFlushBytes));
+
+  DecodeParams p;
+  p.q_nope = d_q, p.q_nope_stride_b = int64_t{heads} * kRow, p.q_nope_stride_h = kRow;
+  p.q_pe = d_q + kHeadDimCkv, p.q_pe_stride_b = int64_t{heads} * kRow, p.q_pe_stride_h = kRow;
+  p.ckv = d_kv, p.ckv_stride_slot = kRow, p.kpe = d_kv + kHeadDimCkv, p.kpe_stride_slot = kRow;
+  p.kv_dtype = KvDtype::kFp8E4M3;
+  p.kv_indptr = d_indptr, p.kv_indices = d_indices, p.kv_len = d_lens;
+  p.batch = batch, p.num_heads = heads, p.page_size = 1;
+  p.sm_scale = 0.0416f, p.ckv_scale = 1.f, p.kpe_scale = 1.f;
+  p.out = d_out, p.out_stride_b = int64_t{heads} * kHeadDimCkv, p.out_stride_h = kHeadDimCkv, p.lse = d_lse;
+
+  const int decode_blocks = ((heads + tiling::kRows - 1) / tiling::kRows) * plan.num_splits * batch;
+  const int merge_blocks = plan.num_splits <= 1 ? 0
+                           : plan.num_splits <= tiling::kMergeFewSplits
+                               ? heads * batch
+                               : heads * batch * (kHeadDimCkv / tiling::kMergeDimsPerBlock);
+  if (decode_blocks > device::kTimelineBlocks || merge_blocks > device::kTimelineBlocks) {
+    std::fprintf(stderr, "too many blocks for the timeline buffer (%d, %d > %d)\n", decode_blocks, merge_blocks,
+                 device::kTimelineBlocks);
+    return 2;
+  }
+  cudaEvent_t start, stop;
+  CHECK(cudaEventCreate(&start));
+  CHECK(cudaEventCreate(&stop));
+  std::vector<uint64_t> timeline(2 * static_cast<size_t>(device::kTimelineBlocks) * device::kTimelineMarks);
+  float ms = 0.f;
+  for (int run = 0; run < runs; ++run) {
+    std::vector<uint64_t> zeros(timeline.size(), 0);
+    CHECK(cudaMemcpyToSymbol(device::kvpatch_timeline, zeros.data(), zeros.size() * 8));
+    read_all<<<4 * sms, 512>>>(d_flush, kFlushBytes / sizeof(int4), d_sink);
+    CHECK(cudaEventRecord(start));
+    CHECK(launch_decode(p, plan, d_ws, nullptr));
+    CHECK(cudaEventRecord(stop));
+    CHECK(cudaEventSynchronize(stop));
+    CHECK(cudaEventElapsedTime(&ms, start, stop));
+    CHECK(cudaMemcpyFromSymbol(timeline.data(), device::kvpatch_timeline, timeline.size() * 8));
+  }
+  const uint64_t* decode = timeline.data();
+  const uint64_t* merge = decode + static_cast<size_t>(device::kTimelineBlocks) * device::kTimelineMarks;
+  uint64_t origin = UINT64_MAX;
+  for (int blk = 0; blk < decode_blocks; ++blk) origin = std::min(origin, decode[static_cast<size_t>(blk) * device::kTimelineMarks]);
+  std::printf("B=%d H=%d ctx=%d: %d splits, %d decode blocks, %d merge blocks; CUDA events %.1f us (last of %d runs)\n",
+              batch, heads, ctx, plan.num_splits, decode_blocks, merge_blocks, ms * 1000.f, runs);
+  print_marks("decode", std::vector<uint64_t>(decode, decode + static_cast<size_t>(decode_blocks) * device::kTimelineMarks),
+              decode_blocks, 6, kDecodeMarks, origin);
+  print_marks("merge", std::vector<uint64_t>(merge, merge + static_cast<size_t>(merge_blocks) * device::kTimelineMarks),
+              merge_blocks, 3, kMergeMarks, origin);
+  // Per SM: when its first and its last decode block finished the last tile. A wide first-to-last
+  // gap on one SM is the two co-resident blocks progressing unevenly; a wide spread of the last
+  // finishes across SMs is SM-level imbalance.
+  std::vector<std::vector<double>> per_sm(1024);
+  for (int blk = 0; blk < decode_blocks; ++blk) {
+    const uint64_t* marks = decode + static_cast<size_t>(blk) * device::kTimelineMarks;
+    const uint64_t sm = marks[device::kTimelineMarks - 1];
+    if (sm == 0 || sm > per_sm.size() || marks[4] == 0) continue;
+    per_sm[sm - 1].push_back(static_cast<double>(marks[4] - origin) / 1000.0);
+  }
+  std::vector<double> last, gap, alone;
+  for (auto& t : per_sm) {
+    if (t.empty()) continue;
+    std::sort(t.begin(), t.end());
+    last.push_back(t.back());
+    if (t.size() > 1) gap.push_back(t.back() - t.front());
+    else alone.push_back(t.back());
+  }
+  auto summary = [](const char* what, std::vector<double> v) {
+    if (v.empty()) return;
+    std::sort(v.begin(), v.end());
+    std::printf("  per SM %-40s min %7.2f  median %7.2f  max %7.2f us  (%zu SMs)\n", what, v.front(), v[v.size() / 2],
+                v.back(), v.size());
+  };
+  summary("last block's last tile done", last);
+  summary("gap between its first and last block", gap);
+  summary("last tile done, SMs with one block", alone);
+  return 0;
+}

@@ -1,0 +1,32 @@
+// Timing experiments only (kernels/bench/timeline.cu): with KVPATCH_TIMELINE defined, thread 0 of
+// every decode and merge block stores %globaltimer at marked points, so one launch's fixed costs
+// (launch skew, prologue, first tile, epilogue, merge) can be read per block. Never set in a normal
+// build: there every mark compiles to nothing.
+#pragma once
+
+#ifdef KVPATCH_TIMELINE
+#include <cstdint>
+
+namespace kvpatch::mla::device {
+
+inline constexpr int kTimelineBlocks = 8192, kTimelineMarks = 8;
+// [0]: decode blocks, [1]: merge blocks; block = x + gridDim.x * (y + gridDim.y * z).
+__device__ uint64_t kvpatch_timeline[2][kTimelineBlocks][kTimelineMarks];
+
+__device__ __forceinline__ void timeline_mark(int kernel, int mark) {
+  if (threadIdx.x != 0) return;
+  const unsigned block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  if (block >= kTimelineBlocks) return;
+  uint64_t now;
+  uint32_t sm;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  kvpatch_timeline[kernel][block][mark] = now;
+  kvpatch_timeline[kernel][block][kTimelineMarks - 1] = sm + 1;  // the SM the block ran on (+ 1: 0 = unset)
+}
+
+}  // namespace kvpatch::mla::device
+#define KVPATCH_MARK(kernel, mark) ::kvpatch::mla::device::timeline_mark(kernel, mark)
+#else
+#define KVPATCH_MARK(kernel, mark) ((void)0)
+#endif
