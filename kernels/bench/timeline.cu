@@ -1,6 +1,6 @@
 // Where one decode launch's fixed costs go: builds the decode and merge kernels with per-block
 // %globaltimer marks (kernels/src/timeline.cuh), runs one shape on random FP8 data (every token its
-// own slot, L2 flushed by a 256 MB read before each run) and prints, for the last of --runs runs,
+// own slot, L2 flushed by a 256 MB read before each run) and prints, for the last of RUNS runs,
 // each mark's earliest / median / latest time over the blocks, in microseconds from the first
 // block's entry, next to the launch's CUDA-event time.
 // Build and run (repo root, GPU machine):
@@ -65,6 +65,10 @@ int main(int argc, char** argv) {
   const int heads = argc > 2 ? std::atoi(argv[2]) : 16;
   const int ctx = argc > 3 ? std::atoi(argv[3]) : 32768;
   const int runs = argc > 4 ? std::atoi(argv[4]) : 5;
+  if (batch < 1 || heads < 1 || heads > 128 || ctx < 1 || runs < 1 || (argc > 5 && std::atoi(argv[5]) < 1)) {
+    std::fprintf(stderr, "usage: %s [BATCH=32] [HEADS=16 (1-128)] [CONTEXT=32768] [RUNS=5] [SPLITS=planner's]\n", argv[0]);
+    return 2;
+  }
   constexpr int kRow = kHeadDimCkv + kHeadDimKpe;
   const int64_t tokens = int64_t{batch} * ctx;
   const int64_t slots = std::max<int64_t>(tokens, 495552);
