@@ -172,6 +172,28 @@ mla::DecodePlan forced_plan(const Problem& pr, int splits) {
   return plan;
 }
 
+// One plan: the FP8 kernel against the reference (`nan_requests` must come out all-NaN), then bit
+// for bit against the BF16 kernel on the exactly cast cache.
+struct PlanCheck {
+  Errors errors;
+  bool bit_exact = false;
+};
+
+PlanCheck check_plan(const Problem& pr, const DeviceProblem& dp, const mla::ReferenceOutput& ref,
+                     const mla::DecodePlan& plan, const std::string& label, const std::vector<int>& nan_requests = {}) {
+  const RunResult fp8 = run_kernel(pr, dp, KvDtype::kFp8E4M3, plan);
+  PlanCheck check;
+  check.errors = compare(pr, fp8, ref, label, nan_requests);
+  const RunResult bf16 = run_kernel(pr, dp, KvDtype::kBf16, plan);
+  check.bit_exact = bit_identical(pr, fp8, bf16, label);
+  return check;
+}
+
+void print_check(const std::string& label, const PlanCheck& check) {
+  std::printf("%-44s relL2=%.2e lse=%.1e parity=%s\n", label.c_str(), check.errors.max_rel_l2, check.errors.max_lse,
+              check.bit_exact ? "bit-exact" : "DIFFERENT");
+}
+
 // One shape: reference comparison for each plan, and FP8/BF16 parity.
 void check_shape(const std::string& name, const ProblemShape& shape, uint32_t seed, bool cpu_reference,
                  const std::vector<int>& forced_splits = {}) {
@@ -181,14 +203,10 @@ void check_shape(const std::string& name, const ProblemShape& shape, uint32_t se
   std::vector<mla::DecodePlan> plans = {mla::plan_decode(pr.batch, shape.num_heads, std::max(pr.max_len, 1), sm_count())};
   for (int s : forced_splits) plans.push_back(forced_plan(pr, s));
   for (const auto& plan : plans) {
-    const std::string label = name + " splits=" + std::to_string(plan.num_splits);
-    const RunResult fp8 = run_kernel(pr, dp, KvDtype::kFp8E4M3, plan);
-    const Errors e = compare(pr, fp8, ref, label);
-    const RunResult bf16 = run_kernel(pr, dp, KvDtype::kBf16, plan);
-    const bool same = bit_identical(pr, fp8, bf16, label);
+    const PlanCheck check = check_plan(pr, dp, ref, plan, name + " splits=" + std::to_string(plan.num_splits));
     std::printf("%-44s %-5s H=%-3d B=%-3d page=%-2d max_len=%-6d splits=%-3d relL2=%.2e lse=%.1e parity=%s\n",
                 name.c_str(), cpu_reference ? "cpu" : "naive", shape.num_heads, pr.batch, shape.page_size, pr.max_len,
-                plan.num_splits, e.max_rel_l2, e.max_lse, same ? "bit-exact" : "DIFFERENT");
+                plan.num_splits, check.errors.max_rel_l2, check.errors.max_lse, check.bit_exact ? "bit-exact" : "DIFFERENT");
   }
 }
 
@@ -220,10 +238,7 @@ void check_nan_propagation(int num_heads, int page_size, uint8_t nan_code) {
   const mla::ReferenceOutput ref = run_cpu_reference(pr);
   for (int splits : {1, 4, 24}) {
     const std::string label = "nan code " + std::to_string(nan_code) + " splits=" + std::to_string(splits);
-    const RunResult fp8 = run_kernel(pr, dp, KvDtype::kFp8E4M3, forced_plan(pr, splits));
-    const Errors e = compare(pr, fp8, ref, label, {1});
-    const RunResult bf16 = run_kernel(pr, dp, KvDtype::kBf16, forced_plan(pr, splits));
-    bit_identical(pr, fp8, bf16, label);
+    const Errors e = check_plan(pr, dp, ref, forced_plan(pr, splits), label, {1}).errors;
     std::printf("%-44s H=%-3d rows NaN as expected: %d, other rows relL2=%.2e\n", label.c_str(), num_heads, e.nan_rows,
                 e.max_rel_l2);
   }
@@ -254,12 +269,7 @@ void check_extreme_queries(int num_heads, int page_size) {
   const mla::ReferenceOutput ref = run_cpu_reference(pr);
   for (int splits : {1, 5}) {
     const std::string label = "extreme queries H=" + std::to_string(num_heads) + " splits=" + std::to_string(splits);
-    const RunResult fp8 = run_kernel(pr, dp, KvDtype::kFp8E4M3, forced_plan(pr, splits));
-    const Errors e = compare(pr, fp8, ref, label);
-    const RunResult bf16 = run_kernel(pr, dp, KvDtype::kBf16, forced_plan(pr, splits));
-    const bool same = bit_identical(pr, fp8, bf16, label);
-    std::printf("%-44s relL2=%.2e lse=%.1e parity=%s\n", label.c_str(), e.max_rel_l2, e.max_lse,
-                same ? "bit-exact" : "DIFFERENT");
+    print_check(label, check_plan(pr, dp, ref, forced_plan(pr, splits), label));
   }
 }
 
@@ -274,12 +284,7 @@ void check_unaligned_query(int num_heads, bool strided) {
   for (int splits : {1, 4}) {
     const std::string label = std::string("unaligned query") + (strided ? " strided" : "") + " H=" +
                               std::to_string(num_heads) + " splits=" + std::to_string(splits);
-    const RunResult fp8 = run_kernel(pr, dp, KvDtype::kFp8E4M3, forced_plan(pr, splits));
-    const Errors e = compare(pr, fp8, ref, label);
-    const RunResult bf16 = run_kernel(pr, dp, KvDtype::kBf16, forced_plan(pr, splits));
-    const bool same = bit_identical(pr, fp8, bf16, label);
-    std::printf("%-44s relL2=%.2e lse=%.1e parity=%s\n", label.c_str(), e.max_rel_l2, e.max_lse,
-                same ? "bit-exact" : "DIFFERENT");
+    print_check(label, check_plan(pr, dp, ref, forced_plan(pr, splits), label));
   }
 }
 
