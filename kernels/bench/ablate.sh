@@ -2,19 +2,22 @@
 # Where the decode kernel's time goes, without hardware counters: builds the C-ABI library three
 # times (normal, KV loads only, arithmetic only: KVPATCH_ABLATE in mla_decode_kernel.cuh) and times
 # the FP8 kernel of each on the same shapes, in one process per variant.
-# Usage (repo root, GPU machine): bash kernels/bench/ablate.sh [bench_decode.py args...]
+# Usage (repo root, GPU machine): [ABLATE_VARIANTS="0 1 2 3 4"] bash kernels/bench/ablate.sh [bench_decode.py args...]
+# (3: value warps alone, 4: score warps alone, each with the loads).
 set -uo pipefail
 out="${OUT:-/tmp/kvpatch-out}"
 mkdir -p "$out"
-for variant in 0 1 2; do
+variants="${ABLATE_VARIANTS:-0 1 2}"
+for variant in $variants; do
   build="build-ablate$variant"
   cmake -S . -B "$build" -G Ninja -DKVPATCH_PATCHER=OFF -DKVPATCH_CUDA=ON \
     -DCMAKE_CUDA_FLAGS="-DKVPATCH_ABLATE=$variant" >"$out/ablate$variant.build.log" 2>&1 &&
     cmake --build "$build" -j16 --target kvpatch_mla_capi >>"$out/ablate$variant.build.log" 2>&1 ||
     { tail -30 "$out/ablate$variant.build.log"; exit 1; }
 done
-for variant in 0 1 2; do
-  label=$([[ $variant == 0 ]] && echo full || ([[ $variant == 1 ]] && echo loads-only || echo math-only))
+labels=(full loads-only math-only "no-QK-softmax (loads + PV)" "no-PV (loads + QK + softmax)")
+for variant in $variants; do
+  label=${labels[$variant]}
   echo "== $label"
   PYTHONUNBUFFERED=1 python3 kernels/bench/bench_decode.py --lib "build-ablate$variant/kernels/libkvpatch_mla_capi.so" \
     --out "$out/ablate$variant" "$@" 2>&1 | grep -o "^[a-z0-9_]* .*ctx=[0-9]* *splits=[0-9]* *fp8= *[0-9.]*us"

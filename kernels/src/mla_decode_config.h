@@ -14,8 +14,11 @@
 
 namespace kvpatch::mla::tiling {
 
-inline constexpr int kWarps = 8;
-inline constexpr int kThreads = kWarps * 32;
+// A block is two warp groups of kThreads each: warps 0-7 compute scores and the softmax, warps 8-15
+// copy the KV and compute PV; mbarriers in shared memory hand tiles and probabilities between them.
+inline constexpr int kWarps = 8;             // per group
+inline constexpr int kThreads = kWarps * 32;  // per group
+inline constexpr int kBlockThreads = 2 * kThreads;
 inline constexpr int kTileTokens = 64;       // tokens per pipeline stage and per online-softmax step
 inline constexpr int kRows = 16;             // head rows per block (one mma m16 tile); more heads: groups
 inline constexpr int kKSlices = 4;           // QK splits the 576 dims over 4 warps (128 latent + 16 rope)
@@ -25,7 +28,7 @@ inline constexpr int kSoftmaxTokens = kTileTokens / kSoftmaxLanesPerRow;      //
 inline constexpr int kScoreStride = kTileTokens + 8;  // floats per score row: row r + 1 starts 32 B on
 inline constexpr int kProbStride = kTileTokens + 8;   // 16-bit values per probability row: 16 B on
 // The block's query rows (BF16, latent then rope) are staged once, before the first tile, in the
-// score and probability buffers; rows 16 B apart in the banks.
+// score buffer and the first probability buffer; rows 16 B apart in the banks.
 inline constexpr int kQueryStageStride = kHeadDimCkv + kHeadDimKpe + 8;  // BF16 values per row
 inline constexpr int kRowBytesFp8 = kHeadDimCkv + kHeadDimKpe;
 inline constexpr int kSmemLimitSm120 = 101376;  // opt-in shared memory per block on SM120
@@ -37,45 +40,61 @@ inline constexpr int kMergeGroups = kMergeThreads / kMergeLanes;  // splits summ
 inline constexpr int kMergeFewSplits = 16;             // up to this many splits: one thread per 4 dims
 inline constexpr int kMergeFewThreads = kHeadDimCkv / 4;  // ... sums every split of its dims in registers
 inline constexpr int kCastThreads = 256;               // cast kernels: no shared memory
-// Both instantiations fit 128 registers, so two blocks share an SM90 multiprocessor (one block of
-// a stage's load overlaps the other's arithmetic); SM120's 100 KB per SM holds one.
-inline constexpr int kBlocksPerSm = 2;
+// One 16-warp block per SM (128 registers per thread fill the register file).
+inline constexpr int kBlocksPerSm = 1;
 
 KVPATCH_TILING_FN int kv_elem_bytes(KvDtype dtype) { return dtype == KvDtype::kFp8E4M3 ? 1 : 2; }
 KVPATCH_TILING_FN int kv_row_bytes(KvDtype dtype) { return kRowBytesFp8 * kv_elem_bytes(dtype); }
-// One 64-token stage is 36,864 B of FP8 or 73,728 B of BF16: under SM120's 101,376 B, FP8 double-
-// buffers within a block and BF16 (the baseline) relies on the second resident block for overlap.
-KVPATCH_TILING_FN int pipeline_stages(KvDtype dtype) { return dtype == KvDtype::kFp8E4M3 ? 2 : 1; }
+// One 64-token stage is 36,864 B of FP8 or 73,728 B of BF16. The launcher takes the most stages
+// that fit the device's shared memory per block: SM90 (227 KB) 4 FP8 / 2 BF16, SM120 (99 KB) 2 / 1.
+KVPATCH_TILING_FN int max_stages(KvDtype dtype) { return dtype == KvDtype::kFp8E4M3 ? 4 : 2; }
+KVPATCH_TILING_FN int min_stages(KvDtype dtype) { return dtype == KvDtype::kFp8E4M3 ? 2 : 1; }
 KVPATCH_TILING_FN int stage_bytes(KvDtype dtype) { return kTileTokens * kv_row_bytes(dtype); }
 // Tile t's page ids arrive with KV tile t - stages (a dependent global load per tile would stall
-// the pipeline); the ring holds them until their KV is issued.
-KVPATCH_TILING_FN int page_ring_tiles(KvDtype dtype) { return 2 * pipeline_stages(dtype); }
+// the loader); the ring holds them until their KV is issued.
+KVPATCH_TILING_FN int page_ring_tiles(int stages) { return 2 * stages; }
+// Probabilities of later tiles are written while PV reads tile t's; partial scores of tile t + 1
+// while the softmax reads tile t's (two score buffers save the score warps a barrier per tile).
+// With the deepest pipeline (SM90) there is room for 4 and 2 (FP8, B=32 H=16 32K: 189.7 us against
+// 195.1 with 2 and 1, in one process); SM120's 99 KB holds 2 and 1 next to two FP8 stages.
+KVPATCH_TILING_FN int prob_buffers(KvDtype dtype, int stages) { return stages == max_stages(dtype) ? 4 : 2; }
+KVPATCH_TILING_FN int score_buffers(KvDtype dtype, int stages) { return stages == max_stages(dtype) ? 2 : 1; }
 
 struct SmemLayout {
   size_t kv_offset = 0;        // [stages][kTileTokens][row bytes], 16-byte chunks swizzled per row
-  size_t score_offset = 0;     // [kKSlices][kRows][kScoreStride] FP32 partial scores
-  size_t prob_offset = 0;      // [kRows][kProbStride] 16-bit probabilities (mma operand type)
-  size_t row_stat_offset = 0;  // [4][kRows] FP32: rescale factor, final sum, final max; first the
-                               // per-k-slice query row maxima
+  size_t score_offset = 0;     // [score buffers][kKSlices][kRows][kScoreStride] FP32 partial scores
+  size_t prob_offset = 0;      // [prob buffers][kRows][kProbStride] 16-bit probabilities
+  size_t row_stat_offset = 0;  // [prob buffers + 2][kRows] FP32: rescale factor per prob buffer,
+                               // final sum, final max; first the per-k-slice query row maxima
   size_t page_offset = 0;      // [page ring tiles][kTileTokens] int32 page ids
+  size_t barrier_offset = 0;   // mbarriers: KV full, KV empty [stages]; probs full, probs empty [prob buffers]
   size_t total = 0;
 };
 
-KVPATCH_TILING_FN SmemLayout smem_layout(KvDtype dtype) {
+KVPATCH_TILING_FN SmemLayout smem_layout(KvDtype dtype, int stages) {
   SmemLayout layout;
   layout.kv_offset = 0;
-  layout.score_offset = layout.kv_offset + static_cast<size_t>(pipeline_stages(dtype)) * stage_bytes(dtype);
-  layout.prob_offset = layout.score_offset + kKSlices * kRows * kScoreStride * sizeof(float);
-  layout.row_stat_offset = layout.prob_offset + kRows * kProbStride * 2;
-  layout.page_offset = layout.row_stat_offset + kKSlices * kRows * sizeof(float);
-  layout.total = layout.page_offset + static_cast<size_t>(page_ring_tiles(dtype)) * kTileTokens * sizeof(int32_t);
+  layout.score_offset = layout.kv_offset + static_cast<size_t>(stages) * stage_bytes(dtype);
+  layout.prob_offset = layout.score_offset + score_buffers(dtype, stages) * kKSlices * kRows * kScoreStride * sizeof(float);
+  layout.row_stat_offset = layout.prob_offset + prob_buffers(dtype, stages) * kRows * kProbStride * 2;
+  layout.page_offset = layout.row_stat_offset + (prob_buffers(dtype, stages) + 2) * kRows * sizeof(float);
+  layout.barrier_offset = layout.page_offset + static_cast<size_t>(page_ring_tiles(stages)) * kTileTokens * sizeof(int32_t);
+  layout.total = layout.barrier_offset + static_cast<size_t>(2 * stages + 2 * prob_buffers(dtype, stages)) * sizeof(uint64_t);
   return layout;
 }
 
-static_assert(kRows * kQueryStageStride * 2 <= smem_layout(KvDtype::kFp8E4M3).row_stat_offset - smem_layout(KvDtype::kFp8E4M3).score_offset);
-static_assert(kRows * kQueryStageStride * 2 <= smem_layout(KvDtype::kBf16).row_stat_offset - smem_layout(KvDtype::kBf16).score_offset);
-static_assert(smem_layout(KvDtype::kFp8E4M3).total <= kSmemLimitSm120);
-static_assert(smem_layout(KvDtype::kBf16).total <= kSmemLimitSm120);
+// The stage count a device with `smem_per_block` bytes of opt-in shared memory runs.
+KVPATCH_TILING_FN int stages_for(KvDtype dtype, size_t smem_per_block) {
+  return smem_layout(dtype, max_stages(dtype)).total <= smem_per_block ? max_stages(dtype) : min_stages(dtype);
+}
+
+// The staged query runs from the score buffer into the first probability buffer: both are free
+// until the first QK.
+static_assert(kRows * kQueryStageStride * 2 <= smem_layout(KvDtype::kFp8E4M3, 1).row_stat_offset - smem_layout(KvDtype::kFp8E4M3, 1).score_offset);
+static_assert(smem_layout(KvDtype::kFp8E4M3, 2).total <= kSmemLimitSm120);
+static_assert(smem_layout(KvDtype::kBf16, 1).total <= kSmemLimitSm120);
+static_assert(smem_layout(KvDtype::kFp8E4M3, 4).total <= 227 * 1024);
+static_assert(smem_layout(KvDtype::kBf16, 2).total <= 227 * 1024);
 static_assert(kSoftmaxLanesPerRow * kSoftmaxTokens == kTileTokens && kSoftmaxTokens % 4 == 0);
 
 }  // namespace kvpatch::mla::tiling

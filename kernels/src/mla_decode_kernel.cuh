@@ -2,12 +2,17 @@
 // only differences).
 //
 // A block owns one (group of <= 16 heads, KV split, request) and reads each KV byte of its split
-// once. Per 64-token tile, after cp.async lands it in a stage:
-//   QK:      warp (k-slice q = w % 4, token half = w / 4) multiplies its register-resident query
-//            slice with 32 tokens' keys; FP32 partial scores go to shared memory.
-//   softmax: 16 threads per head row, 4 tokens each, all in registers: sum the 4 partials in fixed
-//            order, row max by shuffles, update the running max / sum, write the probabilities.
-//   PV:      warp w owns latent dims [64w, 64w + 64) of the output for every row.
+// once. It is two warp groups that run a tile apart, so that one's arithmetic overlaps the other's:
+//   score warps 0-7, per 64-token tile:
+//     QK:      warp (k-slice q = w % 4, token half = w / 4) multiplies its register-resident query
+//              slice with 32 tokens' keys; FP32 partial scores go to shared memory;
+//     softmax: 16 threads per head row, 4 tokens each, all in registers: sum the 4 partials in
+//              fixed order, row max by shuffles, update the running max / sum, write the
+//              probabilities (two buffers, so tile t + 1's can be written while PV reads tile t's);
+//   value warps 8-15: copy KV tiles into `stages` shared-memory stages with cp.async, and compute
+//     PV: warp w owns latent dims [64w, 64w + 64) of the output for every row.
+// mbarriers hand over: a stage's KV landed (cp.async arrivals), a stage is free (both groups done),
+// a tile's probabilities are written, a probability buffer is free.
 // Scales are FP32 outside the mma: score = (ckv_scale * latent + kpe_scale * rope) * sm_scale.
 // With num_splits > 1 it writes FP32 partial outputs and base-2 LSEs for mla_merge_kernel.
 #pragma once
@@ -26,7 +31,8 @@
 #include "timeline.cuh"
 
 // Timing experiments only (kernels/bench/ablate.sh): 1 = KV loads without arithmetic, 2 = arithmetic
-// on whatever the stages hold, without KV loads. Never set in a normal build.
+// on whatever the stages hold, without KV loads, 3 = no QK and softmax (the value warps' loads and PV
+// alone), 4 = no PV (the loads, QK and softmax). Never set in a normal build.
 #ifndef KVPATCH_ABLATE
 #define KVPATCH_ABLATE 0
 #endif
@@ -53,15 +59,15 @@ __device__ inline SplitRange split_range(int len, int split, int num_splits) {
 // Copies the block's query rows (head0 .. head0 + rows_here - 1 of request b; latent then rope)
 // into q_stage [kRows][kQueryStageStride], zeros for rows past the last head. 16-byte cp.async
 // chunks when both views allow them (SGLang's packed [B, H, 576] query does), else 2-byte copies.
-// Completes with the caller's next cp_async_wait + __syncthreads.
+// Completes with the caller's next cp_async_wait + group barrier.
 __device__ inline void stage_query(const uint16_t* q_nope, const uint16_t* q_pe, const DecodeParams& p, int b, int head0,
-                                   int rows_here, uint16_t* q_stage) {
+                                   int rows_here, uint16_t* q_stage, int tid) {
   constexpr int kRowElems = kHeadDimCkv + kHeadDimKpe;
   const bool chunked = ((reinterpret_cast<uintptr_t>(q_nope) | reinterpret_cast<uintptr_t>(q_pe)) % 16 == 0) &&
                        ((p.q_nope_stride_b | p.q_nope_stride_h | p.q_pe_stride_b | p.q_pe_stride_h) % 8 == 0);
   if (chunked) {
     constexpr int kChunksPerRow = kRowElems / 8;
-    for (int i = threadIdx.x; i < kRows * kChunksPerRow; i += kThreads) {
+    for (int i = tid; i < kRows * kChunksPerRow; i += kThreads) {
       const int row = i / kChunksPerRow, elem = 8 * (i % kChunksPerRow);
       const bool live = row < rows_here;
       const int head = head0 + (live ? row : 0);
@@ -70,7 +76,7 @@ __device__ inline void stage_query(const uint16_t* q_nope, const uint16_t* q_pe,
       cp_async_16(shared_address(q_stage + row * kQueryStageStride + elem), src, live);
     }
   } else {
-    for (int i = threadIdx.x; i < kRows * kRowElems; i += kThreads) {
+    for (int i = tid; i < kRows * kRowElems; i += kThreads) {
       const int row = i / kRowElems, elem = i % kRowElems;
       uint16_t value = 0;
       if (row < rows_here) {
@@ -83,111 +89,66 @@ __device__ inline void stage_query(const uint16_t* q_nope, const uint16_t* q_pe,
   }
 }
 
-// Register budget: two blocks per SM90 multiprocessor (128 registers); SM120's shared memory holds
-// one block, so there the compiler may use up to 255.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200
-inline constexpr int kMinBlocksForRegisters = 1;
-#else
-inline constexpr int kMinBlocksForRegisters = kBlocksPerSm;
-#endif
+// Where the block's shared memory and mbarriers are (mla_decode_config.h's SmemLayout).
+template <KvDtype kDtype, int kStages>
+struct BlockSmem {
+  static constexpr SmemLayout kLayout = smem_layout(kDtype, kStages);
+  static constexpr int kProbBuffers = prob_buffers(kDtype, kStages);
+  static_assert(kProbBuffers + 2 >= kKSlices, "the query row maxima use the row-statistics buffer");
+  uint8_t* kv_stages;
+  float* scores;
+  uint16_t* probs;      // [kProbBuffers][kRows][kProbStride]
+  float* row_alpha;     // [kProbBuffers][kRows]
+  float* row_sum;       // [kRows]
+  float* row_max;       // [kRows]
+  int32_t* page_ring;
+  uint32_t barriers;    // shared address of the first mbarrier
 
-template <KvDtype kDtype>
-__global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
-    mla_decode_kernel(const DecodeParams p, const int num_splits, float* partial_out, float* partial_lse) {
+  __device__ explicit BlockSmem(uint8_t* smem)
+      : kv_stages(smem + kLayout.kv_offset),
+        scores(reinterpret_cast<float*>(smem + kLayout.score_offset)),
+        probs(reinterpret_cast<uint16_t*>(smem + kLayout.prob_offset)),
+        row_alpha(reinterpret_cast<float*>(smem + kLayout.row_stat_offset)),
+        row_sum(row_alpha + kProbBuffers * kRows),
+        row_max(row_sum + kRows),
+        page_ring(reinterpret_cast<int32_t*>(smem + kLayout.page_offset)),
+        barriers(shared_address(smem + kLayout.barrier_offset)) {}
+
+  // A stage's KV (and the page ids issued with it) landed: one cp.async arrival per value thread.
+  __device__ uint32_t kv_full(int stage) const { return barriers + 8 * stage; }
+  // A stage was read by both groups: every thread of the block arrives.
+  __device__ uint32_t kv_empty(int stage) const { return barriers + 8 * (kStages + stage); }
+  // A tile's probabilities and rescale factors are written: every score thread arrives.
+  __device__ uint32_t probs_full(int buffer) const { return barriers + 8 * (2 * kStages + buffer); }
+  // PV has read a probability buffer: every value thread arrives.
+  __device__ uint32_t probs_empty(int buffer) const { return barriers + 8 * (2 * kStages + kProbBuffers + buffer); }
+};
+
+inline constexpr int kScoreGroupBarrier = 1, kValueGroupBarrier = 2, kBlockBarrier = 3;
+
+// Warps 0-7: the query, QK and the online softmax. Returns the thread's row's running max and sum.
+template <KvDtype kDtype, int kStages>
+__device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSmem<kDtype, kStages>& sm, int b, int head0,
+                                            int rows_here, const SplitRange range, float& running_max, float& running_sum) {
   using Tile = KvTile<kDtype>;
   using Op = MmaOperand<kDtype>;
-  constexpr int kStages = pipeline_stages(kDtype);
   constexpr int kStageBytes = stage_bytes(kDtype);
-  constexpr int kPageRing = page_ring_tiles(kDtype);
-  constexpr SmemLayout kLayout = smem_layout(kDtype);
-  static_assert(kThreads == 4 * kTileTokens, "the loader gives each thread two rows' eighths");
-  static_assert(kKeyRowsPerWarp * kTokenHalves == kTileTokens, "kv_tile.cuh's key offsets assume 32 tokens per QK warp");
-
-  KVPATCH_MARK(0, 0);  // entry
-  extern __shared__ __align__(128) uint8_t smem[];
-  uint8_t* kv_stages = smem + kLayout.kv_offset;
-  float* scores = reinterpret_cast<float*>(smem + kLayout.score_offset);
-  uint16_t* probs = reinterpret_cast<uint16_t*>(smem + kLayout.prob_offset);
-  float* row_alpha = reinterpret_cast<float*>(smem + kLayout.row_stat_offset);
-  float* row_sum = row_alpha + kRows;
-  float* row_max = row_sum + kRows;
-  int32_t* page_ring = reinterpret_cast<int32_t*>(smem + kLayout.page_offset);
-
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, c = lane % 4;
-  const int group = blockIdx.x, split = blockIdx.y, b = blockIdx.z;
-  const int head0 = group * kRows;
-  const int rows_here = min(kRows, p.num_heads - head0);
-
-  // ---- the block's query rows -> shared memory, first: nothing it needs is loaded yet, so the
-  // copy overlaps the loads of kv_len / kv_indptr and of the first page ids. ----
-  const uint16_t* q_nope = static_cast<const uint16_t*>(p.q_nope);
-  const uint16_t* q_pe = static_cast<const uint16_t*>(p.q_pe);
-  uint16_t* q_stage = reinterpret_cast<uint16_t*>(smem + kLayout.score_offset);  // [kRows][kQueryStageStride]
-  stage_query(q_nope, q_pe, p, b, head0, rows_here, q_stage);
-
-  const SplitRange range = split_range(p.kv_len[b], split, num_splits);
   const int num_tiles = range.tiles();
 
-  // ---- KV loader: 8 threads per token row (below). Page ids come from a ring in
-  // shared memory that warps 0-1 fill kStages tiles ahead (in the cp.async group of an earlier KV
-  // tile), so no iteration waits on a dependent global load. ----
-  const int32_t* pages = p.kv_indices + p.kv_indptr[b];
-  const uint8_t* ckv_bytes = static_cast<const uint8_t*>(p.ckv);
-  const uint8_t* kpe_bytes = static_cast<const uint8_t*>(p.kpe);
-  const int64_t ckv_stride = p.ckv_stride_slot * kv_elem_bytes(kDtype);
-  const int64_t kpe_stride = p.kpe_stride_slot * kv_elem_bytes(kDtype);
-  // Pages are powers of two (the launcher checks): shifts and masks, no division or branch.
-  const int page_shift = __ffs(p.page_size) - 1;
-  const int page_mask = p.page_size - 1;
-  auto issue_page_ids = [&](int tile) {
-    if (threadIdx.x >= kTileTokens || tile >= num_tiles) return;
-    const int token = range.begin + tile * kTileTokens + threadIdx.x;
-    const bool valid = token < range.end;
-    cp_async_4(shared_address(page_ring + (tile % kPageRing) * kTileTokens + threadIdx.x),
-               valid ? pages + (token >> page_shift) : pages, valid);
-  };
-  // 8 threads per row: each cp.async instruction of a warp fills 128 contiguous bytes of each of 4
-  // rows. ncu counts the shared-memory writes per 128-byte line a row's bytes touch: BF16 rows
-  // (1,152 B) take the ideal 4 wavefronts per instruction (4 threads x 64 B per row took 16), FP8
-  // rows (576 B, odd rows straddle two lines) 7 instead of 8. Thread t copies rows t / 8 and
-  // t / 8 + 32: the latent eighth `sub8` of each, and one rope chunk of one of them (FP8; BF16's
-  // 8 rope chunks: one of each).
-  const int row_a = threadIdx.x / 8, sub8 = threadIdx.x % 8;
-  constexpr int kRopeChunks = Tile::kRowChunks - Tile::kCkvChunks;
-  static_assert(kRopeChunks == 4 || kRopeChunks == 8);
-  // Per-thread constants (rows row_a and row_a + 32 share their swizzle): the source offsets of the
-  // latent eighth and of the rope chunk, and the destination offsets within a stage.
-  const int latent_src = 16 * (sub8 ^ Tile::latent_xor(row_a));
-  const int rope_chunk = sub8 % kRopeChunks;  // physical; it holds logical chunk rope_chunk ^ rope_xor
-  const int rope_src = 16 * (rope_chunk ^ Tile::rope_xor(row_a));
-  const bool rope_row_b = kRopeChunks == 4 && sub8 >= 4;  // FP8: threads 4-7 of a row copy row_b's rope
-  const uint32_t dst_a = shared_address(kv_stages) + row_a * Tile::kRowBytes;
-  auto issue_tile = [&](int tile) {
-    if (tile >= num_tiles || KVPATCH_ABLATE == 2) return;
-    const uint32_t stage = dst_a + (tile % kStages) * kStageBytes;
-    const int32_t* ring = page_ring + (tile % kPageRing) * kTileTokens + row_a;
-    const int token_a = range.begin + tile * kTileTokens + row_a;
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int token = token_a + 32 * half;
-      const bool valid = token < range.end;
-      const int64_t slot = valid ? (static_cast<int64_t>(ring[32 * half]) << page_shift) + (token & page_mask) : 0;
-      const uint32_t dst_row = stage + 32 * half * Tile::kRowBytes;
-      copy_row_latent<Tile::kCkvChunks>(dst_row + 16 * sub8, ckv_bytes + slot * ckv_stride + latent_src, valid);
-      if (kRopeChunks == 8 || rope_row_b == (half == 1))
-        cp_async_16(dst_row + 16 * (Tile::kCkvChunks + rope_chunk), kpe_bytes + slot * kpe_stride + rope_src, valid);
-    }
-  };
-  for (int tile = 0; tile < kStages; ++tile) issue_page_ids(tile);
+  // ---- the block's query rows -> shared memory (in the score buffer, free until the first QK) ----
+  uint16_t* q_stage = reinterpret_cast<uint16_t*>(sm.scores);  // [kRows][kQueryStageStride]
+  stage_query(static_cast<const uint16_t*>(p.q_nope), static_cast<const uint16_t*>(p.q_pe), p, b, head0, rows_here,
+              q_stage, tid);
   cp_async_commit();
+  cp_async_wait<0>();
+  group_barrier(kScoreGroupBarrier, kThreads);
+  KVPATCH_MARK(0, 1);  // the query landed
 
   // ---- query fragments for this warp's k-slice, in the key fragment map of kv_tile.cuh ----
   const int k_slice = warp % kKSlices, token_half = warp / kKSlices;
   const FragmentOffsets frag_offsets = Tile::offsets(token_half, k_slice, warp, g, c);
-  cp_async_wait<0>();
-  __syncthreads();  // the query rows and the first tiles' page ids landed
-  KVPATCH_MARK(0, 1);  // the query and the first page ids landed
   uint32_t q_frag[kKeySteps][4];  // BF16 pairs as staged; converted to the operand type below
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
@@ -201,9 +162,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
     }
   }
   // Per-row power-of-two shift into the operand type's range (mma_operand.cuh): each row's largest
-  // magnitude, from the 4 k-slice warps of token half 0, meets in the row-statistics buffer (the
-  // staged query still occupies the score buffer until the first tile's barrier).
-  float* slice_max = row_alpha;  // [kKSlices][kRows]
+  // magnitude, from the 4 k-slice warps of token half 0, meets in the row-statistics buffer.
+  float* slice_max = sm.row_alpha;  // [kKSlices][kRows], before any rescale factor is written
   if constexpr (Op::kScaledQuery) {
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
@@ -220,8 +180,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
       if (token_half == 0 && c == 0) slice_max[k_slice * kRows + g + 8 * half] = max_abs;
     }
   }
-
-  __syncthreads();  // slice maxima published
+  group_barrier(kScoreGroupBarrier, kThreads);  // slice maxima published; the staged query is read
   float latent_scale[2], rope_scale[2];  // rows g and g + 8: ckv/kpe scale times 2^shift
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
@@ -240,71 +199,54 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
       q_frag[s][2 + half] = Op::query_pair(q_frag[s][2 + half], q_scale);
     }
   }
-  for (int tile = 0; tile < kStages - 1; ++tile) {
-    issue_tile(tile);
-    issue_page_ids(tile + kStages);
-    cp_async_commit();
-  }
-  if constexpr (kStages == 1) {
-    issue_tile(0);
-    issue_page_ids(1);
-    cp_async_commit();
-  }
-  KVPATCH_MARK(0, 2);  // the first tile's copies are issued
 
-  // ---- running state ----
-  float out_acc[kValueTiles][4];
-#pragma unroll
-  for (int j = 0; j < kValueTiles; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) out_acc[j][e] = 0.f;
-  const int softmax_row = threadIdx.x / kSoftmaxLanesPerRow;
-  const int softmax_token0 = (threadIdx.x % kSoftmaxLanesPerRow) * kSoftmaxTokens;
-  float running_max = -INFINITY, running_sum = 0.f;
+  const int softmax_row = tid / kSoftmaxLanesPerRow;
+  const int softmax_token0 = (tid % kSoftmaxLanesPerRow) * kSoftmaxTokens;
+  running_max = -INFINITY, running_sum = 0.f;
   const float score_scale = p.sm_scale * 1.4426950408889634f;  // base-2 domain
+  constexpr int kScoreBuffers = score_buffers(kDtype, kStages);
+  constexpr int kScoreBufferFloats = kKSlices * kRows * kScoreStride;
+  constexpr int kProbBuffers = prob_buffers(kDtype, kStages);
 
   for (int tile = 0; tile < num_tiles; ++tile) {
-    if constexpr (kStages > 1) {
-      cp_async_wait<kStages - 2>();
-      __syncthreads();  // stage `tile` landed; everyone is done with tile - 1 and its stage
-      issue_tile(tile + kStages - 1);
-      issue_page_ids(tile + 2 * kStages - 1);
-      cp_async_commit();
-    } else {
-      cp_async_wait<0>();
-      __syncthreads();
-    }
-    const uint8_t* stage = kv_stages + (tile % kStages) * kStageBytes;
+    const int stage_index = tile % kStages;
+    mbarrier_wait(sm.kv_full(stage_index), (tile / kStages) & 1);
+    const uint8_t* stage = sm.kv_stages + stage_index * kStageBytes;
+    float* scores = sm.scores + (tile % kScoreBuffers) * kScoreBufferFloats;
     if (tile == 0) KVPATCH_MARK(0, 3);  // the first tile has landed
-    if (KVPATCH_ABLATE == 1) continue;
 
     // QK: partial scores over this warp's k-slice for its 32 tokens, four n8 tiles (unrolled).
+    if (KVPATCH_ABLATE != 1 && KVPATCH_ABLATE != 3) {
 #pragma unroll
-    for (int nt = 0; nt < kKeyRowsPerWarp / 8; ++nt) {
-      uint32_t key[kKeySteps][2];
-      Tile::load_key(stage, frag_offsets, nt, key);
-      // Two independent accumulation chains over the latent k-steps halve the mma latency chain.
-      float near[4] = {0.f, 0.f, 0.f, 0.f}, far[4] = {0.f, 0.f, 0.f, 0.f}, rope[4] = {0.f, 0.f, 0.f, 0.f};
+      for (int nt = 0; nt < kKeyRowsPerWarp / 8; ++nt) {
+        uint32_t key[kKeySteps][2];
+        Tile::load_key(stage, frag_offsets, nt, key);
+        // Two independent accumulation chains over the latent k-steps halve the mma latency chain.
+        float near[4] = {0.f, 0.f, 0.f, 0.f}, far[4] = {0.f, 0.f, 0.f, 0.f}, rope[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-      for (int s = 0; s < 4; ++s) {
-        Op::mma(near, q_frag[s], key[s][0], key[s][1]);
-        Op::mma(far, q_frag[4 + s], key[4 + s][0], key[4 + s][1]);
-      }
-      Op::mma(rope, q_frag[8], key[8][0], key[8][1]);
-      const int col = kKeyRowsPerWarp * token_half + 8 * nt + 2 * c;
+        for (int s = 0; s < 4; ++s) {
+          Op::mma(near, q_frag[s], key[s][0], key[s][1]);
+          Op::mma(far, q_frag[4 + s], key[4 + s][0], key[4 + s][1]);
+        }
+        Op::mma(rope, q_frag[8], key[8][0], key[8][1]);
+        const int col = kKeyRowsPerWarp * token_half + 8 * nt + 2 * c;
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int row = g + 8 * half;
-        float2 partial;
-        partial.x = latent_scale[half] * (near[2 * half] + far[2 * half]) + rope_scale[half] * rope[2 * half];
-        partial.y = latent_scale[half] * (near[2 * half + 1] + far[2 * half + 1]) + rope_scale[half] * rope[2 * half + 1];
-        *reinterpret_cast<float2*>(scores + (k_slice * kRows + row) * kScoreStride + col) = partial;
+        for (int half = 0; half < 2; ++half) {
+          const int row = g + 8 * half;
+          float2 partial;
+          partial.x = latent_scale[half] * (near[2 * half] + far[2 * half]) + rope_scale[half] * rope[2 * half];
+          partial.y = latent_scale[half] * (near[2 * half + 1] + far[2 * half + 1]) + rope_scale[half] * rope[2 * half + 1];
+          *reinterpret_cast<float2*>(scores + (k_slice * kRows + row) * kScoreStride + col) = partial;
+        }
       }
     }
-    __syncthreads();
+    mbarrier_arrive(sm.kv_empty(stage_index));
+    group_barrier(kScoreGroupBarrier, kThreads);  // the partial scores are complete
 
     // Online softmax, 16 threads per row (base 2; NaN scores pass through exp2 into the sum).
-    {
+    const int buffer = tile % kProbBuffers;
+    if (tile >= kProbBuffers) mbarrier_wait(sm.probs_empty(buffer), (tile / kProbBuffers - 1) & 1);
+    if (KVPATCH_ABLATE != 1 && KVPATCH_ABLATE != 3) {
       float s[kSoftmaxTokens];
 #pragma unroll
       for (int t = 0; t < kSoftmaxTokens; ++t) s[t] = 0.f;
@@ -334,16 +276,110 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
       }
       running_sum = running_sum * alpha + tile_sum;
       running_max = new_max;
-      uint16_t* dst = probs + softmax_row * kProbStride + softmax_token0;
+      uint16_t* dst = sm.probs + (buffer * kRows + softmax_row) * kProbStride + softmax_token0;
       *reinterpret_cast<uint2*>(dst) = make_uint2(Op::prob_pair(prob[0], prob[1]), Op::prob_pair(prob[2], prob[3]));
-      if (threadIdx.x % kSoftmaxLanesPerRow == 0) row_alpha[softmax_row] = alpha;
+      if (tid % kSoftmaxLanesPerRow == 0) sm.row_alpha[buffer * kRows + softmax_row] = alpha;
     }
-    __syncthreads();
+    mbarrier_arrive(sm.probs_full(buffer));
+    // One score buffer: every warp must have read it before the next QK writes it. Two: the
+    // barrier after the next QK orders this softmax's reads before the QK after that.
+    if constexpr (kScoreBuffers == 1) group_barrier(kScoreGroupBarrier, kThreads);
+  }
+  KVPATCH_MARK(0, 4);  // the last tile's probabilities are written
+}
 
-    // PV: rescale (skipped while no row's max moved), then accumulate this tile's probabilities
-    // times the values of this warp's dims.
-    {
-      const float alpha_lo = row_alpha[g], alpha_hi = row_alpha[g + 8];
+// Warps 8-15: the KV loader and PV. Accumulates the thread's share of the unnormalized output.
+template <KvDtype kDtype, int kStages>
+__device__ __forceinline__ void value_warps(const DecodeParams& p, const BlockSmem<kDtype, kStages>& sm, int b,
+                                            const SplitRange range, float (&out_acc)[kValueTiles][4]) {
+  using Tile = KvTile<kDtype>;
+  using Op = MmaOperand<kDtype>;
+  constexpr int kStageBytes = stage_bytes(kDtype);
+  constexpr int kPageRing = page_ring_tiles(kStages);
+  static_assert(kThreads == 4 * kTileTokens, "the loader gives each thread two rows' eighths");
+  const int tid = threadIdx.x - kThreads, warp = tid / 32, lane = tid % 32;
+  const int g = lane / 4, c = lane % 4;
+  const int num_tiles = range.tiles();
+
+  // ---- KV loader: 8 threads per token row. Page ids come from a ring in shared memory that
+  // threads 0-63 fill kStages tiles ahead (with an earlier KV tile), so no tile waits on a
+  // dependent global load. ----
+  const int32_t* pages = p.kv_indices + p.kv_indptr[b];
+  const uint8_t* ckv_bytes = static_cast<const uint8_t*>(p.ckv);
+  const uint8_t* kpe_bytes = static_cast<const uint8_t*>(p.kpe);
+  const int64_t ckv_stride = p.ckv_stride_slot * kv_elem_bytes(kDtype);
+  const int64_t kpe_stride = p.kpe_stride_slot * kv_elem_bytes(kDtype);
+  // Pages are powers of two (the launcher checks): shifts and masks, no division or branch.
+  const int page_shift = __ffs(p.page_size) - 1;
+  const int page_mask = p.page_size - 1;
+  auto issue_page_ids = [&](int tile) {
+    if (tid >= kTileTokens || tile >= num_tiles) return;
+    const int token = range.begin + tile * kTileTokens + tid;
+    const bool valid = token < range.end;
+    cp_async_4(shared_address(sm.page_ring + (tile % kPageRing) * kTileTokens + tid), valid ? pages + (token >> page_shift) : pages,
+               valid);
+  };
+  // 8 threads per row: each cp.async instruction of a warp fills 128 contiguous bytes of each of 4
+  // rows. ncu counts the shared-memory writes per 128-byte line a row's bytes touch: BF16 rows
+  // (1,152 B) take the ideal 4 wavefronts per instruction, FP8 rows (576 B, odd rows straddle two
+  // lines) 7 instead of 8. Thread t copies rows t / 8 and t / 8 + 32: the latent eighth `sub8` of
+  // each, and one rope chunk of one of them (FP8; BF16's 8 rope chunks: one of each).
+  const int row_a = tid / 8, sub8 = tid % 8;
+  constexpr int kRopeChunks = Tile::kRowChunks - Tile::kCkvChunks;
+  static_assert(kRopeChunks == 4 || kRopeChunks == 8);
+  // Per-thread constants (rows row_a and row_a + 32 share their swizzle): the source offsets of the
+  // latent eighth and of the rope chunk, and the destination offsets within a stage.
+  const int latent_src = 16 * (sub8 ^ Tile::latent_xor(row_a));
+  const int rope_chunk = sub8 % kRopeChunks;  // physical; it holds logical chunk rope_chunk ^ rope_xor
+  const int rope_src = 16 * (rope_chunk ^ Tile::rope_xor(row_a));
+  const bool rope_row_b = kRopeChunks == 4 && sub8 >= 4;  // FP8: threads 4-7 of a row copy row_b's rope
+  const uint32_t dst_a = shared_address(sm.kv_stages) + row_a * Tile::kRowBytes;
+  // Tile `tile` and the page ids of tile + kStages; the stage's full barrier gets this thread's
+  // arrival once they land.
+  auto issue_tile = [&](int tile) {
+    const int stage_index = tile % kStages;
+    if (KVPATCH_ABLATE != 2) {
+      const uint32_t stage = dst_a + stage_index * kStageBytes;
+      const int32_t* ring = sm.page_ring + (tile % kPageRing) * kTileTokens + row_a;
+      const int token_a = range.begin + tile * kTileTokens + row_a;
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int token = token_a + 32 * half;
+        const bool valid = token < range.end;
+        const int64_t slot = valid ? (static_cast<int64_t>(ring[32 * half]) << page_shift) + (token & page_mask) : 0;
+        const uint32_t dst_row = stage + 32 * half * Tile::kRowBytes;
+        copy_row_latent<Tile::kCkvChunks>(dst_row + 16 * sub8, ckv_bytes + slot * ckv_stride + latent_src, valid);
+        if (kRopeChunks == 8 || rope_row_b == (half == 1))
+          cp_async_16(dst_row + 16 * (Tile::kCkvChunks + rope_chunk), kpe_bytes + slot * kpe_stride + rope_src, valid);
+      }
+    }
+    issue_page_ids(tile + kStages);
+    cp_async_arrive(sm.kv_full(stage_index));
+  };
+  for (int tile = 0; tile < kStages; ++tile) issue_page_ids(tile);
+  cp_async_commit();
+  cp_async_wait<0>();
+  group_barrier(kValueGroupBarrier, kThreads);  // the first tiles' page ids landed
+  for (int tile = 0; tile < kStages && tile < num_tiles; ++tile) issue_tile(tile);
+  KVPATCH_MARK(0, 2);  // the first tiles' copies are issued
+
+  const FragmentOffsets frag_offsets = Tile::offsets(0, 0, warp, g, c);  // value offsets of this warp's dims
+#pragma unroll
+  for (int j = 0; j < kValueTiles; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) out_acc[j][e] = 0.f;
+
+  constexpr int kProbBuffers = prob_buffers(kDtype, kStages);
+  for (int tile = 0; tile < num_tiles; ++tile) {
+    const int stage_index = tile % kStages, buffer = tile % kProbBuffers;
+    mbarrier_wait(sm.kv_full(stage_index), (tile / kStages) & 1);
+    mbarrier_wait(sm.probs_full(buffer), (tile / kProbBuffers) & 1);
+    const uint8_t* stage = sm.kv_stages + stage_index * kStageBytes;
+    const uint16_t* probs = sm.probs + buffer * kRows * kProbStride;
+    if (KVPATCH_ABLATE != 1 && KVPATCH_ABLATE != 4) {
+      // PV: rescale (skipped while no row's max moved), then accumulate this tile's probabilities
+      // times the values of this warp's dims.
+      const float alpha_lo = sm.row_alpha[buffer * kRows + g], alpha_hi = sm.row_alpha[buffer * kRows + g + 8];
       if (__any_sync(0xffffffffu, alpha_lo != 1.f || alpha_hi != 1.f)) {
 #pragma unroll
         for (int j = 0; j < kValueTiles; ++j) {
@@ -351,45 +387,79 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksForRegisters)
           out_acc[j][2] *= alpha_hi, out_acc[j][3] *= alpha_hi;
         }
       }
-    }
 #pragma unroll
-    for (int k_step = 0; k_step < kTileTokens / 16; ++k_step) {
-      uint32_t value[kValueTiles][2];
-      Tile::load_value(stage, frag_offsets, k_step, value);
-      uint32_t prob_frag[4];
-      ldmatrix_x4(prob_frag, shared_address(probs + (lane & 15) * kProbStride + 16 * k_step + (lane >> 4) * 8));
+      for (int k_step = 0; k_step < kTileTokens / 16; ++k_step) {
+        uint32_t value[kValueTiles][2];
+        Tile::load_value(stage, frag_offsets, k_step, value);
+        uint32_t prob_frag[4];
+        ldmatrix_x4(prob_frag, shared_address(probs + (lane & 15) * kProbStride + 16 * k_step + (lane >> 4) * 8));
 #pragma unroll
-      for (int j = 0; j < kValueTiles; ++j) Op::mma(out_acc[j], prob_frag, value[j][0], value[j][1]);
+        for (int j = 0; j < kValueTiles; ++j) Op::mma(out_acc[j], prob_frag, value[j][0], value[j][1]);
+      }
     }
-    if constexpr (kStages == 1) {
-      __syncthreads();  // the single stage is free again
-      issue_tile(tile + 1);
-      issue_page_ids(tile + 2);
-      cp_async_commit();
+    mbarrier_arrive(sm.probs_empty(buffer));
+    mbarrier_arrive(sm.kv_empty(stage_index));
+    if (tile + kStages < num_tiles) {
+      mbarrier_wait(sm.kv_empty(stage_index), (tile / kStages) & 1);  // the score warps' QK read it too
+      issue_tile(tile + kStages);
     }
   }
-  cp_async_wait<0>();
-  KVPATCH_MARK(0, 4);  // the last tile is done
+}
+
+template <KvDtype kDtype, int kStages>
+__global__ void __launch_bounds__(kBlockThreads, 1)
+    mla_decode_kernel(const DecodeParams p, const int num_splits, float* partial_out, float* partial_lse) {
+  KVPATCH_MARK(0, 0);  // entry
+  extern __shared__ __align__(128) uint8_t smem[];
+  const BlockSmem<kDtype, kStages> sm(smem);
+  const int head_group = blockIdx.x, split = blockIdx.y, b = blockIdx.z;
+  const int head0 = head_group * kRows;
+  const int rows_here = min(kRows, p.num_heads - head0);
+  const SplitRange range = split_range(p.kv_len[b], split, num_splits);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbarrier_init(sm.kv_full(s), kThreads);
+      mbarrier_init(sm.kv_empty(s), kBlockThreads);
+    }
+    for (int i = 0; i < prob_buffers(kDtype, kStages); ++i) {
+      mbarrier_init(sm.probs_full(i), kThreads);
+      mbarrier_init(sm.probs_empty(i), kThreads);
+    }
+  }
+  __syncthreads();  // the barriers are initialized
+
+  if (threadIdx.x < kThreads) {
+    float running_max, running_sum;
+    score_warps(p, sm, b, head0, rows_here, range, running_max, running_sum);
+    // Final sums per row for the value warps' epilogue.
+#pragma unroll
+    for (int offset = kSoftmaxLanesPerRow / 2; offset > 0; offset /= 2)
+      running_sum += __shfl_xor_sync(0xffffffffu, running_sum, offset);
+    if (threadIdx.x % kSoftmaxLanesPerRow == 0) {
+      sm.row_sum[threadIdx.x / kSoftmaxLanesPerRow] = running_sum;
+      sm.row_max[threadIdx.x / kSoftmaxLanesPerRow] = running_max;
+    }
+    group_barrier(kBlockBarrier, kBlockThreads);
+    return;
+  }
+
+  float out_acc[kValueTiles][4];
+  value_warps(p, sm, b, range, out_acc);
   grid_dependents_launch();  // the merge grid may start launching while the epilogues run
+  group_barrier(kBlockBarrier, kBlockThreads);  // row sums and maxima are written
 
-  // ---- epilogue: final sums, then normalized output (or FP32 partials for the merge) ----
-#pragma unroll
-  for (int offset = kSoftmaxLanesPerRow / 2; offset > 0; offset /= 2)
-    running_sum += __shfl_xor_sync(0xffffffffu, running_sum, offset);
-  if (threadIdx.x % kSoftmaxLanesPerRow == 0) {
-    row_sum[softmax_row] = running_sum;
-    row_max[softmax_row] = running_max;
-  }
-  __syncthreads();
-
+  // ---- epilogue: normalized output (or FP32 partials for the merge) ----
+  using Op = MmaOperand<kDtype>;
+  const int tid = threadIdx.x - kThreads, warp = tid / 32, lane = tid % 32;
+  const int g = lane / 4, c = lane % 4;
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const int row = g + 8 * half;
     if (row >= rows_here) continue;
     const int head = head0 + row;
-    const float sum = row_sum[row];
+    const float sum = sm.row_sum[row];
     const float inv_sum = sum == 0.f ? 0.f : 1.f / sum;
-    const float lse = row_max[row] + log2f(sum);  // -inf for an empty range, NaN stays NaN
+    const float lse = sm.row_max[row] + log2f(sum);  // -inf for an empty range, NaN stays NaN
     float v[16];
 #pragma unroll
     for (int j = 0; j < kValueTiles; ++j) {

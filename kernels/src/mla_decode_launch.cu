@@ -19,20 +19,34 @@ constexpr double kMergeOverheadTiles = 2.0;
 // KV bytes at about the same time (the second read mostly hits L2).
 int head_groups(int num_heads) { return (num_heads + kRows - 1) / kRows; }
 
-template <KvDtype kDtype>
+template <KvDtype kDtype, int kStages>
 cudaError_t launch_instance(const DecodeParams& p, int num_splits, float* partial_out, float* partial_lse,
                             cudaStream_t stream) {
-  constexpr size_t smem = smem_layout(kDtype).total;
-  auto* kernel = &device::mla_decode_kernel<kDtype>;
+  constexpr size_t smem = smem_layout(kDtype, kStages).total;
+  auto* kernel = &device::mla_decode_kernel<kDtype, kStages>;
   static std::once_flag configured;
   static cudaError_t configure_error = cudaSuccess;
   std::call_once(configured, [&] {
     configure_error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   });
   if (configure_error != cudaSuccess) return configure_error;
-  kernel<<<dim3(head_groups(p.num_heads), num_splits, p.batch), kThreads, smem, stream>>>(p, num_splits, partial_out,
-                                                                                          partial_lse);
+  kernel<<<dim3(head_groups(p.num_heads), num_splits, p.batch), kBlockThreads, smem, stream>>>(p, num_splits, partial_out,
+                                                                                               partial_lse);
   return cudaGetLastError();
+}
+
+// The deepest pipeline the current device's shared memory per block holds (SM90: 227 KB, SM120: 99 KB).
+template <KvDtype kDtype>
+cudaError_t launch_dtype(const DecodeParams& p, int num_splits, float* partial_out, float* partial_lse,
+                         cudaStream_t stream) {
+  int device = 0, smem_optin = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  if (err != cudaSuccess) return err;
+  constexpr int kDeep = max_stages(kDtype), kShallow = min_stages(kDtype);
+  return stages_for(kDtype, static_cast<size_t>(smem_optin)) == kDeep
+             ? launch_instance<kDtype, kDeep>(p, num_splits, partial_out, partial_lse, stream)
+             : launch_instance<kDtype, kShallow>(p, num_splits, partial_out, partial_lse, stream);
 }
 
 bool aligned16(const void* pointer, int64_t stride_bytes) {
@@ -85,8 +99,8 @@ cudaError_t launch_decode(const DecodeParams& p, const DecodePlan& plan, void* w
   float* partial_lse =
       partial_out ? partial_out + static_cast<size_t>(p.batch) * p.num_heads * plan.num_splits * kHeadDimCkv : nullptr;
   const cudaError_t err = p.kv_dtype == KvDtype::kFp8E4M3
-                              ? launch_instance<KvDtype::kFp8E4M3>(p, plan.num_splits, partial_out, partial_lse, stream)
-                              : launch_instance<KvDtype::kBf16>(p, plan.num_splits, partial_out, partial_lse, stream);
+                              ? launch_dtype<KvDtype::kFp8E4M3>(p, plan.num_splits, partial_out, partial_lse, stream)
+                              : launch_dtype<KvDtype::kBf16>(p, plan.num_splits, partial_out, partial_lse, stream);
   if (err != cudaSuccess || plan.num_splits == 1) return err;
   // Programmatic dependent launch: the merge grid's launch overlaps the decode grid's tail.
   const bool few = plan.num_splits <= kMergeFewSplits;

@@ -1,5 +1,5 @@
 // Timing experiments only (kernels/bench/timeline.cu): with KVPATCH_TIMELINE defined, thread 0 of
-// every decode and merge block stores %globaltimer at marked points, so one launch's fixed costs
+// every decode and merge block (and of the decode block's second warp group) stores %globaltimer at marked points, so one launch's fixed costs
 // (launch skew, prologue, first tile, epilogue, merge) can be read per block. Never set in a normal
 // build: there every mark compiles to nothing.
 #pragma once
@@ -15,7 +15,7 @@ inline constexpr int kTimelineBlocks = 8192, kTimelineMarks = 8;
 __device__ uint64_t kvpatch_timeline[2][kTimelineBlocks][kTimelineMarks];
 
 __device__ __forceinline__ void timeline_mark(int kernel, int mark) {
-  if (threadIdx.x != 0) return;
+  if (threadIdx.x % 256 != 0) return;  // thread 0 of each 256-thread warp group
   const unsigned block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
   if (block >= kTimelineBlocks) return;
   uint64_t now;

@@ -33,6 +33,7 @@ struct KernelUsage {
 struct LaunchConfig {
   int threads = 0;
   size_t dynamic_smem = 0;
+  bool runs_on_sm120 = true;
 };
 
 std::vector<KernelUsage> parse_ptxas_log(const std::string& path) {
@@ -63,10 +64,15 @@ std::vector<KernelUsage> parse_ptxas_log(const std::string& path) {
 // The launch configuration each kernel is started with, from the same constants the launchers use.
 bool launch_config(const std::string& name, LaunchConfig& config) {
   std::smatch m;
-  const std::regex decode(R"(mla_decode_kernelILNS0_7KvDtypeE(\d)E)");
+  // mla_decode_kernel<KvDtype, stages>: the launcher runs on SM120 the stage count that SM120's
+  // shared memory per block holds; an instance with more stages is for SM90 and never launched
+  // there (its configuration is still named, so that a new instance cannot slip past the test).
+  const std::regex decode(R"(mla_decode_kernelILNS0_7KvDtypeE(\d)ELi(\d+)E)");
   if (std::regex_search(name, m, decode)) {
     const auto dtype = static_cast<KvDtype>(std::stoi(m[1]));
-    config = {tiling::kThreads, tiling::smem_layout(dtype).total};
+    const int stages = std::stoi(m[2]);
+    config = {tiling::kBlockThreads, tiling::smem_layout(dtype, stages).total,
+              stages == tiling::stages_for(dtype, tiling::kSmemLimitSm120)};
     return true;
   }
   if (name.find("mla_merge_few_kernel") != std::string::npos) return config = {tiling::kMergeFewThreads, 0}, true;
@@ -87,7 +93,7 @@ std::vector<std::string> log_paths() {
 }  // namespace
 
 TEST_CASE("every sm_120a kernel fits SM120's shared memory, registers and warps, without spills") {
-  int kernels_seen = 0, decode_instances = 0;
+  int kernels_seen = 0, decode_instances = 0, sm120_decode_instances = 0;
   for (const std::string& path : log_paths()) {
     for (const KernelUsage& k : parse_ptxas_log(path)) {
       CAPTURE(k.name);
@@ -95,13 +101,20 @@ TEST_CASE("every sm_120a kernel fits SM120's shared memory, registers and warps,
       LaunchConfig config;
       REQUIRE_MESSAGE(launch_config(k.name, config),
                       "kernel has no launch configuration in sm120_resource_test.cpp: add it there");
-      decode_instances += k.name.find("mla_decode_kernel") != std::string::npos;
+      const bool decode = k.name.find("mla_decode_kernel") != std::string::npos;
+      decode_instances += decode;
+      sm120_decode_instances += decode && config.runs_on_sm120;
       REQUIRE(k.registers > 0);
       CHECK(k.stack == 0);
       CHECK(k.spill_stores == 0);
       CHECK(k.spill_loads == 0);
 
       const size_t smem_per_block = k.static_smem + config.dynamic_smem;
+      if (!config.runs_on_sm120) {
+        // An SM90-only pipeline depth: the launcher must never pick it on SM120.
+        CHECK(smem_per_block > static_cast<size_t>(tiling::kSmemLimitSm120));
+        continue;
+      }
       CHECK(smem_per_block <= static_cast<size_t>(tiling::kSmemLimitSm120));
 
       const int warps_per_block = (config.threads + 31) / 32;
@@ -116,6 +129,7 @@ TEST_CASE("every sm_120a kernel fits SM120's shared memory, registers and warps,
       CHECK(resident * warps_per_block <= kMaxWarpsPerSm);
     }
   }
-  CHECK(decode_instances == 2);  // FP8, BF16
+  CHECK(decode_instances == 4);        // FP8, BF16 x (SM90 depth, SM120 depth)
+  CHECK(sm120_decode_instances == 2);  // FP8, BF16 at SM120's depth
   CHECK(kernels_seen >= 6);
 }
