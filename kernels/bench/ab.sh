@@ -18,6 +18,9 @@ done
 timeout 180 build-ab-a/tests/kernels/kvpatch_gpu_decode_test --small >"$out/ab-a.small.log" 2>&1
 echo "A (working tree): small GPU tests exit $?, $(grep -c parity=bit-exact "$out/ab-a.small.log") bit-exact runs"
 grep FAIL "$out/ab-a.small.log" | head -5
+KVPATCH_SHALLOW_PIPELINE=1 timeout 180 build-ab-a/tests/kernels/kvpatch_gpu_decode_test --small >"$out/ab-a.small-shallow.log" 2>&1
+echo "A with SM120's pipeline depth (KVPATCH_SHALLOW_PIPELINE=1): small GPU tests exit $?, $(grep -c parity=bit-exact "$out/ab-a.small-shallow.log") bit-exact runs"
+grep FAIL "$out/ab-a.small-shallow.log" | head -5
 for round in 1 2; do
   for side in a b; do
     echo "== $side (round $round)"

@@ -35,6 +35,11 @@ if [[ "$what" == tests || "$what" == all ]]; then
   "$build/tests/kernels/kvpatch_gpu_decode_test" 2>&1 | tee "$out/gpu_test.log" | grep -v "^small\|^matrix" | tail -20
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
   grep -c "parity=bit-exact" "$out/gpu_test.log" | sed 's/^/bit-exact shape runs: /'
+  # SM120's pipeline depth, run here (KVPATCH_SHALLOW_PIPELINE=1): the small matrix.
+  KVPATCH_SHALLOW_PIPELINE=1 "$build/tests/kernels/kvpatch_gpu_decode_test" --small >"$out/gpu_test_shallow.log" 2>&1
+  shallow_status=$?
+  [[ $shallow_status -eq 0 ]] || status=1
+  echo "SM120 depth, small matrix: exit $shallow_status, $(grep -c "parity=bit-exact" "$out/gpu_test_shallow.log") bit-exact runs"
   compute-sanitizer --tool memcheck --error-exitcode 9 "$build/tests/kernels/kvpatch_gpu_decode_test" --small \
     >"$out/memcheck.log" 2>&1
   echo "memcheck exit: $? ($(grep -c 'Invalid' "$out/memcheck.log") invalid accesses)"; tail -3 "$out/memcheck.log"

@@ -1,5 +1,7 @@
 // Host side of MLA decode: the split plan, parameter checks and dispatch to the instantiations.
+#include <cstdlib>
 #include <mutex>
+#include <string_view>
 
 #include "kvpatch/mla_decode_launch.h"
 #include "mla_decode_kernel.cuh"
@@ -35,6 +37,15 @@ cudaError_t launch_instance(const DecodeParams& p, int num_splits, float* partia
   return cudaGetLastError();
 }
 
+// KVPATCH_SHALLOW_PIPELINE=1 runs SM120's pipeline depth on any GPU, so the H200's tests cover it.
+bool shallow_pipeline_forced() {
+  static const bool forced = [] {
+    const char* value = std::getenv("KVPATCH_SHALLOW_PIPELINE");
+    return value != nullptr && std::string_view(value) == "1";
+  }();
+  return forced;
+}
+
 // The deepest pipeline the current device's shared memory per block holds (SM90: 227 KB, SM120: 99 KB).
 template <KvDtype kDtype>
 cudaError_t launch_dtype(const DecodeParams& p, int num_splits, float* partial_out, float* partial_lse,
@@ -44,7 +55,7 @@ cudaError_t launch_dtype(const DecodeParams& p, int num_splits, float* partial_o
   if (err == cudaSuccess) err = cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
   if (err != cudaSuccess) return err;
   constexpr int kDeep = max_stages(kDtype), kShallow = min_stages(kDtype);
-  return stages_for(kDtype, static_cast<size_t>(smem_optin)) == kDeep
+  return stages_for(kDtype, static_cast<size_t>(smem_optin)) == kDeep && !shallow_pipeline_forced()
              ? launch_instance<kDtype, kDeep>(p, num_splits, partial_out, partial_lse, stream)
              : launch_instance<kDtype, kShallow>(p, num_splits, partial_out, partial_lse, stream);
 }
