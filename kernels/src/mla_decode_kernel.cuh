@@ -8,7 +8,7 @@
 //              slice with 32 tokens' keys; FP32 partial scores go to shared memory;
 //     softmax: 16 threads per head row, 4 tokens each, all in registers: sum the 4 partials in
 //              fixed order, row max by shuffles, update the running max / sum, write the
-//              probabilities (two buffers, so tile t + 1's can be written while PV reads tile t's);
+//              probabilities (2-4 buffers, so later tiles' can be written while PV reads tile t's);
 //   value warps 8-15: copy KV tiles into `stages` shared-memory stages with cp.async, and compute
 //     PV: warp w owns latent dims [64w, 64w + 64) of the output for every row.
 // mbarriers hand over: a stage's KV landed (cp.async arrivals), a stage is free (both groups done),
