@@ -1,7 +1,8 @@
 // SM120 limits of every kernel in kvpatch_mla_kernels, read from ptxas's report of an sm_120a
 // cubin build (the CMake rule next to this test makes the logs; no GPU needed): per block at most
 // 101,376 B of shared memory (static + the dynamic amount the launcher requests), registers x
-// threads within the 64K register file, at most 48 warps resident per SM, no spills, no stack.
+// threads within the 64K register file, at most 48 warps resident per SM, no spills, no stack. And
+// the pipeline depth the launcher picks from a device's shared memory per block (SM90, SM120).
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -132,4 +133,29 @@ TEST_CASE("every sm_120a kernel fits SM120's shared memory, registers and warps,
   CHECK(decode_instances == 4);        // FP8, BF16 x (SM90 depth, SM120 depth)
   CHECK(sm120_decode_instances == 2);  // FP8, BF16 at SM120's depth
   CHECK(kernels_seen >= 6);
+}
+
+TEST_CASE("the launcher picks the deepest pipeline each device's shared memory per block holds") {
+  constexpr size_t kSm90OptIn = 227 * 1024;  // cudaDevAttrMaxSharedMemoryPerBlockOptin on H100 / H200
+  constexpr size_t kSm120OptIn = tiling::kSmemLimitSm120;
+  CHECK(tiling::stages_for(KvDtype::kFp8E4M3, kSm90OptIn) == 4);
+  CHECK(tiling::stages_for(KvDtype::kBf16, kSm90OptIn) == 2);
+  CHECK(tiling::stages_for(KvDtype::kFp8E4M3, kSm120OptIn) == 2);
+  CHECK(tiling::stages_for(KvDtype::kBf16, kSm120OptIn) == 1);
+  for (const KvDtype dtype : {KvDtype::kFp8E4M3, KvDtype::kBf16}) {
+    CAPTURE(static_cast<int>(dtype));
+    CHECK(tiling::smem_layout(dtype, tiling::stages_for(dtype, kSm90OptIn)).total <= kSm90OptIn);
+    CHECK(tiling::smem_layout(dtype, tiling::stages_for(dtype, kSm120OptIn)).total <= kSm120OptIn);
+    // Regions in order, none overlapping the next, mbarriers 8-byte aligned.
+    for (const int stages : {tiling::min_stages(dtype), tiling::max_stages(dtype)}) {
+      const tiling::SmemLayout l = tiling::smem_layout(dtype, stages);
+      CHECK(l.kv_offset < l.score_offset);
+      CHECK(l.score_offset < l.prob_offset);
+      CHECK(l.prob_offset < l.row_stat_offset);
+      CHECK(l.row_stat_offset < l.page_offset);
+      CHECK(l.page_offset < l.barrier_offset);
+      CHECK(l.barrier_offset < l.total);
+      CHECK(l.barrier_offset % 8 == 0);
+    }
+  }
 }
