@@ -65,11 +65,16 @@ class Kvpatch:
             vp, ll, ll, vp, ll, ll, vp, ll, vp, ll, c.c_int, vp, vp, vp, c.c_int, c.c_int, c.c_int,
             c.c_float, c.c_float, c.c_float, vp, ll, ll, vp, c.c_int, c.c_size_t, vp, vp]
         self.lib.kvpatch_mla_cast_fp8_to_bf16.argtypes = [vp, vp, c.c_size_t, vp]
+        self.lib.kvpatch_mla_workspace_bytes.argtypes = [c.c_int, c.c_int, c.c_int]
+        self.lib.kvpatch_mla_workspace_bytes.restype = c.c_size_t
 
     def plan(self, batch, heads, max_len, sms):
         splits, ws = ctypes.c_int(), ctypes.c_size_t()
         self.lib.kvpatch_mla_plan(batch, heads, max_len, sms, ctypes.byref(splits), ctypes.byref(ws))
         return splits.value, ws.value
+
+    def workspace_bytes(self, batch, heads, splits):
+        return self.lib.kvpatch_mla_workspace_bytes(batch, heads, splits)
 
     def decode(self, q_nope, q_pe, kv, kv_dtype, indptr, indices, lens, out, lse, sm_scale, splits, ws):
         elem = kv.element_size()
@@ -171,7 +176,7 @@ def bench_shape(kv_api, name, batch, heads, ctx, pools, flush, iters, sms, fi, f
     sm_scale = 1.0 / math.sqrt(ROW)
     splits, ws_bytes = kv_api.plan(batch, heads, ctx, sms)
     if force_splits:  # --splits: time another split count than the planner's (workspace sized for it)
-        splits, ws_bytes = force_splits, batch * heads * force_splits * 513 * 4
+        splits, ws_bytes = force_splits, kv_api.workspace_bytes(batch, heads, force_splits)
     ws = torch.empty(max(ws_bytes, 16), dtype=torch.uint8, device=device)
     out = {k: torch.empty(batch, heads, 512, dtype=torch.bfloat16, device=device) for k in ("fp8", "bf16", "cast", "gather")}
     lse = torch.empty(batch, heads, dtype=torch.float32, device=device)

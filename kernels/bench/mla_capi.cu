@@ -17,6 +17,10 @@ int kvpatch_mla_plan(int batch, int num_heads, int max_kv_len, int sm_count, int
   return 0;
 }
 
+size_t kvpatch_mla_workspace_bytes(int batch, int num_heads, int num_splits) {
+  return kvpatch::mla::decode_workspace_bytes(batch, num_heads, num_splits);
+}
+
 // kv_dtype: 0 = FP8 E4M3, 1 = BF16 (kvpatch::mla::KvDtype). Strides in elements.
 int kvpatch_mla_decode(const void* q_nope, long long q_nope_stride_b, long long q_nope_stride_h, const void* q_pe,
                        long long q_pe_stride_b, long long q_pe_stride_h, const void* ckv, long long ckv_stride_slot,

@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
   DecodePlan plan = plan_decode(batch, heads, ctx, sms);
   if (argc > 5) {  // another split count than the planner's
     plan.num_splits = std::atoi(argv[5]);
-    plan.workspace_bytes = static_cast<size_t>(batch) * heads * plan.num_splits * (kHeadDimCkv + 1) * sizeof(float);
+    plan.workspace_bytes = decode_workspace_bytes(batch, heads, plan.num_splits);
   }
 
   uint8_t* d_kv = nullptr;

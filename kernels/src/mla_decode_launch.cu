@@ -1,4 +1,6 @@
 // Host side of MLA decode: the split plan, parameter checks and dispatch to the instantiations.
+#include <array>
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <string_view>
@@ -46,16 +48,32 @@ bool shallow_pipeline_forced() {
   return forced;
 }
 
+// The current device's opt-in shared memory per block, asked once per device (a launch runs once per
+// layer per decode step; the attribute does not change).
+cudaError_t device_smem_optin(size_t& bytes) {
+  constexpr int kCachedDevices = 64;
+  static std::array<std::atomic<int>, kCachedDevices> cached{};  // 0: not asked yet
+  int device = 0;
+  if (const cudaError_t err = cudaGetDevice(&device); err != cudaSuccess) return err;
+  int value = device < kCachedDevices ? cached[device].load(std::memory_order_relaxed) : 0;
+  if (value == 0) {
+    if (const cudaError_t err = cudaDeviceGetAttribute(&value, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+        err != cudaSuccess)
+      return err;
+    if (device < kCachedDevices) cached[device].store(value, std::memory_order_relaxed);
+  }
+  bytes = static_cast<size_t>(value);
+  return cudaSuccess;
+}
+
 // The deepest pipeline the current device's shared memory per block holds (SM90: 227 KB, SM120: 99 KB).
 template <KvDtype kDtype>
 cudaError_t launch_dtype(const DecodeParams& p, int num_splits, float* partial_out, float* partial_lse,
                          cudaStream_t stream) {
-  int device = 0, smem_optin = 0;
-  cudaError_t err = cudaGetDevice(&device);
-  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-  if (err != cudaSuccess) return err;
+  size_t smem_optin = 0;
+  if (const cudaError_t err = device_smem_optin(smem_optin); err != cudaSuccess) return err;
   constexpr int kDeep = max_stages(kDtype), kShallow = min_stages(kDtype);
-  return stages_for(kDtype, static_cast<size_t>(smem_optin)) == kDeep && !shallow_pipeline_forced()
+  return stages_for(kDtype, smem_optin) == kDeep && !shallow_pipeline_forced()
              ? launch_instance<kDtype, kDeep>(p, num_splits, partial_out, partial_lse, stream)
              : launch_instance<kDtype, kShallow>(p, num_splits, partial_out, partial_lse, stream);
 }
@@ -65,6 +83,11 @@ bool aligned16(const void* pointer, int64_t stride_bytes) {
 }
 
 }  // namespace
+
+size_t decode_workspace_bytes(int batch, int num_heads, int num_splits) {
+  if (batch <= 0 || num_heads <= 0 || num_splits <= 1) return 0;
+  return static_cast<size_t>(batch) * num_heads * num_splits * (kHeadDimCkv + 1) * sizeof(float);
+}
 
 DecodePlan plan_decode(int batch, int num_heads, int max_kv_len, int sm_count) {
   DecodePlan plan;
@@ -84,15 +107,13 @@ DecodePlan plan_decode(int batch, int num_heads, int max_kv_len, int sm_count) {
       plan.num_splits = splits;
     }
   }
-  if (plan.num_splits > 1)
-    plan.workspace_bytes = static_cast<size_t>(batch) * num_heads * plan.num_splits * (kHeadDimCkv + 1) * sizeof(float);
+  plan.workspace_bytes = decode_workspace_bytes(batch, num_heads, plan.num_splits);
   return plan;
 }
 
 cudaError_t launch_decode(const DecodeParams& p, const DecodePlan& plan, void* workspace, cudaStream_t stream) {
   if (p.batch < 0 || p.num_heads < 1 || p.num_heads > kMaxHeads || !is_supported_page_size(p.page_size) ||
-      plan.num_splits < 1 ||
-      plan.num_splits > kMaxSplits)
+      plan.num_splits < 1 || plan.num_splits > kMaxSplits)
     return cudaErrorInvalidValue;
   if (p.batch == 0) return cudaSuccess;
   if (!p.q_nope || !p.q_pe || !p.ckv || !p.kpe || !p.kv_indptr || !p.kv_indices || !p.kv_len || !p.out)
@@ -101,9 +122,7 @@ cudaError_t launch_decode(const DecodeParams& p, const DecodePlan& plan, void* w
   const int elem = kv_elem_bytes(p.kv_dtype);
   if (!aligned16(p.ckv, p.ckv_stride_slot * elem) || !aligned16(p.kpe, p.kpe_stride_slot * elem))
     return cudaErrorInvalidValue;
-  const size_t needed = plan.num_splits > 1 ? static_cast<size_t>(p.batch) * p.num_heads * plan.num_splits *
-                                                  (kHeadDimCkv + 1) * sizeof(float)
-                                            : 0;
+  const size_t needed = decode_workspace_bytes(p.batch, p.num_heads, plan.num_splits);
   if (needed > 0 && (!workspace || plan.workspace_bytes < needed)) return cudaErrorInvalidValue;
 
   float* partial_out = static_cast<float*>(workspace);

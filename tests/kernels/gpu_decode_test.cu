@@ -168,7 +168,7 @@ int sm_count() {
 mla::DecodePlan forced_plan(const Problem& pr, int splits) {
   mla::DecodePlan plan;
   plan.num_splits = splits;
-  plan.workspace_bytes = splits > 1 ? static_cast<size_t>(pr.batch) * pr.shape.num_heads * splits * (kHeadDimCkv + 1) * 4 : 0;
+  plan.workspace_bytes = mla::decode_workspace_bytes(pr.batch, pr.shape.num_heads, splits);
   return plan;
 }
 

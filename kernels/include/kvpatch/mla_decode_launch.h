@@ -16,6 +16,10 @@ struct DecodePlan {
 // max_kv_len: the longest request in tokens (an upper bound is fine).
 DecodePlan plan_decode(int batch, int num_heads, int max_kv_len, int sm_count);
 
+// Device scratch that `num_splits` splits need: an FP32 partial output and LSE per (request, head,
+// split); 0 for one split (no merge pass). For a plan with another split count than plan_decode's.
+size_t decode_workspace_bytes(int batch, int num_heads, int num_splits);
+
 // Launches decode (and the merge pass when plan.num_splits > 1) on `stream`. `workspace` must hold
 // plan.workspace_bytes. Returns the first CUDA error met; checks params and returns
 // cudaErrorInvalidValue for unsupported shapes (num_heads > 128, page_size < 1, ...).
