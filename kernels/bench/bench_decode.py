@@ -1,7 +1,14 @@
 #!/usr/bin/env python3
 """MLA decode benchmark on one GPU, every variant side by side in one process, per shape:
 
-  fp8        our kernel on the FP8 E4M3 pool (the fix)
+  fp8        our kernel on the FP8 E4M3 pool (the fix), with plan_decode's plan. A length-aware
+             plan's split table is made once per shape before timing (launch_decode_schedule: once
+             per decode step in a server, like FlashInfer's plan()); the time is one layer's launch
+  fp8_self   the same, the launch making its own split table (launch_decode alone)
+  schedule   launch_decode_schedule alone (once per decode step)
+  fp8_uniform  our FP8 kernel on the uniform plan (every request the same split count: plan_decode's
+             choice before length-aware plans)
+  (fp8_self, schedule and fp8_uniform only where plan_decode's plan is length-aware)
   bf16       our kernel on a BF16 copy of the pool
   cast+bf16  the original bug: cast the whole FP8 pool to BF16, then our BF16 kernel (the pool: the
              report's 495,552 slots, or one slot per token when the batch holds more tokens)
@@ -37,19 +44,30 @@ ROW = 576
 L2_FLUSH_BYTES = 256 << 20
 
 
-def pool_slots(batch, ctx):
+def pool_slots(tokens):
     """Slots of the pool a shape runs on: the report's pool, or one slot per token when the batch holds
     more tokens than that (a server's pool holds every token in flight). Every token gets its own slot:
     two tokens sharing a slot would let the second read come from the L2 and flatter the bandwidth."""
-    return max(POOL_SLOTS, batch * ctx)
+    return max(POOL_SLOTS, tokens)
 
-# (name, batch, heads, context): sweeps for the plot, then the issue's target shapes.
+
+def ragged_lengths(batch, low, high, seed):
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    return torch.randint(low, high + 1, (batch,), generator=gen).tolist()
+
+
+# (name, heads, request lengths): sweeps for the plot, the issue's target shapes, then ragged
+# batches (not the issue's shapes; targets.py leaves them out): one long request among short ones,
+# and lengths drawn uniformly from 1K-32K.
 SHAPES = (
-    [("b1_h16", 1, 16, ctx) for ctx in (1024, 4096, 16384, 32768, 65536, 131072)]
-    + [("b32_h16", 32, 16, ctx) for ctx in (1024, 4096, 8192, 16384, 32768)]
-    + [("b64_h16", 64, 16, 8192), ("b32_h32", 32, 32, 16384), ("b8_h32", 8, 32, 32768),
-       ("b1_h32", 1, 32, 131072), ("b16_h64", 16, 64, 16384), ("b16_h128", 16, 128, 16384),
-       ("b1_h128", 1, 128, 65536)]
+    [("b1_h16", 16, [ctx]) for ctx in (1024, 4096, 16384, 32768, 65536, 131072)]
+    + [("b32_h16", 16, [ctx] * 32) for ctx in (1024, 4096, 8192, 16384, 32768)]
+    + [("b64_h16", 16, [8192] * 64), ("b32_h32", 32, [16384] * 32), ("b8_h32", 32, [32768] * 8),
+       ("b1_h32", 32, [131072]), ("b16_h64", 64, [16384] * 16), ("b16_h128", 128, [16384] * 16),
+       ("b1_h128", 128, [65536])]
+    + [("ragged_1x128k_31x4k", 16, [131072] + [4096] * 31),
+       ("ragged_b32_1k_32k", 16, ragged_lengths(32, 1024, 32768, 3)),
+       ("ragged_b16_h64_1k_32k", 64, ragged_lengths(16, 1024, 32768, 4))]
 )
 
 
@@ -59,24 +77,41 @@ class Kvpatch:
     def __init__(self, path):
         self.lib = ctypes.CDLL(path)
         c = ctypes
-        self.lib.kvpatch_mla_plan.argtypes = [c.c_int, c.c_int, c.c_int, c.c_int, c.POINTER(c.c_int), c.POINTER(c.c_size_t)]
+        # Libraries built before length-aware plans (kernels/bench/ab.sh's reference side) lack
+        # kvpatch_mla_plan_uniform and take no block count.
+        self.length_aware_abi = hasattr(self.lib, "kvpatch_mla_plan_uniform")
+        ip, sp = c.POINTER(c.c_int), c.POINTER(c.c_size_t)
+        self.lib.kvpatch_mla_plan.argtypes = [c.c_int] * 4 + ([ip, ip, sp] if self.length_aware_abi else [ip, sp])
+        if self.length_aware_abi:
+            self.lib.kvpatch_mla_plan_uniform.argtypes = [c.c_int] * 4 + [ip, sp]
         ll, vp = c.c_longlong, c.c_void_p
         self.lib.kvpatch_mla_decode.argtypes = [
             vp, ll, ll, vp, ll, ll, vp, ll, vp, ll, c.c_int, vp, vp, vp, c.c_int, c.c_int, c.c_int,
-            c.c_float, c.c_float, c.c_float, vp, ll, ll, vp, c.c_int, c.c_size_t, vp, vp]
+            c.c_float, c.c_float, c.c_float, vp, ll, ll, vp, c.c_int] + ([c.c_int] if self.length_aware_abi else []) + [
+            c.c_size_t, vp] + ([c.c_int] if self.length_aware_abi else []) + [vp]
         self.lib.kvpatch_mla_cast_fp8_to_bf16.argtypes = [vp, vp, c.c_size_t, vp]
         self.lib.kvpatch_mla_workspace_bytes.argtypes = [c.c_int, c.c_int, c.c_int]
         self.lib.kvpatch_mla_workspace_bytes.restype = c.c_size_t
 
     def plan(self, batch, heads, max_len, sms):
+        """(splits, blocks, workspace bytes); splits 0: a length-aware plan over `blocks` blocks per head group."""
+        splits, blocks, ws = ctypes.c_int(), ctypes.c_int(), ctypes.c_size_t()
+        if not self.length_aware_abi:
+            self.lib.kvpatch_mla_plan(batch, heads, max_len, sms, ctypes.byref(splits), ctypes.byref(ws))
+            return splits.value, 0, ws.value
+        self.lib.kvpatch_mla_plan(batch, heads, max_len, sms, ctypes.byref(splits), ctypes.byref(blocks), ctypes.byref(ws))
+        return splits.value, blocks.value, ws.value
+
+    def plan_uniform(self, batch, heads, max_len, sms):
         splits, ws = ctypes.c_int(), ctypes.c_size_t()
-        self.lib.kvpatch_mla_plan(batch, heads, max_len, sms, ctypes.byref(splits), ctypes.byref(ws))
-        return splits.value, ws.value
+        self.lib.kvpatch_mla_plan_uniform(batch, heads, max_len, sms, ctypes.byref(splits), ctypes.byref(ws))
+        return splits.value, 0, ws.value
 
     def workspace_bytes(self, batch, heads, splits):
         return self.lib.kvpatch_mla_workspace_bytes(batch, heads, splits)
 
-    def decode(self, q_nope, q_pe, kv, kv_dtype, indptr, indices, lens, out, lse, sm_scale, splits, ws):
+    def decode(self, q_nope, q_pe, kv, kv_dtype, indptr, indices, lens, out, lse, sm_scale, plan, ws, mode=0):
+        """mode: 0 launch_decode, 1 with schedule_ready, 2 launch_decode_schedule (length-aware plans)."""
         elem = kv.element_size()
         kpe_ptr = kv.data_ptr() + 512 * elem
         stream = torch.cuda.current_stream().cuda_stream
@@ -84,7 +119,9 @@ class Kvpatch:
             q_nope.data_ptr(), q_nope.stride(0), q_nope.stride(1), q_pe.data_ptr(), q_pe.stride(0), q_pe.stride(1),
             kv.data_ptr(), kv.stride(0), kpe_ptr, kv.stride(0), kv_dtype, indptr.data_ptr(), indices.data_ptr(),
             lens.data_ptr(), lens.numel(), q_nope.shape[1], 1, sm_scale, 1.0, 1.0, out.data_ptr(), out.stride(0),
-            out.stride(1), lse.data_ptr() if lse is not None else None, splits, ws.numel(), ws.data_ptr(), stream)
+            out.stride(1), lse.data_ptr() if lse is not None else None, plan[0],
+            *([plan[1]] if self.length_aware_abi else []), ws.numel(), ws.data_ptr(),
+            *([mode] if self.length_aware_abi else []), stream)
         if err != 0:
             raise RuntimeError(f"kvpatch_mla_decode returned CUDA error {err}")
 
@@ -162,51 +199,73 @@ def _short_error(exc, head=300, tail=900):
     return text if len(text) <= head + tail else text[:head] + " [...] " + text[-tail:]
 
 
-def bench_shape(kv_api, name, batch, heads, ctx, pools, flush, iters, sms, fi, force_splits=0):
+def bench_shape(kv_api, name, heads, req_lens, pools, flush, iters, sms, fi, force_splits=0):
     device = "cuda"
-    num_slots = pool_slots(batch, ctx)
+    batch, ctx, tokens = len(req_lens), max(req_lens), sum(req_lens)
+    num_slots = pool_slots(tokens)
     pool_u8, pool_bf16 = (pool[:num_slots] for pool in pools)
-    gen = torch.Generator(device="cpu").manual_seed(batch * 1000003 + heads * 101 + ctx)
-    slots = torch.randperm(num_slots, generator=gen)[: batch * ctx]
+    gen = torch.Generator(device="cpu").manual_seed(batch * 1000003 + heads * 101 + ctx + tokens)
+    slots = torch.randperm(num_slots, generator=gen)[:tokens]
     indices = slots.to(torch.int32).to(device)
-    lens = torch.full((batch,), ctx, dtype=torch.int32, device=device)
-    indptr = torch.arange(0, batch * ctx + 1, ctx, dtype=torch.int32, device=device)
+    lens = torch.tensor(req_lens, dtype=torch.int32, device=device)
+    indptr = torch.tensor([0] + req_lens, dtype=torch.int64).cumsum(0).to(torch.int32).to(device)
     q = torch.randn(batch, heads, ROW, device=device).to(torch.bfloat16)
     q_nope, q_pe = q[:, :, :512], q[:, :, 512:]
     sm_scale = 1.0 / math.sqrt(ROW)
-    splits, ws_bytes = kv_api.plan(batch, heads, ctx, sms)
-    if force_splits:  # --splits: time another split count than the planner's (workspace sized for it)
-        splits, ws_bytes = force_splits, kv_api.workspace_bytes(batch, heads, force_splits)
-    ws = torch.empty(max(ws_bytes, 16), dtype=torch.uint8, device=device)
-    out = {k: torch.empty(batch, heads, 512, dtype=torch.bfloat16, device=device) for k in ("fp8", "bf16", "cast", "gather")}
+    plan = kv_api.plan(batch, heads, ctx, sms)
+    if force_splits:  # --splits: time a uniform plan with another split count (workspace sized for it)
+        plan = (force_splits, 0, kv_api.workspace_bytes(batch, heads, force_splits))
+    uniform = kv_api.plan_uniform(batch, heads, ctx, sms) if plan[0] == 0 else None
+    ws = torch.empty(max(plan[2], uniform[2] if uniform else 0, 16), dtype=torch.uint8, device=device)
+    out = {k: torch.empty(batch, heads, 512, dtype=torch.bfloat16, device=device)
+           for k in ("fp8", "fp8_self", "fp8_uniform", "bf16", "cast", "gather")}
     lse = torch.empty(batch, heads, dtype=torch.float32, device=device)
     cast_dst = torch.empty(num_slots, ROW, dtype=torch.bfloat16, device=device)
-    gathered = torch.empty(batch * ctx, ROW, dtype=torch.bfloat16, device=device)
-    dense_indices = torch.arange(batch * ctx, dtype=torch.int32, device=device)
+    gathered = torch.empty(tokens, ROW, dtype=torch.bfloat16, device=device)
+    dense_indices = torch.arange(tokens, dtype=torch.int32, device=device)
 
-    tokens = batch * ctx
     fp8_bytes, bf16_bytes = tokens * ROW, tokens * ROW * 2
     variants = {}
+    # A length-aware plan: the split table once (the lengths stay), then the layers' launches.
+    ready = 1 if plan[0] == 0 else 0
+    if ready:
+        kv_api.decode(q_nope, q_pe, pool_u8, 0, indptr, indices, lens, out["fp8"], lse, sm_scale, plan, ws, mode=2)
 
     def fp8():
-        kv_api.decode(q_nope, q_pe, pool_u8, 0, indptr, indices, lens, out["fp8"], lse, sm_scale, splits, ws)
+        kv_api.decode(q_nope, q_pe, pool_u8, 0, indptr, indices, lens, out["fp8"], lse, sm_scale, plan, ws, ready)
+
+    def fp8_self():
+        kv_api.decode(q_nope, q_pe, pool_u8, 0, indptr, indices, lens, out["fp8_self"], lse, sm_scale, plan, ws)
+
+    def schedule():
+        kv_api.decode(q_nope, q_pe, pool_u8, 0, indptr, indices, lens, out["fp8_self"], lse, sm_scale, plan, ws, mode=2)
+
+    def fp8_uniform():
+        kv_api.decode(q_nope, q_pe, pool_u8, 0, indptr, indices, lens, out["fp8_uniform"], lse, sm_scale, uniform, ws)
 
     def bf16():
-        kv_api.decode(q_nope, q_pe, pool_bf16, 1, indptr, indices, lens, out["bf16"], lse, sm_scale, splits, ws)
+        kv_api.decode(q_nope, q_pe, pool_bf16, 1, indptr, indices, lens, out["bf16"], lse, sm_scale, plan, ws, ready)
 
     def cast_path():
         kv_api.cast(pool_u8, cast_dst)
-        kv_api.decode(q_nope, q_pe, cast_dst, 1, indptr, indices, lens, out["cast"], lse, sm_scale, splits, ws)
+        kv_api.decode(q_nope, q_pe, cast_dst, 1, indptr, indices, lens, out["cast"], lse, sm_scale, plan, ws, ready)
 
     def gather_path():
         gathered.copy_(torch.index_select(pool_u8, 0, indices).view(torch.float8_e4m3fn))
-        kv_api.decode(q_nope, q_pe, gathered, 1, indptr, dense_indices, lens, out["gather"], lse, sm_scale, splits, ws)
+        kv_api.decode(q_nope, q_pe, gathered, 1, indptr, dense_indices, lens, out["gather"], lse, sm_scale, plan, ws,
+                      ready)
 
     variants["fp8"] = (time_variant(fp8, flush, iters), fp8_bytes)
+    if uniform:
+        variants["fp8_self"] = (time_variant(fp8_self, flush, iters), fp8_bytes)
+        variants["schedule"] = (time_variant(schedule, flush, iters), 0)
+        variants["fp8_uniform"] = (time_variant(fp8_uniform, flush, iters), fp8_bytes)
     variants["bf16"] = (time_variant(bf16, flush, iters), bf16_bytes)
     variants["cast+bf16"] = (time_variant(cast_path, flush, iters), bf16_bytes)
     variants["gather+bf16"] = (time_variant(gather_path, flush, iters), bf16_bytes)
     parity = bool(torch.equal(out["fp8"].view(torch.int16), out["bf16"].view(torch.int16)))
+    if uniform:  # the launch that makes its own table must give the same bits
+        parity = parity and bool(torch.equal(out["fp8"].view(torch.int16), out["fp8_self"].view(torch.int16)))
     fi_notes = {}
     if fi["api"] is not None:
         for key, dtype, pool in (("fi_fp8", torch.float8_e4m3fn, pool_u8.view(torch.float8_e4m3fn)),
@@ -233,31 +292,44 @@ def bench_shape(kv_api, name, batch, heads, ctx, pools, flush, iters, sms, fi, f
                     fi["disabled"][key] = f"failed on {name}"
                     traceback.print_exc()
     row = {"shape": name, "batch": batch, "heads": heads, "context": ctx, "kv_tokens": tokens, "pool_slots": num_slots,
-           "splits": splits,
+           "splits": plan[0], "blocks": plan[1], "uniform_splits": uniform[0] if uniform else plan[0],
+           "ragged": len(set(req_lens)) > 1,
            "fp8_bf16_bit_identical": parity, "variants": {}, **fi_notes}
     for key, (ms, nbytes) in variants.items():
         row["variants"][key] = {"ms": ms, "bytes": nbytes, "gbps": nbytes / (ms * 1e-3) / 1e9}
     return row
 
 
+def plan_text(row):
+    if row.get("splits", 1) == 0:
+        return f"la {row['blocks']} / u {row['uniform_splits']}"
+    return str(row["splits"])
+
+
 def write_markdown(rows, copy_gbps, meta, path):
-    keys = ["fp8", "bf16", "cast+bf16", "gather+bf16", "fi_fp8", "fi_bf16"]
+    keys = ["fp8", "fp8_self", "schedule", "fp8_uniform", "bf16", "cast+bf16", "gather+bf16", "fi_fp8", "fi_bf16"]
+    ratio_keys = [k for k in keys[1:] if k != "schedule"]
     lines = [f"# MLA decode benchmark — {meta['gpu']}, {meta['date']}", "",
              f"Device-to-device copy: {copy_gbps / 1e9:.0f} GB/s (read + write). FlashInfer: {meta['flashinfer']}.",
              f"Timing floor (a one-element `zero_()` timed the same way): {meta.get('timing_floor_us', '?')} us.",
              "Times are medians in microseconds, L2 flushed before each run; cast+bf16 and gather+bf16 include their",
              "conversion. Every token has its own pool slot (no two tokens share a KV row); the pool is the",
              "report's 495,552 slots or, for batches holding more tokens, one slot per token. `fp8 GB/s` counts 576 B of KV per token;",
-             "`%copy` is that over the copy bandwidth. `x<variant>` is how many times faster our FP8 kernel is.", "",
-             "| shape | B | H | ctx | splits | " + " | ".join(f"{k} us" for k in keys) +
-             " | fp8 GB/s | %copy | " + " | ".join(f"x{k}" for k in keys[1:]) + " | bit-identical |",
-             "|" + "---|" * (6 + 2 * len(keys) + 2)]
+             "`%copy` is that over the copy bandwidth. `x<variant>` is how many times faster our FP8 kernel is.",
+             "`plan`: `la N` a length-aware plan over N blocks per 16-head group (fp8_uniform: the same kernel on",
+             "the uniform plan of `u N` splits per request), else N splits per request. With a length-aware plan,",
+             "fp8 (and bf16, cast, gather) time one layer's launch on a split table made once per decode step;",
+             "`schedule` is making that table, `fp8_self` a launch that makes its own. Ragged rows: ctx is the",
+             "longest request; their token count is in bench.json. Bit-identical: FP8 against BF16 (and fp8_self).", "",
+             "| shape | B | H | ctx | plan | " + " | ".join(f"{k} us" for k in keys) +
+             " | fp8 GB/s | %copy | " + " | ".join(f"x{k}" for k in ratio_keys) + " | bit-identical |",
+             "|" + "---|" * (8 + len(keys) + len(ratio_keys))]
     for r in rows:
         v = r["variants"]
         fp8 = v["fp8"]["ms"]
         cells = [f"{v[k]['ms'] * 1e3:.1f}" if k in v else "-" for k in keys]
-        ratios = [f"{v[k]['ms'] / fp8:.2f}" if k in v else "-" for k in keys[1:]]
-        lines.append(f"| {r['shape']} | {r['batch']} | {r['heads']} | {r['context']} | {r['splits']} | " + " | ".join(cells) +
+        ratios = [f"{v[k]['ms'] / fp8:.2f}" if k in v else "-" for k in ratio_keys]
+        lines.append(f"| {r['shape']} | {r['batch']} | {r['heads']} | {r['context']} | {plan_text(r)} | " + " | ".join(cells) +
                      f" | {v['fp8']['gbps']:.0f} | {100 * v['fp8']['gbps'] * 1e9 / copy_gbps:.0f}% | " + " | ".join(ratios) +
                      f" | {'yes' if r['fp8_bf16_bit_identical'] else 'NO'} |")
     for r in rows:  # FlashInfer failures, with the reason (later shapes of a variant that never ran say "skipped")
@@ -297,7 +369,8 @@ def main():
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--shapes", default="", help="comma-separated shape names to keep (default: all)")
     ap.add_argument("--contexts", default="", help="comma-separated context lengths to keep (default: all)")
-    ap.add_argument("--splits", type=int, default=0, help="override the planned split count (1-256; 0: plan_decode's)")
+    ap.add_argument("--splits", type=int, default=0,
+                    help="time a uniform plan with this split count (1-256; 0: plan_decode's plan)")
     ap.add_argument("--flashinfer-backend", default="fa3",
                     help="BatchMLAPagedAttentionWrapper backend: fa3 (SM90, FP8 and BF16 KV), fa2, auto")
     args = ap.parse_args()
@@ -314,9 +387,9 @@ def main():
 
     keep = set(filter(None, args.shapes.split(",")))
     keep_ctx = {int(c) for c in args.contexts.split(",") if c}
-    shapes = [s for s in SHAPES if not (keep and s[0] not in keep) and not (keep_ctx and s[3] not in keep_ctx)]
+    shapes = [s for s in SHAPES if not (keep and s[0] not in keep) and not (keep_ctx and max(s[2]) not in keep_ctx)]
     # One pool for the largest shape; each shape runs on its first pool_slots() rows.
-    max_slots = max([POOL_SLOTS] + [pool_slots(batch, ctx) for _, batch, _, ctx in shapes])
+    max_slots = max([POOL_SLOTS] + [pool_slots(sum(lens)) for _, _, lens in shapes])
     pool_u8 = torch.empty(max_slots, ROW, dtype=torch.uint8, device="cuda")
     for start in range(0, max_slots, POOL_SLOTS):  # FP32 randoms in pieces, not 4 bytes x the whole pool
         piece = pool_u8[start:start + POOL_SLOTS]
@@ -337,12 +410,11 @@ def main():
 
     rows = []
     fi = {"api": fi_api, "backend": args.flashinfer_backend, "worked": set(), "disabled": {}}
-    for name, batch, heads, ctx in shapes:
-        row = bench_shape(kv_api, name, batch, heads, ctx, (pool_u8, pool_bf16), flush, args.iters, sms,
-                          fi, args.splits)
+    for name, heads, req_lens in shapes:
+        row = bench_shape(kv_api, name, heads, req_lens, (pool_u8, pool_bf16), flush, args.iters, sms, fi, args.splits)
         rows.append(row)
         v = row["variants"]
-        print(f"{name:9s} B={batch:<3d} H={heads:<3d} ctx={ctx:<6d} splits={row['splits']:<3d} " +
+        print(f"{name:9s} B={row['batch']:<3d} H={heads:<3d} ctx={row['context']:<6d} plan={plan_text(row):<12s} " +
               " ".join(f"{k}={v[k]['ms'] * 1e3:8.1f}us/{v[k]['gbps']:5.0f}GB/s" for k in v) +
               f" fp8%copy={100 * v['fp8']['gbps'] * 1e9 / copy_gbps:.0f}% bit-identical={row['fp8_bf16_bit_identical']}"
               + "".join(f" {k}={row[k]}" for k in row if k.startswith("fi_")), flush=True)

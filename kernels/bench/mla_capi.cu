@@ -10,25 +10,36 @@ using kvpatch::mla::KvDtype;
 
 extern "C" {
 
-int kvpatch_mla_plan(int batch, int num_heads, int max_kv_len, int sm_count, int* num_splits, size_t* workspace_bytes) {
+// num_splits 0 with blocks > 0: a length-aware plan (kvpatch/mla_decode_launch.h).
+int kvpatch_mla_plan(int batch, int num_heads, int max_kv_len, int sm_count, int* num_splits, int* blocks,
+                     size_t* workspace_bytes) {
   const DecodePlan plan = kvpatch::mla::plan_decode(batch, num_heads, max_kv_len, sm_count);
-  *num_splits = plan.num_splits;
-  *workspace_bytes = plan.workspace_bytes;
+  *num_splits = plan.num_splits, *blocks = plan.blocks, *workspace_bytes = plan.workspace_bytes;
   return 0;
 }
 
-size_t kvpatch_mla_workspace_bytes(int batch, int num_heads, int num_splits) {
-  return kvpatch::mla::decode_workspace_bytes(batch, num_heads, num_splits);
+// The uniform plan (plan_decode_uniform), as the benchmark's baseline for length-aware plans.
+int kvpatch_mla_plan_uniform(int batch, int num_heads, int max_kv_len, int sm_count, int* num_splits,
+                             size_t* workspace_bytes) {
+  const DecodePlan plan = kvpatch::mla::plan_decode_uniform(batch, num_heads, max_kv_len, sm_count);
+  *num_splits = plan.num_splits, *workspace_bytes = plan.workspace_bytes;
+  return 0;
 }
 
-// kv_dtype: 0 = FP8 E4M3, 1 = BF16 (kvpatch::mla::KvDtype). Strides in elements.
+// The workspace a uniform plan with `num_splits` splits needs.
+size_t kvpatch_mla_workspace_bytes(int batch, int num_heads, int num_splits) {
+  return kvpatch::mla::uniform_plan(batch, num_heads, num_splits).workspace_bytes;
+}
+
+// kv_dtype: 0 = FP8 E4M3, 1 = BF16 (kvpatch::mla::KvDtype). Strides in elements. mode: 0 = launch_decode,
+// 1 = launch_decode with schedule_ready, 2 = launch_decode_schedule only (length-aware plans).
 int kvpatch_mla_decode(const void* q_nope, long long q_nope_stride_b, long long q_nope_stride_h, const void* q_pe,
                        long long q_pe_stride_b, long long q_pe_stride_h, const void* ckv, long long ckv_stride_slot,
                        const void* kpe, long long kpe_stride_slot, int kv_dtype, const int* kv_indptr,
                        const int* kv_indices, const int* kv_len, int batch, int num_heads, int page_size,
                        float sm_scale, float ckv_scale, float kpe_scale, void* out, long long out_stride_b,
-                       long long out_stride_h, float* lse, int num_splits, size_t workspace_bytes, void* workspace,
-                       void* stream) {
+                       long long out_stride_h, float* lse, int num_splits, int blocks, size_t workspace_bytes,
+                       void* workspace, int mode, void* stream) {
   DecodeParams p;
   p.q_nope = q_nope, p.q_nope_stride_b = q_nope_stride_b, p.q_nope_stride_h = q_nope_stride_h;
   p.q_pe = q_pe, p.q_pe_stride_b = q_pe_stride_b, p.q_pe_stride_h = q_pe_stride_h;
@@ -39,8 +50,10 @@ int kvpatch_mla_decode(const void* q_nope, long long q_nope_stride_b, long long 
   p.sm_scale = sm_scale, p.ckv_scale = ckv_scale, p.kpe_scale = kpe_scale;
   p.out = out, p.out_stride_b = out_stride_b, p.out_stride_h = out_stride_h, p.lse = lse;
   DecodePlan plan;
-  plan.num_splits = num_splits, plan.workspace_bytes = workspace_bytes;
-  return kvpatch::mla::launch_decode(p, plan, workspace, static_cast<cudaStream_t>(stream));
+  plan.num_splits = num_splits, plan.blocks = blocks, plan.workspace_bytes = workspace_bytes;
+  const auto s = static_cast<cudaStream_t>(stream);
+  return mode == 2 ? kvpatch::mla::launch_decode_schedule(p, plan, workspace, s)
+                   : kvpatch::mla::launch_decode(p, plan, workspace, s, /*schedule_ready=*/mode == 1);
 }
 
 int kvpatch_mla_cast_fp8_to_bf16(const void* src, void* dst, size_t n, void* stream) {

@@ -6,6 +6,7 @@
   context >= 32K: FP8 kernel >= 1.8x faster than our BF16-KV kernel;
   one request of 128K tokens: FP8 kernel >= 60% of the copy bandwidth.
 
+Ragged batches (rows marked "ragged") are not the issue's shapes and are left out.
 Prints a Markdown table, one line per (target, shape), with the measured value and met / NOT met.
 No GPU or PyTorch needed: usage: targets.py results/bench.json [> targets.md]
 """
@@ -19,6 +20,8 @@ def checks(result):
     """Yields (target, shape label, measured text, met) for every shape a target applies to."""
     copy = result["copy_gbps"]
     for r in result["rows"]:
+        if r.get("ragged"):  # extra rows, not among the issue's shapes
+            continue
         v = r["variants"]
         label = f"{r['shape']} ctx={r['context']}"
         pct = 100 * v["fp8"]["gbps"] / copy

@@ -39,7 +39,7 @@ __global__ void read_all(const int4* data, size_t n, int* sink) {
 }
 
 const char* kDecodeMarks[] = {"entry", "query and first page ids landed", "first tile issued", "first tile landed",
-                              "last tile done", "outputs stored"};
+                              "last tile done", "outputs stored", "request and split known"};
 const char* kMergeMarks[] = {"entry", "decode grid complete", "stored"};
 
 void print_marks(const char* kernel, const std::vector<uint64_t>& host, int blocks, int marks, const char* const* names,
@@ -89,10 +89,7 @@ int main(int argc, char** argv) {
   CHECK(cudaGetDevice(&device));
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   DecodePlan plan = plan_decode(batch, heads, ctx, sms);
-  if (argc > 5) {  // another split count than the planner's
-    plan.num_splits = std::atoi(argv[5]);
-    plan.workspace_bytes = decode_workspace_bytes(batch, heads, plan.num_splits);
-  }
+  if (argc > 5) plan = uniform_plan(batch, heads, std::atoi(argv[5]));  // another split count than the planner's
 
   uint8_t* d_kv = nullptr;
   int32_t *d_indices = nullptr, *d_indptr = nullptr, *d_lens = nullptr;
@@ -129,11 +126,9 @@ int main(int argc, char** argv) {
   p.sm_scale = 0.0416f, p.ckv_scale = 1.f, p.kpe_scale = 1.f;
   p.out = d_out, p.out_stride_b = int64_t{heads} * kHeadDimCkv, p.out_stride_h = kHeadDimCkv, p.lse = d_lse;
 
-  const int decode_blocks = ((heads + tiling::kRows - 1) / tiling::kRows) * plan.num_splits * batch;
-  const int merge_blocks = plan.num_splits <= 1 ? 0
-                           : plan.num_splits <= tiling::kMergeFewSplits
-                               ? heads * batch
-                               : heads * batch * (kHeadDimCkv / tiling::kMergeDimsPerBlock);
+  const bool length_aware = plan.num_splits == 0;
+  const int decode_blocks = head_groups(heads) * (length_aware ? plan.blocks : plan.num_splits * batch);
+  const int merge_blocks = plan.num_splits == 1 ? 0 : heads * batch * merge_slices(batch, heads);
   if (decode_blocks > device::kTimelineBlocks || merge_blocks > device::kTimelineBlocks) {
     std::fprintf(stderr, "too many blocks for the timeline buffer (%d, %d > %d)\n", decode_blocks, merge_blocks,
                  device::kTimelineBlocks);
@@ -144,12 +139,15 @@ int main(int argc, char** argv) {
   CHECK(cudaEventCreate(&stop));
   std::vector<uint64_t> timeline(2 * static_cast<size_t>(device::kTimelineBlocks) * device::kTimelineMarks);
   float ms = 0.f;
+  // A length-aware plan's split table once, as a decode step would before its layers; the runs
+  // time the layers' launches (decode + merge).
+  if (length_aware) CHECK(launch_decode_schedule(p, plan, d_ws, nullptr));
   for (int run = 0; run < runs; ++run) {
     std::vector<uint64_t> zeros(timeline.size(), 0);
     CHECK(cudaMemcpyToSymbol(device::kvpatch_timeline, zeros.data(), zeros.size() * 8));
     read_all<<<4 * sms, 512>>>(d_flush, kFlushBytes / sizeof(int4), d_sink);
     CHECK(cudaEventRecord(start));
-    CHECK(launch_decode(p, plan, d_ws, nullptr));
+    CHECK(launch_decode(p, plan, d_ws, nullptr, /*schedule_ready=*/length_aware));
     CHECK(cudaEventRecord(stop));
     CHECK(cudaEventSynchronize(stop));
     CHECK(cudaEventElapsedTime(&ms, start, stop));
@@ -159,10 +157,11 @@ int main(int argc, char** argv) {
   const uint64_t* merge = decode + static_cast<size_t>(device::kTimelineBlocks) * device::kTimelineMarks;
   uint64_t origin = UINT64_MAX;
   for (int blk = 0; blk < decode_blocks; ++blk) origin = std::min(origin, decode[static_cast<size_t>(blk) * device::kTimelineMarks]);
-  std::printf("B=%d H=%d ctx=%d: %d splits, %d decode blocks, %d merge blocks; CUDA events %.1f us (last of %d runs)\n",
-              batch, heads, ctx, plan.num_splits, decode_blocks, merge_blocks, ms * 1000.f, runs);
+  std::printf("B=%d H=%d ctx=%d: %s %d, %d decode blocks, %d merge blocks; CUDA events %.1f us (last of %d runs)\n",
+              batch, heads, ctx, length_aware ? "length-aware, blocks per head group" : "uniform, splits",
+              length_aware ? plan.blocks : plan.num_splits, decode_blocks, merge_blocks, ms * 1000.f, runs);
   print_marks("decode", std::vector<uint64_t>(decode, decode + static_cast<size_t>(decode_blocks) * device::kTimelineMarks),
-              decode_blocks, 6, kDecodeMarks, origin);
+              decode_blocks, 7, kDecodeMarks, origin);
   print_marks("merge", std::vector<uint64_t>(merge, merge + static_cast<size_t>(merge_blocks) * device::kTimelineMarks),
               merge_blocks, 3, kMergeMarks, origin);
   // Per SM: when its first and its last decode block finished the last tile. A wide first-to-last

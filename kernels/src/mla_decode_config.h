@@ -33,15 +33,24 @@ inline constexpr int kQueryStageStride = kHeadDimCkv + kHeadDimKpe + 8;  // BF16
 inline constexpr int kRowBytesFp8 = kHeadDimCkv + kHeadDimKpe;
 inline constexpr int kSmemLimitSm120 = 101376;  // opt-in shared memory per block on SM120
 inline constexpr int kMaxSplits = 256;                 // KV splits per request (flash-decoding)
-inline constexpr int kMergeThreads = 256;              // merge pass, many splits: 32 groups of 8 lanes ...
-inline constexpr int kMergeDimsPerBlock = 32;          // ... over the splits of one 32-dim slice
-inline constexpr int kMergeLanes = kMergeDimsPerBlock / 4;     // lanes per split (one float4 each)
-inline constexpr int kMergeGroups = kMergeThreads / kMergeLanes;  // splits summed side by side
-inline constexpr int kMergeFewSplits = 16;             // up to this many splits: one thread per 4 dims
-inline constexpr int kMergeFewThreads = kHeadDimCkv / 4;  // ... sums every split of its dims in registers
+// Length-aware plans (mla_schedule.cuh) keep every request's length in shared memory while the
+// block finds its share; batches that fill the GPU without splitting never use them.
+inline constexpr int kMaxLengthAwareBatch = 256;
+inline constexpr int kScheduleThreads = 256;  // mla_schedule_kernel: one thread per request
+// Merge pass: a block of kMergeThreads per (head, request, dim slice); the launcher picks 1-16
+// slices of 512 / slices dims. A slice's dims take 4 per lane; the lanes left over sum other
+// splits side by side (groups), added in a fixed order at the end.
+inline constexpr int kMergeThreads = 128;
+inline constexpr int kMergeMaxSlices = 16;  // 32 dims: 8 lanes x 16 groups of splits
+inline constexpr int kMergeRegisterSplits = 16;  // one slice and up to 16 splits: summed in registers
 inline constexpr int kCastThreads = 256;               // cast kernels: no shared memory
 // One 16-warp block per SM (128 registers per thread fill the register file).
 inline constexpr int kBlocksPerSm = 1;
+
+// A request's 64-token tiles, and the splits it needs when no split may exceed `cap` tiles (an empty
+// request still gets one block, which writes its zeros and LSE -inf).
+KVPATCH_TILING_FN int request_tiles(int len) { return len <= 0 ? 0 : (len + kTileTokens - 1) / kTileTokens; }
+KVPATCH_TILING_FN int capped_splits(int tiles, int cap) { return tiles <= cap ? 1 : (tiles + cap - 1) / cap; }
 
 KVPATCH_TILING_FN int kv_elem_bytes(KvDtype dtype) { return dtype == KvDtype::kFp8E4M3 ? 1 : 2; }
 KVPATCH_TILING_FN int kv_row_bytes(KvDtype dtype) { return kRowBytesFp8 * kv_elem_bytes(dtype); }

@@ -1,8 +1,9 @@
 // MLA paged decode, one template for FP8 E4M3 and BF16 KV (kv_tile.cuh and mma_operand.cuh hold the
 // only differences).
 //
-// A block owns one (group of <= 16 heads, KV split, request) and reads each KV byte of its split
-// once. It is two warp groups that run a tile apart, so that one's arithmetic overlaps the other's:
+// A block owns one (group of <= 16 heads, KV split, request; mla_schedule.cuh) and reads each KV
+// byte of its split once. It is two warp groups that run a tile apart, so that one's arithmetic
+// overlaps the other's:
 //   score warps 0-7, per 64-token tile:
 //     QK:      warp (k-slice q = w % 4, token half = w / 4) multiplies its register-resident query
 //              slice with 32 tokens' keys; FP32 partial scores go to shared memory;
@@ -14,7 +15,7 @@
 // mbarriers hand over: a stage's KV landed (cp.async arrivals), a stage is free (both groups done),
 // a tile's probabilities are written, a probability buffer is free.
 // Scales are FP32 outside the mma: score = (ckv_scale * latent + kpe_scale * rope) * sm_scale.
-// With num_splits > 1 it writes FP32 partial outputs and base-2 LSEs for mla_merge_kernel.
+// A request split more than once gets FP32 partial outputs and base-2 LSEs for mla_merge_kernel.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -27,6 +28,7 @@
 #include "kvpatch/mla_decode.h"
 #include "kvpatch/numeric.h"
 #include "mla_decode_config.h"
+#include "mla_schedule.cuh"
 #include "mma_operand.cuh"
 #include "timeline.cuh"
 
@@ -290,8 +292,9 @@ __device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSm
 
 // Warps 8-15: the KV loader and PV. Accumulates the thread's share of the unnormalized output.
 template <KvDtype kDtype, int kStages>
-__device__ __forceinline__ void value_warps(const DecodeParams& p, const BlockSmem<kDtype, kStages>& sm, int b,
-                                            const SplitRange range, float (&out_acc)[kValueTiles][4]) {
+__device__ __forceinline__ void value_warps(const DecodeParams& p, const BlockSmem<kDtype, kStages>& sm,
+                                            const int32_t* pages, const SplitRange range,
+                                            float (&out_acc)[kValueTiles][4]) {
   using Tile = KvTile<kDtype>;
   using Op = MmaOperand<kDtype>;
   constexpr int kStageBytes = stage_bytes(kDtype);
@@ -304,7 +307,6 @@ __device__ __forceinline__ void value_warps(const DecodeParams& p, const BlockSm
   // ---- KV loader: 8 threads per token row. Page ids come from a ring in shared memory that
   // threads 0-63 fill kStages tiles ahead (with an earlier KV tile), so no tile waits on a
   // dependent global load. ----
-  const int32_t* pages = p.kv_indices + p.kv_indptr[b];
   const uint8_t* ckv_bytes = static_cast<const uint8_t*>(p.ckv);
   const uint8_t* kpe_bytes = static_cast<const uint8_t*>(p.kpe);
   const int64_t ckv_stride = p.ckv_stride_slot * kv_elem_bytes(kDtype);
@@ -408,14 +410,19 @@ __device__ __forceinline__ void value_warps(const DecodeParams& p, const BlockSm
 
 template <KvDtype kDtype, int kStages>
 __global__ void __launch_bounds__(kBlockThreads, 1)
-    mla_decode_kernel(const DecodeParams p, const int num_splits, float* partial_out, float* partial_lse) {
+    mla_decode_kernel(const DecodeParams p, float* partial_out, float* partial_lse, const int4* work_table) {
   KVPATCH_MARK(0, 0);  // entry
   extern __shared__ __align__(128) uint8_t smem[];
   const BlockSmem<kDtype, kStages> sm(smem);
-  const int head_group = blockIdx.x, split = blockIdx.y, b = blockIdx.z;
-  const int head0 = head_group * kRows;
+  // A length-aware plan's table may come from mla_schedule_kernel launched just before, as this
+  // grid's programmatic primary: wait for it (a no-op in any other launch).
+  grid_dependency_wait();
+  const BlockWork work = work_table != nullptr ? table_work(work_table) : uniform_work(p);
+  KVPATCH_MARK(0, 6);  // the block knows its request and split
+  if (work.b < 0) return;
+  const int b = work.b, head0 = blockIdx.x * kRows;
   const int rows_here = min(kRows, p.num_heads - head0);
-  const SplitRange range = split_range(p.kv_len[b], split, num_splits);
+  const SplitRange range = split_range(work.len, work.split, work.num_splits);
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbarrier_init(sm.kv_full(s), kThreads);
@@ -444,7 +451,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   }
 
   float out_acc[kValueTiles][4];
-  value_warps(p, sm, b, range, out_acc);
+  value_warps(p, sm, p.kv_indices + work.page_offset, range, out_acc);
   grid_dependents_launch();  // the merge grid may start launching while the epilogues run
   group_barrier(kBlockBarrier, kBlockThreads);  // row sums and maxima are written
 
@@ -468,7 +475,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
       v[8 + j] = out_acc[j][2 * half + 1] * Op::kOutUnscale * inv_sum * p.ckv_scale;  // dim 64w + 16c + 8 + j
     }
     const int dim0 = 64 * warp + 16 * c;
-    if (num_splits == 1) {
+    if (work.num_splits == 1) {
       uint16_t* dst = static_cast<uint16_t*>(p.out) + b * p.out_stride_b + head * p.out_stride_h + dim0;
       uint32_t packed[8];
 #pragma unroll
@@ -482,7 +489,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
       }
       if (p.lse && warp == 0 && c == 0) p.lse[static_cast<int64_t>(b) * p.num_heads + head] = lse;
     } else {
-      const int64_t part = (static_cast<int64_t>(b) * p.num_heads + head) * num_splits + split;
+      const int64_t part = static_cast<int64_t>(work.part) * p.num_heads + head;
       float4* dst = reinterpret_cast<float4*>(partial_out + part * kHeadDimCkv + dim0);
 #pragma unroll
       for (int k = 0; k < 4; ++k) dst[k] = make_float4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);

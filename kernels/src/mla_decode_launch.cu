@@ -1,4 +1,5 @@
 // Host side of MLA decode: the split plan, parameter checks and dispatch to the instantiations.
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdlib>
@@ -8,6 +9,7 @@
 #include "kvpatch/mla_decode_launch.h"
 #include "mla_decode_kernel.cuh"
 #include "mla_merge_kernel.cuh"
+#include "mla_schedule.cuh"
 
 namespace kvpatch::mla {
 namespace {
@@ -24,8 +26,8 @@ constexpr double kMergeOverheadTiles = 2.0;
 int head_groups(int num_heads) { return (num_heads + kRows - 1) / kRows; }
 
 template <KvDtype kDtype, int kStages>
-cudaError_t launch_instance(const DecodeParams& p, int num_splits, float* partial_out, float* partial_lse,
-                            cudaStream_t stream) {
+cudaError_t launch_instance(const DecodeParams& p, dim3 grid, float* partial_out, float* partial_lse,
+                            const int4* work_table, bool after_schedule, cudaStream_t stream) {
   constexpr size_t smem = smem_layout(kDtype, kStages).total;
   auto* kernel = &device::mla_decode_kernel<kDtype, kStages>;
   static std::once_flag configured;
@@ -34,9 +36,19 @@ cudaError_t launch_instance(const DecodeParams& p, int num_splits, float* partia
     configure_error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   });
   if (configure_error != cudaSuccess) return configure_error;
-  kernel<<<dim3(head_groups(p.num_heads), num_splits, p.batch), kBlockThreads, smem, stream>>>(p, num_splits, partial_out,
-                                                                                               partial_lse);
-  return cudaGetLastError();
+  // Right after mla_schedule_kernel: a programmatic dependent, so its blocks launch while the
+  // schedule runs and wait for its table at griddepcontrol.wait.
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = dim3(kBlockThreads);
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  cudaLaunchAttribute attribute = {};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attribute;
+  config.numAttrs = after_schedule ? 1 : 0;
+  return cudaLaunchKernelEx(&config, kernel, p, partial_out, partial_lse, work_table);
 }
 
 // KVPATCH_SHALLOW_PIPELINE=1 runs SM120's pipeline depth on any GPU, so the H200's tests cover it.
@@ -68,34 +80,104 @@ cudaError_t device_smem_optin(size_t& bytes) {
 
 // The deepest pipeline the current device's shared memory per block holds (SM90: 227 KB, SM120: 99 KB).
 template <KvDtype kDtype>
-cudaError_t launch_dtype(const DecodeParams& p, int num_splits, float* partial_out, float* partial_lse,
-                         cudaStream_t stream) {
+cudaError_t launch_dtype(const DecodeParams& p, dim3 grid, float* partial_out, float* partial_lse,
+                         const int4* work_table, bool after_schedule, cudaStream_t stream) {
   size_t smem_optin = 0;
   if (const cudaError_t err = device_smem_optin(smem_optin); err != cudaSuccess) return err;
   constexpr int kDeep = max_stages(kDtype), kShallow = min_stages(kDtype);
   return stages_for(kDtype, smem_optin) == kDeep && !shallow_pipeline_forced()
-             ? launch_instance<kDtype, kDeep>(p, num_splits, partial_out, partial_lse, stream)
-             : launch_instance<kDtype, kShallow>(p, num_splits, partial_out, partial_lse, stream);
+             ? launch_instance<kDtype, kDeep>(p, grid, partial_out, partial_lse, work_table, after_schedule, stream)
+             : launch_instance<kDtype, kShallow>(p, grid, partial_out, partial_lse, work_table, after_schedule, stream);
 }
 
 bool aligned16(const void* pointer, int64_t stride_bytes) {
   return reinterpret_cast<uintptr_t>(pointer) % 16 == 0 && stride_bytes % 16 == 0;
 }
 
-}  // namespace
+// Workspace: partial outputs [parts][heads][512] and LSEs [parts][heads] (FP32); a length-aware
+// plan adds its work table (an int4 per block, 16-byte aligned) and (first partial, splits) per
+// request (int2).
+size_t lse_floats(int parts, int num_heads) { return (static_cast<size_t>(parts) * num_heads + 3) / 4 * 4; }
 
-size_t decode_workspace_bytes(int batch, int num_heads, int num_splits) {
-  if (batch <= 0 || num_heads <= 0 || num_splits <= 1) return 0;
-  return static_cast<size_t>(batch) * num_heads * num_splits * (kHeadDimCkv + 1) * sizeof(float);
+size_t workspace_bytes(int parts, int num_heads, int batch_entries, int block_entries) {
+  return (static_cast<size_t>(parts) * num_heads * kHeadDimCkv + lse_floats(parts, num_heads)) * sizeof(float) +
+         block_entries * sizeof(int4) + batch_entries * sizeof(int2);
 }
 
-DecodePlan plan_decode(int batch, int num_heads, int max_kv_len, int sm_count) {
+struct Workspace {
+  float* partial_out = nullptr;
+  float* partial_lse = nullptr;
+  int4* work_table = nullptr;     // length-aware plans
+  int2* request_parts = nullptr;  // length-aware plans
+};
+
+Workspace carve(void* workspace, const DecodeParams& p, const DecodePlan& plan) {
+  Workspace w;
+  if (!workspace) return w;
+  const bool length_aware = plan.num_splits == 0;
+  const int parts = length_aware ? plan.blocks : p.batch * plan.num_splits;
+  w.partial_out = static_cast<float*>(workspace);
+  w.partial_lse = w.partial_out + static_cast<size_t>(parts) * p.num_heads * kHeadDimCkv;
+  if (length_aware) {
+    w.work_table = reinterpret_cast<int4*>(w.partial_lse + lse_floats(parts, p.num_heads));
+    w.request_parts = reinterpret_cast<int2*>(w.work_table + plan.blocks);
+  }
+  return w;
+}
+
+// Merge slices: enough (head, request, slice) blocks to reach every SM of a large GPU.
+int merge_slices(int batch, int num_heads) {
+  constexpr long long kMergeTargetBlocks = 256;
+  int slices = 1;
+  while (slices < kMergeMaxSlices && static_cast<long long>(batch) * num_heads * slices < kMergeTargetBlocks) slices *= 2;
+  return slices;
+}
+
+}  // namespace
+
+DecodePlan uniform_plan(int batch, int num_heads, int num_splits) {
   DecodePlan plan;
-  if (batch <= 0 || num_heads <= 0 || max_kv_len <= 0 || sm_count <= 0) return plan;
+  plan.num_splits = num_splits;
+  if (batch > 0 && num_heads > 0 && num_splits > 1) plan.workspace_bytes = workspace_bytes(batch * num_splits, num_heads, 0, 0);
+  return plan;
+}
+
+DecodePlan length_aware_plan(int batch, int num_heads, int blocks) {
+  DecodePlan plan;
+  plan.num_splits = 0;
+  plan.blocks = blocks;
+  if (batch > 0 && num_heads > 0 && blocks > 0) plan.workspace_bytes = workspace_bytes(blocks, num_heads, batch, blocks);
+  return plan;
+}
+
+std::vector<int> length_aware_splits(const std::vector<int>& kv_len, int blocks) {
+  long long total = 0;
+  int most = 0;
+  for (const int len : kv_len) total += request_tiles(len), most = std::max(most, request_tiles(len));
+  auto needed = [&](int cap) {
+    long long sum = 0;
+    for (const int len : kv_len) sum += capped_splits(request_tiles(len), cap);
+    return sum;
+  };
+  // The smallest cap whose splits fit the blocks (the device searches the same monotone function).
+  int lo = static_cast<int>(std::max<long long>(1, (total + blocks - 1) / std::max(blocks, 1))), hi = std::max(1, most);
+  while (lo < hi) {
+    const int mid = lo + (hi - lo) / 2;
+    if (needed(mid) <= blocks) hi = mid;
+    else lo = mid + 1;
+  }
+  std::vector<int> splits;
+  for (const int len : kv_len) splits.push_back(capped_splits(request_tiles(len), hi));
+  return splits;
+}
+
+DecodePlan plan_decode_uniform(int batch, int num_heads, int max_kv_len, int sm_count) {
+  if (batch <= 0 || num_heads <= 0 || max_kv_len <= 0 || sm_count <= 0) return {};
   const long long base_blocks = static_cast<long long>(batch) * head_groups(num_heads);
   const long long slots = static_cast<long long>(sm_count) * kBlocksPerSm;
-  const int tiles = (max_kv_len + kTileTokens - 1) / kTileTokens;
-  // Choose the split count that minimises (waves x per-block tile time), counting fixed costs.
+  const int tiles = request_tiles(max_kv_len);
+  // The split count that minimises (waves x per-block tile time), counting fixed costs.
+  int best_splits = 1;
   double best_cost = 0.0;
   for (int splits = 1; splits <= std::min(tiles, kMaxSplits); ++splits) {
     const long long blocks = base_blocks * splits;
@@ -104,16 +186,30 @@ DecodePlan plan_decode(int batch, int num_heads, int max_kv_len, int sm_count) {
     const double cost = static_cast<double>(waves) * per_block;
     if (splits == 1 || cost < best_cost) {
       best_cost = cost;
-      plan.num_splits = splits;
+      best_splits = splits;
     }
   }
-  plan.workspace_bytes = decode_workspace_bytes(batch, num_heads, plan.num_splits);
-  return plan;
+  return uniform_plan(batch, num_heads, best_splits);
 }
 
-cudaError_t launch_decode(const DecodeParams& p, const DecodePlan& plan, void* workspace, cudaStream_t stream) {
+DecodePlan plan_decode(int batch, int num_heads, int max_kv_len, int sm_count) {
+  if (batch <= 0 || num_heads <= 0 || max_kv_len <= 0 || sm_count <= 0) return {};
+  const long long per_group =
+      std::min<long long>(static_cast<long long>(sm_count) * kBlocksPerSm / head_groups(num_heads), kMaxSplits);
+  // One request: the uniform plan splits it as evenly, without the on-device search.
+  if (batch > 1 && request_tiles(max_kv_len) > 1 && batch < per_group && batch <= kMaxLengthAwareBatch)
+    return length_aware_plan(batch, num_heads, static_cast<int>(per_group));
+  return plan_decode_uniform(batch, num_heads, max_kv_len, sm_count);
+}
+
+namespace {
+
+// The checks both launch functions share.
+cudaError_t check_launch(const DecodeParams& p, const DecodePlan& plan, const void* workspace) {
+  const bool length_aware = plan.num_splits == 0;
   if (p.batch < 0 || p.num_heads < 1 || p.num_heads > kMaxHeads || !is_supported_page_size(p.page_size) ||
-      plan.num_splits < 1 || plan.num_splits > kMaxSplits)
+      plan.num_splits < 0 || plan.num_splits > kMaxSplits ||
+      (length_aware && (plan.blocks < p.batch || plan.blocks > kMaxSplits || p.batch > kMaxLengthAwareBatch)))
     return cudaErrorInvalidValue;
   if (p.batch == 0) return cudaSuccess;
   if (!p.q_nope || !p.q_pe || !p.ckv || !p.kpe || !p.kv_indptr || !p.kv_indices || !p.kv_len || !p.out)
@@ -122,29 +218,54 @@ cudaError_t launch_decode(const DecodeParams& p, const DecodePlan& plan, void* w
   const int elem = kv_elem_bytes(p.kv_dtype);
   if (!aligned16(p.ckv, p.ckv_stride_slot * elem) || !aligned16(p.kpe, p.kpe_stride_slot * elem))
     return cudaErrorInvalidValue;
-  const size_t needed = decode_workspace_bytes(p.batch, p.num_heads, plan.num_splits);
-  if (needed > 0 && (!workspace || plan.workspace_bytes < needed)) return cudaErrorInvalidValue;
+  const DecodePlan sized = length_aware ? length_aware_plan(p.batch, p.num_heads, plan.blocks)
+                                        : uniform_plan(p.batch, p.num_heads, plan.num_splits);
+  if (sized.workspace_bytes > 0 && (!workspace || plan.workspace_bytes < sized.workspace_bytes))
+    return cudaErrorInvalidValue;
+  return cudaSuccess;
+}
 
-  float* partial_out = static_cast<float*>(workspace);
-  float* partial_lse =
-      partial_out ? partial_out + static_cast<size_t>(p.batch) * p.num_heads * plan.num_splits * kHeadDimCkv : nullptr;
-  const cudaError_t err = p.kv_dtype == KvDtype::kFp8E4M3
-                              ? launch_dtype<KvDtype::kFp8E4M3>(p, plan.num_splits, partial_out, partial_lse, stream)
-                              : launch_dtype<KvDtype::kBf16>(p, plan.num_splits, partial_out, partial_lse, stream);
+cudaError_t launch_schedule(const DecodeParams& p, const DecodePlan& plan, const Workspace& w, cudaStream_t stream) {
+  device::mla_schedule_kernel<<<1, kScheduleThreads, 0, stream>>>(p, plan.blocks, w.work_table, w.request_parts);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_decode_schedule(const DecodeParams& p, const DecodePlan& plan, void* workspace, cudaStream_t stream) {
+  if (plan.num_splits != 0) return cudaErrorInvalidValue;
+  if (const cudaError_t err = check_launch(p, plan, workspace); err != cudaSuccess || p.batch == 0) return err;
+  return launch_schedule(p, plan, carve(workspace, p, plan), stream);
+}
+
+cudaError_t launch_decode(const DecodeParams& p, const DecodePlan& plan, void* workspace, cudaStream_t stream,
+                          bool schedule_ready) {
+  if (const cudaError_t err = check_launch(p, plan, workspace); err != cudaSuccess || p.batch == 0) return err;
+  const bool length_aware = plan.num_splits == 0;
+  const Workspace w = carve(workspace, p, plan);
+  const bool after_schedule = length_aware && !schedule_ready;
+  if (after_schedule)
+    if (const cudaError_t err = launch_schedule(p, plan, w, stream); err != cudaSuccess) return err;
+  const dim3 grid = length_aware ? dim3(head_groups(p.num_heads), plan.blocks)
+                                 : dim3(head_groups(p.num_heads), plan.num_splits, p.batch);
+  const cudaError_t err =
+      p.kv_dtype == KvDtype::kFp8E4M3
+          ? launch_dtype<KvDtype::kFp8E4M3>(p, grid, w.partial_out, w.partial_lse, w.work_table, after_schedule, stream)
+          : launch_dtype<KvDtype::kBf16>(p, grid, w.partial_out, w.partial_lse, w.work_table, after_schedule, stream);
   if (err != cudaSuccess || plan.num_splits == 1) return err;
   // Programmatic dependent launch: the merge grid's launch overlaps the decode grid's tail.
-  const bool few = plan.num_splits <= kMergeFewSplits;
   cudaLaunchConfig_t config = {};
-  config.gridDim = few ? dim3(p.num_heads, p.batch) : dim3(p.num_heads, p.batch, kHeadDimCkv / kMergeDimsPerBlock);
-  config.blockDim = dim3(few ? kMergeFewThreads : kMergeThreads);
+  config.gridDim = dim3(p.num_heads, p.batch, merge_slices(p.batch, p.num_heads));
+  config.blockDim = dim3(kMergeThreads);
   config.stream = stream;
   cudaLaunchAttribute attribute = {};
   attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute.val.programmaticStreamSerializationAllowed = 1;
   config.attrs = &attribute;
   config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, few ? device::mla_merge_few_kernel : device::mla_merge_kernel, p, plan.num_splits,
-                            static_cast<const float*>(partial_out), static_cast<const float*>(partial_lse));
+  return cudaLaunchKernelEx(&config, device::mla_merge_kernel, p, plan.num_splits,
+                            static_cast<const int2*>(w.request_parts), static_cast<const float*>(w.partial_out),
+                            static_cast<const float*>(w.partial_lse));
 }
 
 }  // namespace kvpatch::mla

@@ -1,15 +1,15 @@
 // Merge pass of split-KV decode: out = sum_s 2^lse_s * out_s / sum_s 2^lse_s, lse = log2 of the
-// denominator. Empty splits carry lse -inf and drop out; a NaN split makes the row NaN.
+// denominator, over request b's partials first_b .. first_b + n_b - 1 (mla_schedule.cuh: uniform
+// plans b * splits and splits; length-aware plans the table the decode grid wrote). Empty splits
+// carry lse -inf and drop out; a NaN split makes the row NaN. Requests with one split were written
+// by the decode kernel and are skipped.
 //
-// Two shapes of the same sum, both launched as programmatic dependents of the decode kernel (their
-// blocks start while the decode grid drains and wait at griddepcontrol.wait for the partials):
-//  - few splits (<= kMergeFewSplits, i.e. batches that fill the GPU): a block per (request, head),
-//    a thread per 4 dims that loads every split's LSE and partial at once and sums in registers:
-//    no shared memory, no barrier, one round trip to L2;
-//  - many splits (one long request): a block per (request, head, 32-dim slice); its threads turn
-//    the LSEs into weights in shared memory, then 32 groups of 8 lanes sum the splits
-//    s = group, group + 32, ... (8 loads in flight per thread) and the block adds the group sums
-//    in a fixed order.
+// Launched as a programmatic dependent of the decode kernel: blocks start while the decode grid
+// drains and wait at griddepcontrol.wait for the partials. A block of kMergeThreads covers one
+// (head, request) and 512 / slices dims (the launcher picks the slices so that small batches still
+// fill the GPU): 4 dims per lane. With one slice and at most kMergeRegisterSplits splits each thread
+// sums all splits in registers; otherwise the slices' spare lanes form `slices` groups that sum
+// splits s = group, group + slices, ... side by side, added in a fixed order at the end.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -25,11 +25,7 @@
 namespace kvpatch::mla::device {
 
 using tiling::kMaxSplits;
-using tiling::kMergeDimsPerBlock;
-using tiling::kMergeFewSplits;
-using tiling::kMergeFewThreads;
-using tiling::kMergeGroups;
-using tiling::kMergeLanes;
+using tiling::kMergeRegisterSplits;
 using tiling::kMergeThreads;
 
 // Writes 4 merged dims of (b, head) as BF16, and the LSE once per row.
@@ -51,39 +47,6 @@ __device__ inline void add_weighted(float4& acc, float weight, const float4& v) 
   acc.x += weight * v.x, acc.y += weight * v.y, acc.z += weight * v.z, acc.w += weight * v.w;
 }
 
-__global__ void __launch_bounds__(kMergeFewThreads)
-    mla_merge_few_kernel(const DecodeParams p, const int num_splits, const float* partial_out, const float* partial_lse) {
-  const int head = blockIdx.x, b = blockIdx.y, dim = 4 * threadIdx.x;
-  const int64_t part0 = (static_cast<int64_t>(b) * p.num_heads + head) * num_splits;
-  KVPATCH_MARK(1, 0);  // entry
-  grid_dependency_wait();
-  KVPATCH_MARK(1, 1);  // the decode grid has completed
-  float lse[kMergeFewSplits];
-  float4 v[kMergeFewSplits];
-#pragma unroll
-  for (int s = 0; s < kMergeFewSplits; ++s) {
-    if (s >= num_splits) break;
-    lse[s] = partial_lse[part0 + s];
-    v[s] = *reinterpret_cast<const float4*>(partial_out + (part0 + s) * kHeadDimCkv + dim);
-  }
-  float max_lse = -INFINITY;
-#pragma unroll
-  for (int s = 0; s < kMergeFewSplits; ++s)
-    if (s < num_splits) max_lse = fmaxf(max_lse, lse[s]);  // fmaxf skips NaN
-  const float base = max_lse == -INFINITY ? 0.f : max_lse;
-  float weight_sum = 0.f;
-  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-  for (int s = 0; s < kMergeFewSplits; ++s) {
-    if (s >= num_splits) break;
-    const float weight = exp2f(lse[s] - base);  // NaN LSE -> NaN weight; empty split -> 0 (output zeros)
-    weight_sum += weight;
-    add_weighted(acc, weight, v[s]);
-  }
-  store_merged(p, b, head, dim, acc, weight_sum, base, threadIdx.x == 0);
-  KVPATCH_MARK(1, 2);  // stored
-}
-
 __device__ inline float block_reduce(float value, float* scratch, bool take_max) {
   constexpr int kWarpsHere = kMergeThreads / 32;
   for (int offset = 16; offset > 0; offset /= 2) {
@@ -98,42 +61,79 @@ __device__ inline float block_reduce(float value, float* scratch, bool take_max)
   return total;
 }
 
+// uniform_splits: the split count of a uniform plan; request_parts: a length-aware plan's table.
 __global__ void __launch_bounds__(kMergeThreads)
-    mla_merge_kernel(const DecodeParams p, const int num_splits, const float* partial_out, const float* partial_lse) {
+    mla_merge_kernel(const DecodeParams p, const int uniform_splits, const int2* request_parts, const float* partial_out,
+                     const float* partial_lse) {
   __shared__ float weights[kMaxSplits];
   __shared__ float scratch[kMergeThreads / 32];
-  __shared__ float4 group_sums[kMergeGroups][kMergeLanes];
-  const int head = blockIdx.x, b = blockIdx.y, slice = blockIdx.z;
-  const int group = threadIdx.x / kMergeLanes, lane = threadIdx.x % kMergeLanes;
-  const int64_t part0 = (static_cast<int64_t>(b) * p.num_heads + head) * num_splits;
+  __shared__ float4 group_sums[kMergeThreads];
+  const int head = blockIdx.x, b = blockIdx.y, slices = gridDim.z;
+  const int lanes = kMergeThreads / slices, group = threadIdx.x / lanes, lane = threadIdx.x % lanes;
+  const int dim = blockIdx.z * (kHeadDimCkv / slices) + 4 * lane;
   KVPATCH_MARK(1, 0);  // entry
   grid_dependency_wait();
   KVPATCH_MARK(1, 1);  // the decode grid has completed
-
-  float local_max = -INFINITY;
-  for (int s = threadIdx.x; s < num_splits; s += kMergeThreads) local_max = fmaxf(local_max, partial_lse[part0 + s]);
-  const float max_lse = block_reduce(local_max, scratch, true);  // fmaxf skips NaN
-  const float base = max_lse == -INFINITY ? 0.f : max_lse;
-  float local_sum = 0.f;
-  for (int s = threadIdx.x; s < num_splits; s += kMergeThreads) {
-    const float weight = exp2f(partial_lse[part0 + s] - base);  // NaN LSE -> NaN weight
-    weights[s] = weight;
-    local_sum += weight;
+  int first = b * uniform_splits, n = uniform_splits;
+  if (request_parts != nullptr) {
+    const int2 entry = request_parts[b];
+    first = entry.x, n = entry.y;
   }
-  const float weight_sum = block_reduce(local_sum, scratch, false);  // also publishes `weights`
+  if (n <= 1) return;  // the decode kernel wrote this request's output
 
-  const int dim = slice * kMergeDimsPerBlock + 4 * lane;
-  const float* column = partial_out + part0 * kHeadDimCkv + dim;
+  const float* lse_column = partial_lse + static_cast<int64_t>(first) * p.num_heads + head;
+  const float* column = partial_out + (static_cast<int64_t>(first) * p.num_heads + head) * kHeadDimCkv + dim;
+  const int64_t split_stride = static_cast<int64_t>(p.num_heads) * kHeadDimCkv;
   float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+  float base = 0.f, weight_sum = 0.f;
+  if (slices == 1 && n <= kMergeRegisterSplits) {
+    // Few splits (batches that fill the GPU): every thread loads all of its dims' partials and
+    // LSEs at once and sums in registers: one round trip to L2, no shared memory, no barrier.
+    float lse[kMergeRegisterSplits];
+    float4 v[kMergeRegisterSplits];
+#pragma unroll
+    for (int s = 0; s < kMergeRegisterSplits; ++s) {
+      if (s >= n) break;
+      lse[s] = lse_column[s * p.num_heads];
+      v[s] = *reinterpret_cast<const float4*>(column + s * split_stride);
+    }
+    float max_lse = -INFINITY;
+#pragma unroll
+    for (int s = 0; s < kMergeRegisterSplits; ++s)
+      if (s < n) max_lse = fmaxf(max_lse, lse[s]);  // fmaxf skips NaN
+    base = max_lse == -INFINITY ? 0.f : max_lse;
+#pragma unroll
+    for (int s = 0; s < kMergeRegisterSplits; ++s) {
+      if (s >= n) break;
+      const float weight = exp2f(lse[s] - base);  // NaN LSE -> NaN weight; empty split -> 0
+      weight_sum += weight;
+      add_weighted(acc, weight, v[s]);
+    }
+  } else {
+    // Many splits: the block turns the LSEs into weights in shared memory once, then each group
+    // sums its splits (8 loads in flight per thread) and the groups are added in a fixed order.
+    float local_max = -INFINITY;
+    for (int s = threadIdx.x; s < n; s += kMergeThreads) local_max = fmaxf(local_max, lse_column[s * p.num_heads]);
+    const float max_lse = block_reduce(local_max, scratch, true);  // fmaxf skips NaN
+    base = max_lse == -INFINITY ? 0.f : max_lse;
+    float local_sum = 0.f;
+    for (int s = threadIdx.x; s < n; s += kMergeThreads) {
+      const float weight = exp2f(lse_column[s * p.num_heads] - base);  // NaN LSE -> NaN weight
+      weights[s] = weight;
+      local_sum += weight;
+    }
+    weight_sum = block_reduce(local_sum, scratch, false);  // also publishes `weights`
 #pragma unroll 8
-  for (int s = group; s < num_splits; s += kMergeGroups)
-    add_weighted(acc, weights[s], *reinterpret_cast<const float4*>(column + static_cast<int64_t>(s) * kHeadDimCkv));
-  group_sums[group][lane] = acc;
-  __syncthreads();
-  if (threadIdx.x >= kMergeLanes) return;
-  float4 total = group_sums[0][lane];
-  for (int k = 1; k < kMergeGroups; ++k) add_weighted(total, 1.f, group_sums[k][lane]);
-  store_merged(p, b, head, dim, total, weight_sum, base, slice == 0 && lane == 0);
+    for (int s = group; s < n; s += slices)
+      add_weighted(acc, weights[s], *reinterpret_cast<const float4*>(column + s * split_stride));
+    if (slices > 1) {
+      group_sums[threadIdx.x] = acc;
+      __syncthreads();
+      if (group != 0) return;
+      for (int k = 1; k < slices; ++k) add_weighted(acc, 1.f, group_sums[k * lanes + lane]);
+    }
+  }
+  store_merged(p, b, head, dim, acc, weight_sum, base, blockIdx.z == 0 && lane == 0);
   KVPATCH_MARK(1, 2);  // stored
 }
 

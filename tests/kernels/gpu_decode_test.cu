@@ -8,6 +8,7 @@
 // `--small` runs only the small shapes (for compute-sanitizer).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -64,13 +65,18 @@ struct DeviceProblem {
   }
 };
 
-RunResult run_kernel(const Problem& pr, const DeviceProblem& dp, KvDtype dtype, const mla::DecodePlan& plan) {
+// separate_schedule: a length-aware plan's split table from launch_decode_schedule, then
+// launch_decode with schedule_ready (how a decode step's layers would run it).
+RunResult run_kernel(const Problem& pr, const DeviceProblem& dp, KvDtype dtype, const mla::DecodePlan& plan,
+                     bool separate_schedule = false) {
   DeviceBuffer<uint16_t> out(pr.out_elems());
   DeviceBuffer<float> lse(std::max(pr.batch * pr.shape.num_heads, 1));
   KV_CUDA_CHECK(cudaMemset(out.ptr, 0xFF, out.count * sizeof(uint16_t)));  // NaN poison
   KV_CUDA_CHECK(cudaMemset(lse.ptr, 0xFF, lse.count * sizeof(float)));
   DeviceBuffer<uint8_t> workspace(std::max<size_t>(plan.workspace_bytes, 1));
-  KV_CUDA_CHECK(mla::launch_decode(dp.params(pr, dtype, out.ptr, lse.ptr), plan, workspace.ptr, nullptr));
+  const mla::DecodeParams params = dp.params(pr, dtype, out.ptr, lse.ptr);
+  if (separate_schedule) KV_CUDA_CHECK(mla::launch_decode_schedule(params, plan, workspace.ptr, nullptr));
+  KV_CUDA_CHECK(mla::launch_decode(params, plan, workspace.ptr, nullptr, separate_schedule));
   KV_CUDA_CHECK(cudaDeviceSynchronize());
   return {out.download(), lse.download()};
 }
@@ -165,15 +171,38 @@ int sm_count() {
   return count;
 }
 
-mla::DecodePlan forced_plan(const Problem& pr, int splits) {
-  mla::DecodePlan plan;
-  plan.num_splits = splits;
-  plan.workspace_bytes = mla::decode_workspace_bytes(pr.batch, pr.shape.num_heads, splits);
-  return plan;
+mla::DecodePlan forced_plan(const Problem& pr, int splits) { return mla::uniform_plan(pr.batch, pr.shape.num_heads, splits); }
+
+std::string plan_label(const mla::DecodePlan& plan) {
+  return plan.num_splits == 0 ? "blocks=" + std::to_string(plan.blocks) : "splits=" + std::to_string(plan.num_splits);
+}
+
+// A length-aware plan's split table, as the decode grid wrote it into the workspace, against the
+// host's length_aware_splits: every request's (first partial, split count), contiguous from 0.
+void check_split_table(const Problem& pr, const DeviceProblem& dp, int blocks) {
+  const mla::DecodePlan plan = mla::length_aware_plan(pr.batch, pr.shape.num_heads, blocks);
+  DeviceBuffer<uint16_t> out(pr.out_elems());
+  DeviceBuffer<uint8_t> workspace(plan.workspace_bytes);
+  KV_CUDA_CHECK(mla::launch_decode(dp.params(pr, KvDtype::kFp8E4M3, out.ptr, nullptr), plan, workspace.ptr, nullptr));
+  KV_CUDA_CHECK(cudaDeviceSynchronize());
+  const std::vector<uint8_t> bytes = workspace.download();
+  std::vector<int32_t> table(2 * pr.batch);
+  std::memcpy(table.data(), bytes.data() + bytes.size() - table.size() * sizeof(int32_t), table.size() * sizeof(int32_t));
+  const std::vector<int> expected = mla::length_aware_splits(pr.lens, blocks);
+  int first = 0, wrong = 0;
+  for (int b = 0; b < pr.batch; ++b) {
+    wrong += table[2 * b] != first || table[2 * b + 1] != expected[b];
+    first += expected[b];
+  }
+  std::printf("split table B=%-3d blocks=%-3d used=%-3d longest request's splits=%-3d %s\n", pr.batch, blocks, first,
+              *std::max_element(expected.begin(), expected.end()), wrong ? "WRONG" : "as planned");
+  if (wrong) fail("length-aware split table differs from length_aware_splits in " + std::to_string(wrong) + " requests");
+  if (first > blocks) fail("length-aware plan uses more blocks than it has");
 }
 
 // One plan: the FP8 kernel against the reference (`nan_requests` must come out all-NaN), then bit
-// for bit against the BF16 kernel on the exactly cast cache.
+// for bit against the BF16 kernel on the exactly cast cache. A length-aware plan runs FP8 on a
+// separately made split table and BF16 with the table made in the launch, so parity covers both.
 struct PlanCheck {
   Errors errors;
   bool bit_exact = false;
@@ -181,7 +210,7 @@ struct PlanCheck {
 
 PlanCheck check_plan(const Problem& pr, const DeviceProblem& dp, const mla::ReferenceOutput& ref,
                      const mla::DecodePlan& plan, const std::string& label, const std::vector<int>& nan_requests = {}) {
-  const RunResult fp8 = run_kernel(pr, dp, KvDtype::kFp8E4M3, plan);
+  const RunResult fp8 = run_kernel(pr, dp, KvDtype::kFp8E4M3, plan, /*separate_schedule=*/plan.num_splits == 0);
   PlanCheck check;
   check.errors = compare(pr, fp8, ref, label, nan_requests);
   const RunResult bf16 = run_kernel(pr, dp, KvDtype::kBf16, plan);
@@ -194,20 +223,24 @@ void print_check(const std::string& label, const PlanCheck& check) {
               check.bit_exact ? "bit-exact" : "DIFFERENT");
 }
 
-// One shape: reference comparison for each plan, and FP8/BF16 parity.
+// One shape: reference comparison for each plan (the planner's, uniform plans with forced split
+// counts, length-aware plans over forced block counts), and FP8/BF16 parity.
 void check_shape(const std::string& name, const ProblemShape& shape, uint32_t seed, bool cpu_reference,
-                 const std::vector<int>& forced_splits = {}) {
+                 const std::vector<int>& forced_splits = {}, const std::vector<int>& forced_blocks = {}) {
   Problem pr(shape, seed);
   DeviceProblem dp(pr);
   const mla::ReferenceOutput ref = cpu_reference ? run_cpu_reference(pr) : run_naive(pr, dp);
   std::vector<mla::DecodePlan> plans = {mla::plan_decode(pr.batch, shape.num_heads, std::max(pr.max_len, 1), sm_count())};
   for (int s : forced_splits) plans.push_back(forced_plan(pr, s));
+  for (int blocks : forced_blocks) plans.push_back(mla::length_aware_plan(pr.batch, shape.num_heads, blocks));
   for (const auto& plan : plans) {
-    const PlanCheck check = check_plan(pr, dp, ref, plan, name + " splits=" + std::to_string(plan.num_splits));
-    std::printf("%-44s %-5s H=%-3d B=%-3d page=%-2d max_len=%-6d splits=%-3d relL2=%.2e lse=%.1e parity=%s\n",
+    const PlanCheck check = check_plan(pr, dp, ref, plan, name + " " + plan_label(plan));
+    std::printf("%-44s %-5s H=%-3d B=%-3d page=%-2d max_len=%-6d %-10s relL2=%.2e lse=%.1e parity=%s\n",
                 name.c_str(), cpu_reference ? "cpu" : "naive", shape.num_heads, pr.batch, shape.page_size, pr.max_len,
-                plan.num_splits, check.errors.max_rel_l2, check.errors.max_lse, check.bit_exact ? "bit-exact" : "DIFFERENT");
+                plan_label(plan).c_str(), check.errors.max_rel_l2, check.errors.max_lse,
+                check.bit_exact ? "bit-exact" : "DIFFERENT");
   }
+  if (pr.batch > 0 && pr.batch <= 256 && plans.front().num_splits == 0) check_split_table(pr, dp, plans.front().blocks);
 }
 
 // The naive GPU kernel must match the CPU reference before it stands in for it.
@@ -314,8 +347,8 @@ void small_matrix() {
         s.num_heads = h, s.page_size = page, s.strided = strided;
         s.lens = {0, 1, 31, 32, 33, 257, 1000};
         if (strided) s.ckv_scale = 0.75f, s.kpe_scale = 1.5f;
-        // 40 splits: more than kMergeFewSplits, so the many-splits merge runs (most splits empty).
-        check_shape("small" + std::string(strided ? " strided" : ""), s, ++seed, true, {1, 3, 8, 40});
+        // 40 splits: most of them empty. Length-aware over 7 blocks (one per request), 9 and 132.
+        check_shape("small" + std::string(strided ? " strided" : ""), s, ++seed, true, {1, 3, 8, 40}, {7, 9, 132});
       }
   for (uint8_t code : {uint8_t{0x7F}, uint8_t{0xFF}})
     for (int page : {1, 64}) check_nan_propagation(32, page, code);
@@ -323,7 +356,11 @@ void small_matrix() {
   for (bool strided : {false, true}) check_unaligned_query(24, strided);
   ProblemShape empty;
   empty.num_heads = 16, empty.lens = {0, 0, 0};
-  check_shape("all requests empty", empty, 5, true, {1, 2});
+  check_shape("all requests empty", empty, 5, true, {1, 2}, {3, 4});
+  // One long request among short ones: a length-aware plan gives it most of the blocks.
+  ProblemShape ragged;
+  ragged.num_heads = 16, ragged.lens = {20000, 64, 65, 0, 700, 128, 1, 3000};
+  check_shape("one long among short", ragged, 6, true, {1, 4}, {8, 20, 66, 132, 256});
 }
 
 // The matrix of issue 3: H in {16, 32, 64, 128}, B in {1, 4, 16, 64, 128}, ragged lengths up to

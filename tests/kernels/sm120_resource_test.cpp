@@ -76,8 +76,8 @@ bool launch_config(const std::string& name, LaunchConfig& config) {
               stages == tiling::stages_for(dtype, tiling::kSmemLimitSm120)};
     return true;
   }
-  if (name.find("mla_merge_few_kernel") != std::string::npos) return config = {tiling::kMergeFewThreads, 0}, true;
   if (name.find("mla_merge_kernel") != std::string::npos) return config = {tiling::kMergeThreads, 0}, true;
+  if (name.find("mla_schedule_kernel") != std::string::npos) return config = {tiling::kScheduleThreads, 0}, true;
   if (name.find("naive_decode_kernel") != std::string::npos) return config = {kNaiveDecodeThreads, 0}, true;
   if (name.find("cast_fp8_to_bf16") != std::string::npos) return config = {tiling::kCastThreads, 0}, true;
   return false;

@@ -4,29 +4,58 @@
 
 #include <cuda_runtime.h>
 
+#include <vector>
+
 #include "kvpatch/mla_decode.h"
 
 namespace kvpatch::mla {
 
+// Two kinds of plan:
+//  - uniform (num_splits >= 1): every request's KV is cut into num_splits pieces, one block each
+//    per 16-head group (1: no merge pass);
+//  - length-aware (num_splits == 0, blocks > 0): the batch's KV tiles are shared out over `blocks`
+//    blocks per 16-head group, each request split in proportion to its own length. The kernel works
+//    the split counts out on the device from kv_len, so a plan stays valid for any lengths of the
+//    same batch size (a captured CUDA graph can replay it).
 struct DecodePlan {
-  int num_splits = 1;          // KV-length splits per request (flash-decoding); 1 = no merge pass
-  size_t workspace_bytes = 0;  // device scratch for partial outputs and LSEs
+  int num_splits = 1;
+  int blocks = 0;
+  size_t workspace_bytes = 0;  // device scratch for partial outputs, LSEs (and the split table)
 };
 
-// max_kv_len: the longest request in tokens (an upper bound is fine).
+// plan_decode picks a length-aware plan when two or more requests do not fill the GPU alone
+// (batch x head groups < SMs, batch <= 256) and requests are longer than one 64-token tile, else a
+// uniform plan. max_kv_len: the longest request in tokens (an upper bound is fine).
 DecodePlan plan_decode(int batch, int num_heads, int max_kv_len, int sm_count);
 
-// Device scratch that `num_splits` splits need: an FP32 partial output and LSE per (request, head,
-// split); 0 for one split (no merge pass). For a plan with another split count than plan_decode's.
-size_t decode_workspace_bytes(int batch, int num_heads, int num_splits);
+// The uniform plan for a batch whose longest request has max_kv_len tokens: the split count that
+// minimises waves x tiles per block (what plan_decode returns once the batch fills the GPU).
+DecodePlan plan_decode_uniform(int batch, int num_heads, int max_kv_len, int sm_count);
 
-// Launches decode (and the merge pass when plan.num_splits > 1) on `stream`. `workspace` must hold
+// A uniform plan with another split count (1-256) than plan_decode's, with its workspace size.
+DecodePlan uniform_plan(int batch, int num_heads, int num_splits);
+
+// A length-aware plan over `blocks` blocks per 16-head group (batch <= blocks <= 256, batch <= 256).
+DecodePlan length_aware_plan(int batch, int num_heads, int blocks);
+
+// The split count a length-aware plan gives each request (what the kernel works out on the device).
+std::vector<int> length_aware_splits(const std::vector<int>& kv_len, int blocks);
+
+// Launches decode (and the merge pass when the plan splits) on `stream`. `workspace` must hold
 // plan.workspace_bytes. Returns the first CUDA error met; checks params and returns
 // cudaErrorInvalidValue for unsupported shapes (num_heads > 128, page_size < 1, ...).
 // The KV views are copied in 16-byte chunks: ckv and kpe, and their slot strides in bytes, must be
-// multiples of 16 (true for SGLang's [slots, 1, 576] FP8 and BF16 buffers); num_splits <= 256.
-cudaError_t launch_decode(const DecodeParams& device_params, const DecodePlan& plan,
-                          void* workspace, cudaStream_t stream);
+// multiples of 16 (true for SGLang's [slots, 1, 576] FP8 and BF16 buffers).
+// A length-aware plan first works out the split table for the current kv_len (a one-block kernel,
+// ~2-3 us on the critical path). The lengths are the same for every layer of a decode step: call
+// launch_decode_schedule once per step and pass schedule_ready = true to that step's launches,
+// which then read the table it left in `workspace` (valid until kv_len or the batch changes).
+cudaError_t launch_decode(const DecodeParams& device_params, const DecodePlan& plan, void* workspace,
+                          cudaStream_t stream, bool schedule_ready = false);
+
+// The split table of a length-aware plan (num_splits == 0) for the current kv_len, in `workspace`.
+cudaError_t launch_decode_schedule(const DecodeParams& device_params, const DecodePlan& plan, void* workspace,
+                                   cudaStream_t stream);
 
 // The cast path of the original bug, as a baseline: converts n FP8 E4M3 values to BF16 exactly
 // (no scale), like `pool.to(torch.bfloat16)`.
