@@ -240,7 +240,8 @@ void check_shape(const std::string& name, const ProblemShape& shape, uint32_t se
                 plan_label(plan).c_str(), check.errors.max_rel_l2, check.errors.max_lse,
                 check.bit_exact ? "bit-exact" : "DIFFERENT");
   }
-  if (pr.batch > 0 && pr.batch <= 256 && plans.front().num_splits == 0) check_split_table(pr, dp, plans.front().blocks);
+  for (const auto& plan : plans)
+    if (pr.batch > 0 && plan.num_splits == 0) check_split_table(pr, dp, plan.blocks);
 }
 
 // The naive GPU kernel must match the CPU reference before it stands in for it.
@@ -357,6 +358,10 @@ void small_matrix() {
   ProblemShape empty;
   empty.num_heads = 16, empty.lens = {0, 0, 0};
   check_shape("all requests empty", empty, 5, true, {1, 2}, {3, 4});
+  // Equal lengths: the schedule kernel's closed form for the tile cap.
+  ProblemShape equal;
+  equal.num_heads = 16, equal.lens = std::vector<int>(7, 1000);
+  check_shape("equal lengths", equal, 8, true, {}, {7, 30});
   // One long request among short ones: a length-aware plan gives it most of the blocks.
   ProblemShape ragged;
   ragged.num_heads = 16, ragged.lens = {20000, 64, 65, 0, 700, 128, 1, 3000};
