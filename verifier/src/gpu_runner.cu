@@ -383,6 +383,10 @@ CastPathTiming time_cast_path_gpu(const GpuDevice& gpu, const ShapeSpec& shape, 
     const mla::DecodeParams direct = with_output(inputs.params(shape, pool_fp8.as<void>(), mla::KvDtype::kFp8E4M3));
     const mla::DecodeParams after_cast = with_output(inputs.params(shape, pool_bf16.as<void>(), mla::KvDtype::kBf16));
 
+    // A length-aware plan's split table depends only on kv_len: made once, as a decode step makes
+    // it once for all its layers; both paths' launches read it.
+    const bool length_aware = plan.num_splits == 0;
+    if (length_aware) KVV_CUDA(mla::launch_decode_schedule(direct, plan, workspace.as<void>(), nullptr));
     TimingEvents timing_events;
     cudaEvent_t* events = timing_events.events;
     std::vector<double> cast_ms, cast_path_ms, direct_ms;
@@ -393,11 +397,11 @@ CastPathTiming time_cast_path_gpu(const GpuDevice& gpu, const ShapeSpec& shape, 
       KVV_CUDA(mla::launch_cast_fp8_to_bf16(pool_fp8.as<void>(), pool_bf16.as<void>(), static_cast<size_t>(pool_values),
                                             nullptr));
       KVV_CUDA(cudaEventRecord(events[1], nullptr));
-      KVV_CUDA(mla::launch_decode(after_cast, plan, workspace.as<void>(), nullptr));
+      KVV_CUDA(mla::launch_decode(after_cast, plan, workspace.as<void>(), nullptr, length_aware));
       KVV_CUDA(cudaEventRecord(events[2], nullptr));
       KVV_CUDA(cudaMemsetAsync(flush.as<void>(), (i + 1) & 0xFF, flush.bytes(), nullptr));
       KVV_CUDA(cudaEventRecord(events[3], nullptr));
-      KVV_CUDA(mla::launch_decode(direct, plan, workspace.as<void>(), nullptr));
+      KVV_CUDA(mla::launch_decode(direct, plan, workspace.as<void>(), nullptr, length_aware));
       KVV_CUDA(cudaEventRecord(events[4], nullptr));
       KVV_CUDA(cudaEventSynchronize(events[4]));
       if (i < kWarmup) continue;
