@@ -6,6 +6,8 @@
 // Build and run (repo root, GPU machine):
 //   nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -DKVPATCH_TIMELINE -Ikernels/include \
 //     -Ikernels/src kernels/bench/timeline.cu -o /tmp/timeline && /tmp/timeline 32 16 32768 [RUNS] [SPLITS]
+// SPLITS forces a uniform plan; without it, plan_decode's plan (a length-aware plan's split table is
+// made once before the runs, as once per decode step).
 #include <cuda_runtime.h>
 
 #include <algorithm>

@@ -58,7 +58,7 @@ __device__ inline BlockWork table_work(const int4* work_table) {
 
 using tiling::kScheduleThreads;
 inline constexpr int kScheduleWarps = kScheduleThreads / 32;
-static_assert(kScheduleThreads >= kMaxLengthAwareBatch && kScheduleThreads >= kMaxSplits);
+static_assert(kScheduleThreads >= kMaxLengthAwareBatch, "one thread per request");
 
 __device__ inline int warp_sum(int value) {
   for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);

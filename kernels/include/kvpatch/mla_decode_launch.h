@@ -1,5 +1,6 @@
 // Host launch API of the MLA decode kernel (CUDA runtime). The split-KV plan is chosen on the host
-// from the device's SM count, the batch, the head count and the longest request.
+// from the device's SM count, the batch, the head count and the longest request; a length-aware
+// plan then splits each request by its own length on the device.
 #pragma once
 
 #include <cuda_runtime.h>
