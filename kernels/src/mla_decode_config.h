@@ -33,8 +33,8 @@ inline constexpr int kQueryStageStride = kHeadDimCkv + kHeadDimKpe + 8;  // BF16
 inline constexpr int kRowBytesFp8 = kHeadDimCkv + kHeadDimKpe;
 inline constexpr int kSmemLimitSm120 = 101376;  // opt-in shared memory per block on SM120
 inline constexpr int kMaxSplits = 256;                 // KV splits per request (flash-decoding)
-// Length-aware plans (mla_schedule.cuh) keep every request's length in shared memory while the
-// block finds its share; batches that fill the GPU without splitting never use them.
+// Length-aware plans (mla_schedule.cuh): the schedule kernel gives each request a thread and keeps
+// its length in shared memory, so they take up to 256 requests (larger batches fill the GPU anyway).
 inline constexpr int kMaxLengthAwareBatch = 256;
 inline constexpr int kScheduleThreads = 256;  // mla_schedule_kernel: one thread per request
 // Merge pass: a block of kMergeThreads per (head, request, dim slice); the launcher picks 1-16

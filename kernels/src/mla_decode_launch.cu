@@ -25,6 +25,25 @@ constexpr double kMergeOverheadTiles = 2.0;
 // KV bytes at about the same time (the second read mostly hits L2).
 int head_groups(int num_heads) { return (num_heads + kRows - 1) / kRows; }
 
+// A launch configuration. programmatic: the grid may start while the previous kernel in the stream
+// drains (programmatic dependent launch) and waits for it at griddepcontrol.wait.
+struct LaunchConfig {
+  cudaLaunchConfig_t config = {};
+  cudaLaunchAttribute attribute = {};
+  LaunchConfig(dim3 grid, int threads, size_t smem, cudaStream_t stream, bool programmatic) {
+    config.gridDim = grid;
+    config.blockDim = dim3(threads);
+    config.dynamicSmemBytes = smem;
+    config.stream = stream;
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = &attribute;
+    config.numAttrs = programmatic ? 1 : 0;
+  }
+  LaunchConfig(const LaunchConfig&) = delete;  // config.attrs points into this object
+  LaunchConfig& operator=(const LaunchConfig&) = delete;
+};
+
 template <KvDtype kDtype, int kStages>
 cudaError_t launch_instance(const DecodeParams& p, dim3 grid, float* partial_out, float* partial_lse,
                             const int4* work_table, bool after_schedule, cudaStream_t stream) {
@@ -38,17 +57,8 @@ cudaError_t launch_instance(const DecodeParams& p, dim3 grid, float* partial_out
   if (configure_error != cudaSuccess) return configure_error;
   // Right after mla_schedule_kernel: a programmatic dependent, so its blocks launch while the
   // schedule runs and wait for its table at griddepcontrol.wait.
-  cudaLaunchConfig_t config = {};
-  config.gridDim = grid;
-  config.blockDim = dim3(kBlockThreads);
-  config.dynamicSmemBytes = smem;
-  config.stream = stream;
-  cudaLaunchAttribute attribute = {};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = &attribute;
-  config.numAttrs = after_schedule ? 1 : 0;
-  return cudaLaunchKernelEx(&config, kernel, p, partial_out, partial_lse, work_table);
+  const LaunchConfig launch(grid, kBlockThreads, smem, stream, after_schedule);
+  return cudaLaunchKernelEx(&launch.config, kernel, p, partial_out, partial_lse, work_table);
 }
 
 // KVPATCH_SHALLOW_PIPELINE=1 runs SM120's pipeline depth on any GPU, so the H200's tests cover it.
@@ -254,16 +264,9 @@ cudaError_t launch_decode(const DecodeParams& p, const DecodePlan& plan, void* w
           : launch_dtype<KvDtype::kBf16>(p, grid, w.partial_out, w.partial_lse, w.work_table, after_schedule, stream);
   if (err != cudaSuccess || plan.num_splits == 1) return err;
   // Programmatic dependent launch: the merge grid's launch overlaps the decode grid's tail.
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(p.num_heads, p.batch, merge_slices(p.batch, p.num_heads));
-  config.blockDim = dim3(kMergeThreads);
-  config.stream = stream;
-  cudaLaunchAttribute attribute = {};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, device::mla_merge_kernel, p, plan.num_splits,
+  const LaunchConfig merge(dim3(p.num_heads, p.batch, merge_slices(p.batch, p.num_heads)), kMergeThreads, 0, stream,
+                           /*programmatic=*/true);
+  return cudaLaunchKernelEx(&merge.config, device::mla_merge_kernel, p, plan.num_splits,
                             static_cast<const int2*>(w.request_parts), static_cast<const float*>(w.partial_out),
                             static_cast<const float*>(w.partial_lse));
 }

@@ -26,7 +26,6 @@ namespace kvpatch::mla::device {
 
 using tiling::capped_splits;
 using tiling::kMaxLengthAwareBatch;
-using tiling::kMaxSplits;
 using tiling::request_tiles;
 
 struct BlockWork {

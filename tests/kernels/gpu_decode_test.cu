@@ -177,8 +177,8 @@ std::string plan_label(const mla::DecodePlan& plan) {
   return plan.num_splits == 0 ? "blocks=" + std::to_string(plan.blocks) : "splits=" + std::to_string(plan.num_splits);
 }
 
-// A length-aware plan's split table, as the decode grid wrote it into the workspace, against the
-// host's length_aware_splits: every request's (first partial, split count), contiguous from 0.
+// A length-aware plan's split table, as the schedule kernel wrote it into the workspace, against
+// the host's length_aware_splits: every request's (first partial, split count), contiguous from 0.
 void check_split_table(const Problem& pr, const DeviceProblem& dp, int blocks) {
   const mla::DecodePlan plan = mla::length_aware_plan(pr.batch, pr.shape.num_heads, blocks);
   DeviceBuffer<uint16_t> out(pr.out_elems());
