@@ -30,7 +30,7 @@ inline constexpr int kKeyRowsPerWarp = 32;  // tokens of one QK warp (a token ha
 
 // Per-thread byte offsets within a stage, for n-tile 0 (keys) and k-step 0 (values).
 struct FragmentOffsets {
-  int key_a = 0, key_b = 0, key_rope = 0;  // the two latent reads and the rope read of load_key
+  int key_a = 0, key_b = 0, key_rope = 0;  // the two latent reads (k-step groups) and the rope read
   int value_even = 0, value_odd = 0;       // rows 2c (+ 8) and 2c + 1 (+ 8) of load_value
 };
 
@@ -66,16 +66,24 @@ struct KvTile<KvDtype::kFp8E4M3> {
     return o;
   }
 
-  // n-tile `nt` of this thread's keys: k-steps 0-3 from the first 16 bytes, 4-7 from the second.
-  __device__ static void load_key(const uint8_t* stage, const FragmentOffsets& o, int nt, uint32_t (&frag)[kKeySteps][2]) {
-    const int row_offset = 8 * nt * kRowBytes;
-    const uint4 near = *reinterpret_cast<const uint4*>(stage + o.key_a + row_offset);
-    const uint4 far = *reinterpret_cast<const uint4*>(stage + o.key_b + row_offset);
-    const uint32_t rope = *reinterpret_cast<const uint32_t*>(stage + o.key_rope + row_offset);
-    const uint32_t words[8] = {near.x, near.y, near.z, near.w, far.x, far.y, far.z, far.w};
+  // n-tile `nt` of this thread's keys, latent k-steps 4 group .. 4 group + 3: one 16-byte read
+  // (group 0 at key_a, 1 at key_b).
+  __device__ static void load_key_latent(const uint8_t* stage, const FragmentOffsets& o, int nt, int group,
+                                         uint32_t (&frag)[4][2]) {
+    const uint4 w = *reinterpret_cast<const uint4*>(stage + (group ? o.key_b : o.key_a) + 8 * nt * kRowBytes);
+    const uint32_t words[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll
-    for (int s = 0; s < 8; ++s) e4m3x4_to_f16x2x2(words[s], frag[s][0], frag[s][1]);
-    e4m3x4_to_f16x2x2(rope, frag[8][0], frag[8][1]);
+    for (int s = 0; s < 4; ++s) e4m3x4_to_f16x2x2(words[s], frag[s][0], frag[s][1]);
+  }
+  // Latent k-steps 2 pair and 2 pair + 1 (an 8-byte read).
+  __device__ static void load_key_pair(const uint8_t* stage, const FragmentOffsets& o, int nt, int pair,
+                                       uint32_t (&frag)[2][2]) {
+    const uint2 w = *reinterpret_cast<const uint2*>(stage + (pair < 2 ? o.key_a : o.key_b) + 8 * (pair % 2) + 8 * nt * kRowBytes);
+    e4m3x4_to_f16x2x2(w.x, frag[0][0], frag[0][1]);
+    e4m3x4_to_f16x2x2(w.y, frag[1][0], frag[1][1]);
+  }
+  __device__ static void load_key_rope(const uint8_t* stage, const FragmentOffsets& o, int nt, uint32_t (&frag)[2]) {
+    e4m3x4_to_f16x2x2(*reinterpret_cast<const uint32_t*>(stage + o.key_rope + 8 * nt * kRowBytes), frag[0], frag[1]);
   }
 
   __device__ static void load_value(const uint8_t* stage, const FragmentOffsets& o, int k_step,
@@ -97,6 +105,20 @@ struct KvTile<KvDtype::kFp8E4M3> {
       e4m3x4_to_f16x2x2(byte_perm(hi0, hi1, 0x5140), frag[j + 0][1], frag[j + 1][1]);
       e4m3x4_to_f16x2x2(byte_perm(hi0, hi1, 0x7362), frag[j + 2][1], frag[j + 3][1]);
     }
+  }
+
+  // n-tiles 4 half .. 4 half + 3 of load_value, from 4-byte reads (fewer live registers).
+  __device__ static void load_value_half(const uint8_t* stage, const FragmentOffsets& o, int k_step, int half,
+                                         uint32_t (&frag)[4][2]) {
+    const uint8_t* even = stage + o.value_even + 16 * k_step * kRowBytes + 4 * half;
+    const uint8_t* odd = stage + o.value_odd + 16 * k_step * kRowBytes + 4 * half;
+    const uint32_t lo0 = *reinterpret_cast<const uint32_t*>(even), lo1 = *reinterpret_cast<const uint32_t*>(odd);
+    const uint32_t hi0 = *reinterpret_cast<const uint32_t*>(even + 8 * kRowBytes);
+    const uint32_t hi1 = *reinterpret_cast<const uint32_t*>(odd + 8 * kRowBytes);
+    e4m3x4_to_f16x2x2(byte_perm(lo0, lo1, 0x5140), frag[0][0], frag[1][0]);
+    e4m3x4_to_f16x2x2(byte_perm(lo0, lo1, 0x7362), frag[2][0], frag[3][0]);
+    e4m3x4_to_f16x2x2(byte_perm(hi0, hi1, 0x5140), frag[0][1], frag[1][1]);
+    e4m3x4_to_f16x2x2(byte_perm(hi0, hi1, 0x7362), frag[2][1], frag[3][1]);
   }
 };
 
@@ -128,21 +150,26 @@ struct KvTile<KvDtype::kBf16> {
     return o;
   }
 
-  __device__ static void load_key(const uint8_t* stage, const FragmentOffsets& o, int nt, uint32_t (&frag)[kKeySteps][2]) {
-    const int row_offset = 8 * nt * kRowBytes;
-#pragma unroll
-    for (int group = 0; group < 2; ++group) {
-      const uint4 a = *reinterpret_cast<const uint4*>(stage + o.key_a + row_offset + 128 * group);
-      const uint4 b = *reinterpret_cast<const uint4*>(stage + o.key_b + row_offset + 128 * group);
-      const int s = 4 * group;
-      frag[s + 0][0] = a.x, frag[s + 0][1] = a.y;
-      frag[s + 1][0] = a.z, frag[s + 1][1] = a.w;
-      frag[s + 2][0] = b.x, frag[s + 2][1] = b.y;
-      frag[s + 3][0] = b.z, frag[s + 3][1] = b.w;
-    }
-    const uint2 rope = *reinterpret_cast<const uint2*>(stage + o.key_rope + row_offset);
-    frag[8][0] = rope.x;
-    frag[8][1] = rope.y;
+  __device__ static void load_key_latent(const uint8_t* stage, const FragmentOffsets& o, int nt, int group,
+                                         uint32_t (&frag)[4][2]) {
+    const int offset = 8 * nt * kRowBytes + 128 * group;
+    const uint4 a = *reinterpret_cast<const uint4*>(stage + o.key_a + offset);
+    const uint4 b = *reinterpret_cast<const uint4*>(stage + o.key_b + offset);
+    frag[0][0] = a.x, frag[0][1] = a.y;
+    frag[1][0] = a.z, frag[1][1] = a.w;
+    frag[2][0] = b.x, frag[2][1] = b.y;
+    frag[3][0] = b.z, frag[3][1] = b.w;
+  }
+  // Latent k-steps 2 pair and 2 pair + 1 (a 16-byte read).
+  __device__ static void load_key_pair(const uint8_t* stage, const FragmentOffsets& o, int nt, int pair,
+                                       uint32_t (&frag)[2][2]) {
+    const uint4 w = *reinterpret_cast<const uint4*>(stage + (pair % 2 ? o.key_b : o.key_a) + 128 * (pair / 2) + 8 * nt * kRowBytes);
+    frag[0][0] = w.x, frag[0][1] = w.y;
+    frag[1][0] = w.z, frag[1][1] = w.w;
+  }
+  __device__ static void load_key_rope(const uint8_t* stage, const FragmentOffsets& o, int nt, uint32_t (&frag)[2]) {
+    const uint2 rope = *reinterpret_cast<const uint2*>(stage + o.key_rope + 8 * nt * kRowBytes);
+    frag[0] = rope.x, frag[1] = rope.y;
   }
 
   __device__ static void load_value(const uint8_t* stage, const FragmentOffsets& o, int k_step,
@@ -163,7 +190,37 @@ struct KvTile<KvDtype::kBf16> {
       frag[j][1] = byte_perm(r8[j / 2], r9[j / 2], selector);
     }
   }
+
+  // n-tiles 4 half .. 4 half + 3 of load_value, from 8-byte reads (fewer live registers).
+  __device__ static void load_value_half(const uint8_t* stage, const FragmentOffsets& o, int k_step, int half,
+                                         uint32_t (&frag)[4][2]) {
+    const uint8_t* even = stage + o.value_even + 16 * k_step * kRowBytes + 8 * half;
+    const uint8_t* odd = stage + o.value_odd + 16 * k_step * kRowBytes + 8 * half;
+    const uint2 r0 = *reinterpret_cast<const uint2*>(even), r1 = *reinterpret_cast<const uint2*>(odd);
+    const uint2 r8 = *reinterpret_cast<const uint2*>(even + 8 * kRowBytes);
+    const uint2 r9 = *reinterpret_cast<const uint2*>(odd + 8 * kRowBytes);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const uint32_t selector = (j & 1) ? 0x7632 : 0x5410;
+      frag[j][0] = byte_perm(j < 2 ? r0.x : r0.y, j < 2 ? r1.x : r1.y, selector);
+      frag[j][1] = byte_perm(j < 2 ? r8.x : r8.y, j < 2 ? r9.x : r9.y, selector);
+    }
+  }
 };
+
+// n-tile `nt` of this thread's keys, all 9 k-steps (latent groups 0 and 1, then the rope).
+template <KvDtype kDtype>
+__device__ __forceinline__ void load_key(const uint8_t* stage, const FragmentOffsets& o, int nt,
+                                         uint32_t (&frag)[kKeySteps][2]) {
+#pragma unroll
+  for (int group = 0; group < 2; ++group) {
+    uint32_t steps[4][2];
+    KvTile<kDtype>::load_key_latent(stage, o, nt, group, steps);
+#pragma unroll
+    for (int s = 0; s < 4; ++s) frag[4 * group + s][0] = steps[s][0], frag[4 * group + s][1] = steps[s][1];
+  }
+  KvTile<kDtype>::load_key_rope(stage, o, nt, frag[8]);
+}
 
 // cp.async of a row's latent region by the 8 threads that share it: the thread that fills physical
 // chunks sub, sub + 8, ... (`dst`: the first) reads logical chunks 8 i + (sub ^ x) for the row's XOR x

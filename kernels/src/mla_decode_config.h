@@ -20,16 +20,23 @@ inline constexpr int kWarps = 8;             // per group
 inline constexpr int kThreads = kWarps * 32;  // per group
 inline constexpr int kBlockThreads = 2 * kThreads;
 inline constexpr int kTileTokens = 64;       // tokens per pipeline stage and per online-softmax step
-inline constexpr int kRows = 16;             // head rows per block (one mma m16 tile); more heads: groups
+// Head rows per block: one mma m16 tile ("narrow" blocks), or two ("wide", SM90 only: H > 16) so
+// that every KV byte is converted once for 32 heads instead of once per 16. More heads: groups.
+inline constexpr int kMTileRows = 16;
+KVPATCH_TILING_FN int block_rows(int m_tiles) { return kMTileRows * m_tiles; }
+inline constexpr int kMaxRows = block_rows(2);
 inline constexpr int kKSlices = 4;           // QK splits the 576 dims over 4 warps (128 latent + 16 rope)
 inline constexpr int kTokenHalves = 2;       // ... and the tile's 64 tokens over 2 warps (4 n8 tiles each)
-inline constexpr int kSoftmaxLanesPerRow = kThreads / kRows;                  // 16 threads per head row
-inline constexpr int kSoftmaxTokens = kTileTokens / kSoftmaxLanesPerRow;      // 4 tokens per thread
+// Softmax: the score threads share the rows out, 16 threads per row of a narrow block (4 tokens
+// each), 8 per row of a wide one (8 tokens each).
+KVPATCH_TILING_FN int softmax_lanes_per_row(int m_tiles) { return kThreads / block_rows(m_tiles); }
+KVPATCH_TILING_FN int softmax_tokens(int m_tiles) { return kTileTokens / softmax_lanes_per_row(m_tiles); }
 inline constexpr int kScoreStride = kTileTokens + 8;  // floats per score row: row r + 1 starts 32 B on
 inline constexpr int kProbStride = kTileTokens + 8;   // 16-bit values per probability row: 16 B on
 // The block's query rows (BF16, latent then rope) are staged once, before the first tile, in the
-// score buffer and the first probability buffer; rows 16 B apart in the banks.
-inline constexpr int kQueryStageStride = kHeadDimCkv + kHeadDimKpe + 8;  // BF16 values per row
+// score buffer(s) and the first probability buffer; rows 16 B apart in the banks. A wide block
+// keeps its second m-tile's query there too, as mma operands in k-step order (ldmatrix rows).
+inline constexpr int kQueryStageStride = kHeadDimCkv + kHeadDimKpe + 8;  // 16-bit values per row
 inline constexpr int kRowBytesFp8 = kHeadDimCkv + kHeadDimKpe;
 inline constexpr int kSmemLimitSm120 = 101376;  // opt-in shared memory per block on SM120
 inline constexpr int kMaxSplits = 256;                 // KV splits per request (flash-decoding)
@@ -54,9 +61,13 @@ KVPATCH_TILING_FN int capped_splits(int tiles, int cap) { return tiles <= cap ? 
 
 KVPATCH_TILING_FN int kv_elem_bytes(KvDtype dtype) { return dtype == KvDtype::kFp8E4M3 ? 1 : 2; }
 KVPATCH_TILING_FN int kv_row_bytes(KvDtype dtype) { return kRowBytesFp8 * kv_elem_bytes(dtype); }
-// One 64-token stage is 36,864 B of FP8 or 73,728 B of BF16. The launcher takes the most stages
-// that fit the device's shared memory per block: SM90 (227 KB) 4 FP8 / 2 BF16, SM120 (99 KB) 2 / 1.
-KVPATCH_TILING_FN int max_stages(KvDtype dtype) { return dtype == KvDtype::kFp8E4M3 ? 4 : 2; }
+// One 64-token stage is 36,864 B of FP8 or 73,728 B of BF16. The launcher takes the deepest
+// pipeline that fits the device's shared memory per block: SM90 (227 KB) 4 FP8 / 2 BF16 stages in
+// narrow blocks, 3 / 2 in wide ones (their score and probability buffers are twice the size);
+// SM120 (99 KB) 2 / 1, narrow blocks only.
+KVPATCH_TILING_FN int max_stages(KvDtype dtype, int m_tiles = 1) {
+  return dtype == KvDtype::kFp8E4M3 ? (m_tiles == 1 ? 4 : 3) : 2;
+}
 KVPATCH_TILING_FN int min_stages(KvDtype dtype) { return dtype == KvDtype::kFp8E4M3 ? 2 : 1; }
 KVPATCH_TILING_FN int stage_bytes(KvDtype dtype) { return kTileTokens * kv_row_bytes(dtype); }
 // Tile t's page ids arrive with KV tile t - stages (a dependent global load per tile would stall
@@ -65,45 +76,70 @@ KVPATCH_TILING_FN int page_ring_tiles(int stages) { return 2 * stages; }
 // Probabilities of later tiles are written while PV reads tile t's; partial scores of tile t + 1
 // while the softmax reads tile t's (two score buffers save the score warps a barrier per tile).
 // With the deepest pipeline (SM90) there is room for 4 and 2 (FP8, B=32 H=16 32K: 189.7 us against
-// 195.1 with 2 and 1, in one process); SM120's 99 KB holds 2 and 1 next to two FP8 stages.
-KVPATCH_TILING_FN int prob_buffers(KvDtype dtype, int stages) { return stages == max_stages(dtype) ? 4 : 2; }
-KVPATCH_TILING_FN int score_buffers(KvDtype dtype, int stages) { return stages == max_stages(dtype) ? 2 : 1; }
+// 195.1 with 2 and 1, in one process); SM120's 99 KB holds 2 and 1 next to two FP8 stages. A wide
+// BF16 block's two stages leave room for one score buffer.
+KVPATCH_TILING_FN bool deep_pipeline(KvDtype dtype, int stages, int m_tiles) { return stages == max_stages(dtype, m_tiles); }
+KVPATCH_TILING_FN int prob_buffers(KvDtype dtype, int stages, int m_tiles = 1) {
+  return deep_pipeline(dtype, stages, m_tiles) ? 4 : 2;
+}
+KVPATCH_TILING_FN int score_buffers(KvDtype dtype, int stages, int m_tiles = 1) {
+  return deep_pipeline(dtype, stages, m_tiles) && (m_tiles == 1 || dtype == KvDtype::kFp8E4M3) ? 2 : 1;
+}
 
 struct SmemLayout {
   size_t kv_offset = 0;        // [stages][kTileTokens][row bytes], 16-byte chunks swizzled per row
-  size_t score_offset = 0;     // [score buffers][kKSlices][kRows][kScoreStride] FP32 partial scores
-  size_t prob_offset = 0;      // [prob buffers][kRows][kProbStride] 16-bit probabilities
-  size_t row_stat_offset = 0;  // [prob buffers + 2][kRows] FP32: rescale factor per prob buffer,
+  size_t score_offset = 0;     // [score buffers][kKSlices][rows][kScoreStride] FP32 partial scores
+  size_t prob_offset = 0;      // [prob buffers][rows][kProbStride] 16-bit probabilities
+  size_t row_stat_offset = 0;  // [prob buffers + 2][rows] FP32: rescale factor per prob buffer,
                                // final sum, final max; first the per-k-slice query row maxima
+  size_t query_offset = 0;     // wide blocks: [16][kQueryStageStride] second m-tile's query operands
   size_t page_offset = 0;      // [page ring tiles][kTileTokens] int32 page ids
   size_t barrier_offset = 0;   // mbarriers: KV full, KV empty [stages]; probs full, probs empty [prob buffers]
   size_t total = 0;
 };
 
-KVPATCH_TILING_FN SmemLayout smem_layout(KvDtype dtype, int stages) {
+KVPATCH_TILING_FN SmemLayout smem_layout(KvDtype dtype, int stages, int m_tiles = 1) {
+  const int rows = block_rows(m_tiles);
   SmemLayout layout;
   layout.kv_offset = 0;
   layout.score_offset = layout.kv_offset + static_cast<size_t>(stages) * stage_bytes(dtype);
-  layout.prob_offset = layout.score_offset + score_buffers(dtype, stages) * kKSlices * kRows * kScoreStride * sizeof(float);
-  layout.row_stat_offset = layout.prob_offset + prob_buffers(dtype, stages) * kRows * kProbStride * 2;
-  layout.page_offset = layout.row_stat_offset + (prob_buffers(dtype, stages) + 2) * kRows * sizeof(float);
+  layout.prob_offset =
+      layout.score_offset + score_buffers(dtype, stages, m_tiles) * kKSlices * rows * kScoreStride * sizeof(float);
+  layout.row_stat_offset = layout.prob_offset + prob_buffers(dtype, stages, m_tiles) * rows * kProbStride * 2;
+  layout.query_offset = layout.row_stat_offset + (prob_buffers(dtype, stages, m_tiles) + 2) * rows * sizeof(float);
+  layout.page_offset = layout.query_offset + (m_tiles == 2 ? kMTileRows * kQueryStageStride * 2 : 0);
   layout.barrier_offset = layout.page_offset + static_cast<size_t>(page_ring_tiles(stages)) * kTileTokens * sizeof(int32_t);
-  layout.total = layout.barrier_offset + static_cast<size_t>(2 * stages + 2 * prob_buffers(dtype, stages)) * sizeof(uint64_t);
+  layout.total =
+      layout.barrier_offset + static_cast<size_t>(2 * stages + 2 * prob_buffers(dtype, stages, m_tiles)) * sizeof(uint64_t);
   return layout;
 }
 
-// The stage count a device with `smem_per_block` bytes of opt-in shared memory runs.
+// The stage count a device with `smem_per_block` bytes of opt-in shared memory runs (narrow blocks).
 KVPATCH_TILING_FN int stages_for(KvDtype dtype, size_t smem_per_block) {
   return smem_layout(dtype, max_stages(dtype)).total <= smem_per_block ? max_stages(dtype) : min_stages(dtype);
+}
+// Whether wide blocks (both KV dtypes at their depth) fit `smem_per_block`: the plan and the launch
+// must agree on the head rows per block, whatever the dtype.
+KVPATCH_TILING_FN bool wide_blocks_fit(size_t smem_per_block) {
+  return smem_layout(KvDtype::kFp8E4M3, max_stages(KvDtype::kFp8E4M3, 2), 2).total <= smem_per_block &&
+         smem_layout(KvDtype::kBf16, max_stages(KvDtype::kBf16, 2), 2).total <= smem_per_block;
 }
 
 // The staged query runs from the score buffer into the first probability buffer: both are free
 // until the first QK.
-static_assert(kRows * kQueryStageStride * 2 <= smem_layout(KvDtype::kFp8E4M3, 1).row_stat_offset - smem_layout(KvDtype::kFp8E4M3, 1).score_offset);
+KVPATCH_TILING_FN bool query_stage_fits(KvDtype dtype, int stages, int m_tiles) {
+  const SmemLayout l = smem_layout(dtype, stages, m_tiles);
+  return static_cast<size_t>(block_rows(m_tiles)) * kQueryStageStride * 2 <= l.row_stat_offset - l.score_offset;
+}
+static_assert(query_stage_fits(KvDtype::kFp8E4M3, 2, 1) && query_stage_fits(KvDtype::kFp8E4M3, 4, 1));
+static_assert(query_stage_fits(KvDtype::kBf16, 1, 1) && query_stage_fits(KvDtype::kBf16, 2, 1));
+static_assert(query_stage_fits(KvDtype::kFp8E4M3, 3, 2) && query_stage_fits(KvDtype::kBf16, 2, 2));
 static_assert(smem_layout(KvDtype::kFp8E4M3, 2).total <= kSmemLimitSm120);
 static_assert(smem_layout(KvDtype::kBf16, 1).total <= kSmemLimitSm120);
 static_assert(smem_layout(KvDtype::kFp8E4M3, 4).total <= 227 * 1024);
 static_assert(smem_layout(KvDtype::kBf16, 2).total <= 227 * 1024);
-static_assert(kSoftmaxLanesPerRow * kSoftmaxTokens == kTileTokens && kSoftmaxTokens % 4 == 0);
+static_assert(wide_blocks_fit(227 * 1024) && !wide_blocks_fit(kSmemLimitSm120));
+static_assert(softmax_lanes_per_row(1) * softmax_tokens(1) == kTileTokens && softmax_tokens(1) % 4 == 0);
+static_assert(softmax_lanes_per_row(2) * softmax_tokens(2) == kTileTokens && softmax_tokens(2) == 8);
 
 }  // namespace kvpatch::mla::tiling

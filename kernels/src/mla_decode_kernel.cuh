@@ -1,17 +1,21 @@
 // MLA paged decode, one template for FP8 E4M3 and BF16 KV (kv_tile.cuh and mma_operand.cuh hold the
 // only differences).
 //
-// A block owns one (group of <= 16 heads, KV split, request; mla_schedule.cuh) and reads each KV
-// byte of its split once. It is two warp groups that run a tile apart, so that one's arithmetic
-// overlaps the other's:
+// A block owns one (group of <= 16 heads, or <= 32 in a wide block; KV split; request;
+// mla_schedule.cuh) and reads each KV byte of its split once. It is two warp groups that run a
+// tile apart, so that one's arithmetic overlaps the other's:
 //   score warps 0-7, per 64-token tile:
 //     QK:      warp (k-slice q = w % 4, token half = w / 4) multiplies its register-resident query
-//              slice with 32 tokens' keys; FP32 partial scores go to shared memory;
-//     softmax: 16 threads per head row, 4 tokens each, all in registers: sum the 4 partials in
-//              fixed order, row max by shuffles, update the running max / sum, write the
-//              probabilities (2-4 buffers, so later tiles' can be written while PV reads tile t's);
+//              slice with 32 tokens' keys; FP32 partial scores go to shared memory. A wide block's
+//              warps convert each key fragment once and use it for both m16 tiles: the first
+//              m-tile's query from registers, the second's from shared memory (ldmatrix);
+//     softmax: 16 threads per head row (8 in a wide block), 4 tokens each (8), all in registers:
+//              sum the 4 partials in fixed order, row max by shuffles, update the running max /
+//              sum, write the probabilities (2-4 buffers, so later tiles' can be written while PV
+//              reads tile t's);
 //   value warps 8-15: copy KV tiles into `stages` shared-memory stages with cp.async, and compute
-//     PV: warp w owns latent dims [64w, 64w + 64) of the output for every row.
+//     PV: warp w owns latent dims [64w, 64w + 64) of the output for every row (one value fragment
+//     conversion serves both m-tiles of a wide block).
 // mbarriers hand over: a stage's KV landed (cp.async arrivals), a stage is free (both groups done),
 // a tile's probabilities are written, a probability buffer is free.
 // Scales are FP32 outside the mma: score = (ckv_scale * latent + kpe_scale * rope) * sm_scale.
@@ -59,9 +63,10 @@ __device__ inline SplitRange split_range(int len, int split, int num_splits) {
 }
 
 // Copies the block's query rows (head0 .. head0 + rows_here - 1 of request b; latent then rope)
-// into q_stage [kRows][kQueryStageStride], zeros for rows past the last head. 16-byte cp.async
+// into q_stage [kBlockRows][kQueryStageStride], zeros for rows past the last head. 16-byte cp.async
 // chunks when both views allow them (SGLang's packed [B, H, 576] query does), else 2-byte copies.
 // Completes with the caller's next cp_async_wait + group barrier.
+template <int kBlockRows>
 __device__ inline void stage_query(const uint16_t* q_nope, const uint16_t* q_pe, const DecodeParams& p, int b, int head0,
                                    int rows_here, uint16_t* q_stage, int tid) {
   constexpr int kRowElems = kHeadDimCkv + kHeadDimKpe;
@@ -69,7 +74,7 @@ __device__ inline void stage_query(const uint16_t* q_nope, const uint16_t* q_pe,
                        ((p.q_nope_stride_b | p.q_nope_stride_h | p.q_pe_stride_b | p.q_pe_stride_h) % 8 == 0);
   if (chunked) {
     constexpr int kChunksPerRow = kRowElems / 8;
-    for (int i = tid; i < kRows * kChunksPerRow; i += kThreads) {
+    for (int i = tid; i < kBlockRows * kChunksPerRow; i += kThreads) {
       const int row = i / kChunksPerRow, elem = 8 * (i % kChunksPerRow);
       const bool live = row < rows_here;
       const int head = head0 + (live ? row : 0);
@@ -78,7 +83,7 @@ __device__ inline void stage_query(const uint16_t* q_nope, const uint16_t* q_pe,
       cp_async_16(shared_address(q_stage + row * kQueryStageStride + elem), src, live);
     }
   } else {
-    for (int i = tid; i < kRows * kRowElems; i += kThreads) {
+    for (int i = tid; i < kBlockRows * kRowElems; i += kThreads) {
       const int row = i / kRowElems, elem = i % kRowElems;
       uint16_t value = 0;
       if (row < rows_here) {
@@ -92,17 +97,20 @@ __device__ inline void stage_query(const uint16_t* q_nope, const uint16_t* q_pe,
 }
 
 // Where the block's shared memory and mbarriers are (mla_decode_config.h's SmemLayout).
-template <KvDtype kDtype, int kStages>
+template <KvDtype kDtype, int kStages, int kMTiles>
 struct BlockSmem {
-  static constexpr SmemLayout kLayout = smem_layout(kDtype, kStages);
-  static constexpr int kProbBuffers = prob_buffers(kDtype, kStages);
+  static constexpr int kRows = block_rows(kMTiles);
+  static constexpr SmemLayout kLayout = smem_layout(kDtype, kStages, kMTiles);
+  static constexpr int kProbBuffers = prob_buffers(kDtype, kStages, kMTiles);
+  static constexpr int kScoreBuffers = score_buffers(kDtype, kStages, kMTiles);
   static_assert(kProbBuffers + 2 >= kKSlices, "the query row maxima use the row-statistics buffer");
   uint8_t* kv_stages;
-  float* scores;
+  float* scores;        // [kScoreBuffers][kKSlices][kRows][kScoreStride]
   uint16_t* probs;      // [kProbBuffers][kRows][kProbStride]
   float* row_alpha;     // [kProbBuffers][kRows]
   float* row_sum;       // [kRows]
   float* row_max;       // [kRows]
+  uint16_t* query_ops;  // wide blocks: [16][kQueryStageStride] second m-tile's query, k-step order
   int32_t* page_ring;
   uint32_t barriers;    // shared address of the first mbarrier
 
@@ -113,6 +121,7 @@ struct BlockSmem {
         row_alpha(reinterpret_cast<float*>(smem + kLayout.row_stat_offset)),
         row_sum(row_alpha + kProbBuffers * kRows),
         row_max(row_sum + kRows),
+        query_ops(reinterpret_cast<uint16_t*>(smem + kLayout.query_offset)),
         page_ring(reinterpret_cast<int32_t*>(smem + kLayout.page_offset)),
         barriers(shared_address(smem + kLayout.barrier_offset)) {}
 
@@ -128,12 +137,21 @@ struct BlockSmem {
 
 inline constexpr int kScoreGroupBarrier = 1, kValueGroupBarrier = 2, kBlockBarrier = 3;
 
+// The physical query dim a thread's fragment pair (k-slots 2c, 2c + 1 of k-step s, s < 9, of k-slice
+// q) comes from: the key fragment map of kv_tile.cuh. k-slots 2c + 8, 2c + 9 are the next pair.
+__device__ __forceinline__ int query_dim(int k_slice, int s, int c) {
+  return s < 8 ? 128 * k_slice + 64 * (s / 4) + 16 * c + 4 * (s % 4) : kHeadDimCkv + 16 * k_slice + 4 * c;
+}
+
 // Warps 0-7: the query, QK and the online softmax. Returns the thread's row's running max and sum.
-template <KvDtype kDtype, int kStages>
-__device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSmem<kDtype, kStages>& sm, int b, int head0,
-                                            int rows_here, const SplitRange range, float& running_max, float& running_sum) {
+template <KvDtype kDtype, int kStages, int kMTiles>
+__device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSmem<kDtype, kStages, kMTiles>& sm, int b,
+                                            int head0, int rows_here, const SplitRange range, float& running_max,
+                                            float& running_sum) {
+  using Smem = BlockSmem<kDtype, kStages, kMTiles>;
   using Tile = KvTile<kDtype>;
   using Op = MmaOperand<kDtype>;
+  constexpr int kRows = Smem::kRows;
   constexpr int kStageBytes = stage_bytes(kDtype);
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, c = lane % 4;
@@ -141,14 +159,14 @@ __device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSm
 
   // ---- the block's query rows -> shared memory (in the score buffer, free until the first QK) ----
   uint16_t* q_stage = reinterpret_cast<uint16_t*>(sm.scores);  // [kRows][kQueryStageStride]
-  stage_query(static_cast<const uint16_t*>(p.q_nope), static_cast<const uint16_t*>(p.q_pe), p, b, head0, rows_here,
-              q_stage, tid);
+  stage_query<kRows>(static_cast<const uint16_t*>(p.q_nope), static_cast<const uint16_t*>(p.q_pe), p, b, head0,
+                     rows_here, q_stage, tid);
   cp_async_commit();
   cp_async_wait<0>();
   group_barrier(kScoreGroupBarrier, kThreads);
   KVPATCH_MARK(0, 1);  // the query landed
 
-  // ---- query fragments for this warp's k-slice, in the key fragment map of kv_tile.cuh ----
+  // ---- query fragments of the first m-tile for this warp's k-slice, in the key fragment map ----
   const int k_slice = warp % kKSlices, token_half = warp / kKSlices;
   const FragmentOffsets frag_offsets = Tile::offsets(token_half, k_slice, warp, g, c);
   uint32_t q_frag[kKeySteps][4];  // BF16 pairs as staged; converted to the operand type below
@@ -157,58 +175,98 @@ __device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSm
     const uint16_t* row = q_stage + (g + 8 * half) * kQueryStageStride;
 #pragma unroll
     for (int s = 0; s < kKeySteps; ++s) {
-      const int dim = s < 8 ? 128 * k_slice + 64 * (s / 4) + 16 * c + 4 * (s % 4) : kHeadDimCkv + 16 * k_slice + 4 * c;
-      const uint2 pairs = *reinterpret_cast<const uint2*>(row + dim);
+      const uint2 pairs = *reinterpret_cast<const uint2*>(row + query_dim(k_slice, s, c));
       q_frag[s][half] = pairs.x;      // a0 / a1: k-slots 2c, 2c + 1
       q_frag[s][2 + half] = pairs.y;  // a2 / a3: k-slots 2c + 8, 2c + 9
     }
   }
   // Per-row power-of-two shift into the operand type's range (mma_operand.cuh): each row's largest
-  // magnitude, from the 4 k-slice warps of token half 0, meets in the row-statistics buffer.
+  // magnitude, from the 4 k-slice warps of one token half per m-tile, meets in the row-statistics
+  // buffer.
   float* slice_max = sm.row_alpha;  // [kKSlices][kRows], before any rescale factor is written
   if constexpr (Op::kScaledQuery) {
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      float max_abs = 0.f;
-#pragma unroll
-      for (int s = 0; s < kKeySteps; ++s)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const uint32_t pair = q_frag[s][2 * e + half];
-          max_abs = fmaxf(max_abs, fmaxf(fabsf(__uint_as_float(pair << 16)), fabsf(__uint_as_float(pair & 0xFFFF0000u))));
-        }
+    auto publish = [&](int row, float max_abs) {
       max_abs = fmaxf(max_abs, __shfl_xor_sync(0xffffffffu, max_abs, 1));
       max_abs = fmaxf(max_abs, __shfl_xor_sync(0xffffffffu, max_abs, 2));
-      if (token_half == 0 && c == 0) slice_max[k_slice * kRows + g + 8 * half] = max_abs;
+      if (c == 0) slice_max[k_slice * kRows + row] = max_abs;
+    };
+    auto pair_max = [](uint32_t pair) {
+      return fmaxf(fabsf(__uint_as_float(pair << 16)), fabsf(__uint_as_float(pair & 0xFFFF0000u)));
+    };
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      if (token_half == 0) {
+        float max_abs = 0.f;
+#pragma unroll
+        for (int s = 0; s < kKeySteps; ++s) max_abs = fmaxf(max_abs, fmaxf(pair_max(q_frag[s][half]), pair_max(q_frag[s][2 + half])));
+        publish(g + 8 * half, max_abs);
+      } else if (kMTiles == 2) {  // the second m-tile's rows, read from the stage
+        const int row = kMTileRows + g + 8 * half;
+        float max_abs = 0.f;
+#pragma unroll
+        for (int s = 0; s < kKeySteps; ++s) {
+          const uint2 pairs = *reinterpret_cast<const uint2*>(q_stage + row * kQueryStageStride + query_dim(k_slice, s, c));
+          max_abs = fmaxf(max_abs, fmaxf(pair_max(pairs.x), pair_max(pairs.y)));
+        }
+        publish(row, max_abs);
+      }
     }
   }
-  group_barrier(kScoreGroupBarrier, kThreads);  // slice maxima published; the staged query is read
-  float latent_scale[2], rope_scale[2];  // rows g and g + 8: ckv/kpe scale times 2^shift
+  group_barrier(kScoreGroupBarrier, kThreads);  // slice maxima published
+  auto row_shift = [&](int row) {
+    if constexpr (!Op::kScaledQuery) return 0;
+    return query_shift(fmaxf(fmaxf(slice_max[row], slice_max[kRows + row]),
+                             fmaxf(slice_max[2 * kRows + row], slice_max[3 * kRows + row])));
+  };
+  // Narrow blocks: rows g and g + 8 get ckv/kpe scale times 2^shift. Wide blocks (short of
+  // registers) multiply by the scales, then by 2^shift (rows 16m + g (+ 8)): exact, the same value.
+  float latent_scale[2], rope_scale[2], unshift[kMTiles][2];
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    int shift = 0;
-    if constexpr (Op::kScaledQuery) {
-      const int row = g + 8 * half;
-      shift = query_shift(fmaxf(fmaxf(slice_max[row], slice_max[kRows + row]),
-                                fmaxf(slice_max[2 * kRows + row], slice_max[3 * kRows + row])));
-    }
-    latent_scale[half] = p.ckv_scale * pow2(shift);
-    rope_scale[half] = p.kpe_scale * pow2(shift);
-    const float q_scale = pow2(-shift);
+  for (int m = 0; m < kMTiles; ++m)
 #pragma unroll
-    for (int s = 0; s < kKeySteps; ++s) {
-      q_frag[s][half] = Op::query_pair(q_frag[s][half], q_scale);
-      q_frag[s][2 + half] = Op::query_pair(q_frag[s][2 + half], q_scale);
+    for (int half = 0; half < 2; ++half) {
+      const int shift = row_shift(kMTileRows * m + g + 8 * half);
+      unshift[m][half] = pow2(shift);
+      if (m == 0) {
+        latent_scale[half] = p.ckv_scale * pow2(shift);
+        rope_scale[half] = p.kpe_scale * pow2(shift);
+        const float q_scale = pow2(-shift);
+#pragma unroll
+        for (int s = 0; s < kKeySteps; ++s) {
+          q_frag[s][half] = Op::query_pair(q_frag[s][half], q_scale);
+          q_frag[s][2 + half] = Op::query_pair(q_frag[s][2 + half], q_scale);
+        }
+      }
     }
+  // A wide block's second m-tile: operands in k-step order, so that one ldmatrix.x4 per k-step
+  // yields the A fragment (matrix 0: rows 0-7, k-slots 0-7; 1: rows 8-15; 2, 3: k-slots 8-15).
+  // Row r, k-step (q, s): 16 values at (9 q + s) * 16; rows 1,168 B apart (conflict-free ldmatrix).
+  uint32_t q_ops_address = 0;
+  if constexpr (kMTiles == 2) {
+    constexpr int kPairsPerRow = kKSlices * kKeySteps * 4;  // (k-step, c) pairs of pairs
+    for (int i = tid; i < kMTileRows * kPairsPerRow; i += kThreads) {
+      const int r = i / kPairsPerRow, step = (i % kPairsPerRow) / 4, pc = i % 4;
+      const int q = step / kKeySteps, s = step % kKeySteps;
+      const float q_scale = pow2(-row_shift(kMTileRows + r));
+      const uint2 pairs = *reinterpret_cast<const uint2*>(q_stage + (kMTileRows + r) * kQueryStageStride + query_dim(q, s, pc));
+      uint16_t* dst = sm.query_ops + r * kQueryStageStride + 16 * step + 2 * pc;
+      *reinterpret_cast<uint32_t*>(dst) = Op::query_pair(pairs.x, q_scale);
+      *reinterpret_cast<uint32_t*>(dst + 8) = Op::query_pair(pairs.y, q_scale);
+    }
+    q_ops_address = shared_address(sm.query_ops + ((lane & 7) + 8 * ((lane >> 3) & 1)) * kQueryStageStride +
+                                   16 * kKeySteps * k_slice + 8 * (lane >> 4));
   }
+  if constexpr (kMTiles == 2) group_barrier(kScoreGroupBarrier, kThreads);  // the staged query is read
 
-  const int softmax_row = tid / kSoftmaxLanesPerRow;
-  const int softmax_token0 = (tid % kSoftmaxLanesPerRow) * kSoftmaxTokens;
+  constexpr int kLanesPerRow = softmax_lanes_per_row(kMTiles), kSoftmaxTokens = softmax_tokens(kMTiles);
+  constexpr int kTokenGroups = kSoftmaxTokens / 4;  // 4 consecutive tokens, 4 * kLanesPerRow apart
+  const int softmax_row = tid / kLanesPerRow;
+  const int softmax_token0 = (tid % kLanesPerRow) * 4;
   running_max = -INFINITY, running_sum = 0.f;
   const float score_scale = p.sm_scale * 1.4426950408889634f;  // base-2 domain
-  constexpr int kScoreBuffers = score_buffers(kDtype, kStages);
+  constexpr int kScoreBuffers = Smem::kScoreBuffers;
   constexpr int kScoreBufferFloats = kKSlices * kRows * kScoreStride;
-  constexpr int kProbBuffers = prob_buffers(kDtype, kStages);
+  constexpr int kProbBuffers = Smem::kProbBuffers;
 
   for (int tile = 0; tile < num_tiles; ++tile) {
     const int stage_index = tile % kStages;
@@ -218,34 +276,78 @@ __device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSm
     if (tile == 0) KVPATCH_MARK(0, 3);  // the first tile has landed
 
     // QK: partial scores over this warp's k-slice for its 32 tokens, four n8 tiles (unrolled).
+    auto store_partial = [&](int row, int nt, float x, float y) {
+      const int col = kKeyRowsPerWarp * token_half + 8 * nt + 2 * c;
+      *reinterpret_cast<float2*>(scores + (k_slice * kRows + row) * kScoreStride + col) = make_float2(x, y);
+    };
     if (KVPATCH_ABLATE != 1 && KVPATCH_ABLATE != 3) {
+      if constexpr (kMTiles == 1) {
 #pragma unroll
-      for (int nt = 0; nt < kKeyRowsPerWarp / 8; ++nt) {
-        uint32_t key[kKeySteps][2];
-        Tile::load_key(stage, frag_offsets, nt, key);
-        // Two independent accumulation chains over the latent k-steps halve the mma latency chain.
-        float near[4] = {0.f, 0.f, 0.f, 0.f}, far[4] = {0.f, 0.f, 0.f, 0.f}, rope[4] = {0.f, 0.f, 0.f, 0.f};
+        for (int nt = 0; nt < kKeyRowsPerWarp / 8; ++nt) {
+          uint32_t key[kKeySteps][2];
+          load_key<kDtype>(stage, frag_offsets, nt, key);
+          // Two independent accumulation chains over the latent k-steps halve the mma latency chain.
+          float near[4] = {0.f, 0.f, 0.f, 0.f}, far[4] = {0.f, 0.f, 0.f, 0.f}, rope[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-        for (int s = 0; s < 4; ++s) {
-          Op::mma(near, q_frag[s], key[s][0], key[s][1]);
-          Op::mma(far, q_frag[4 + s], key[4 + s][0], key[4 + s][1]);
+          for (int s = 0; s < 4; ++s) {
+            Op::mma(near, q_frag[s], key[s][0], key[s][1]);
+            Op::mma(far, q_frag[4 + s], key[4 + s][0], key[4 + s][1]);
+          }
+          Op::mma(rope, q_frag[8], key[8][0], key[8][1]);
+#pragma unroll
+          for (int half = 0; half < 2; ++half)
+            store_partial(g + 8 * half, nt,
+                          latent_scale[half] * (near[2 * half] + far[2 * half]) + rope_scale[half] * rope[2 * half],
+                          latent_scale[half] * (near[2 * half + 1] + far[2 * half + 1]) + rope_scale[half] * rope[2 * half + 1]);
         }
-        Op::mma(rope, q_frag[8], key[8][0], key[8][1]);
-        const int col = kKeyRowsPerWarp * token_half + 8 * nt + 2 * c;
+      } else {
+        // Each key fragment is converted once and multiplied with both m-tiles' query: per n8 tile
+        // one accumulator per m-tile over the 8 latent k-steps, then the rope k-step apart (its
+        // scale differs).
+        float acc[kKeyRowsPerWarp / 8][2][4];
 #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int row = g + 8 * half;
-          float2 partial;
-          partial.x = latent_scale[half] * (near[2 * half] + far[2 * half]) + rope_scale[half] * rope[2 * half];
-          partial.y = latent_scale[half] * (near[2 * half + 1] + far[2 * half + 1]) + rope_scale[half] * rope[2 * half + 1];
-          *reinterpret_cast<float2*>(scores + (k_slice * kRows + row) * kScoreStride + col) = partial;
+        for (int nt = 0; nt < kKeyRowsPerWarp / 8; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[nt][0][e] = 0.f, acc[nt][1][e] = 0.f;
+#pragma unroll
+        for (int pair = 0; pair < 4; ++pair) {  // latent k-steps 2 pair, 2 pair + 1
+          uint32_t q_second[2][4];
+#pragma unroll
+          for (int j = 0; j < 2; ++j) ldmatrix_x4(q_second[j], q_ops_address + 32 * (2 * pair + j));
+#pragma unroll
+          for (int nt = 0; nt < kKeyRowsPerWarp / 8; ++nt) {
+            uint32_t key[2][2];
+            Tile::load_key_pair(stage, frag_offsets, nt, pair, key);
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+              Op::mma(acc[nt][0], q_frag[2 * pair + j], key[j][0], key[j][1]);
+              Op::mma(acc[nt][1], q_second[j], key[j][0], key[j][1]);
+            }
+          }
+        }
+        uint32_t q_rope[4];
+        ldmatrix_x4(q_rope, q_ops_address + 32 * 8);
+#pragma unroll
+        for (int nt = 0; nt < kKeyRowsPerWarp / 8; ++nt) {
+          uint32_t key[2];
+          Tile::load_key_rope(stage, frag_offsets, nt, key);
+          float rope[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+          Op::mma(rope[0], q_frag[8], key[0], key[1]);
+          Op::mma(rope[1], q_rope, key[0], key[1]);
+#pragma unroll
+          for (int m = 0; m < 2; ++m)
+#pragma unroll
+            for (int half = 0; half < 2; ++half)
+              store_partial(kMTileRows * m + g + 8 * half, nt,
+                            unshift[m][half] * (p.ckv_scale * acc[nt][m][2 * half] + p.kpe_scale * rope[m][2 * half]),
+                            unshift[m][half] * (p.ckv_scale * acc[nt][m][2 * half + 1] + p.kpe_scale * rope[m][2 * half + 1]));
         }
       }
     }
     mbarrier_arrive(sm.kv_empty(stage_index));
     group_barrier(kScoreGroupBarrier, kThreads);  // the partial scores are complete
 
-    // Online softmax, 16 threads per row (base 2; NaN scores pass through exp2 into the sum).
+    // Online softmax, kLanesPerRow threads per row (base 2; NaN scores pass through exp2 into the sum).
     const int buffer = tile % kProbBuffers;
     if (tile >= kProbBuffers) mbarrier_wait(sm.probs_empty(buffer), (tile / kProbBuffers - 1) & 1);
     if (KVPATCH_ABLATE != 1 && KVPATCH_ABLATE != 3) {
@@ -253,19 +355,22 @@ __device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSm
 #pragma unroll
       for (int t = 0; t < kSoftmaxTokens; ++t) s[t] = 0.f;
 #pragma unroll
-      for (int q = 0; q < kKSlices; ++q) {
-        const float4 part = *reinterpret_cast<const float4*>(scores + (q * kRows + softmax_row) * kScoreStride + softmax_token0);
-        s[0] += part.x, s[1] += part.y, s[2] += part.z, s[3] += part.w;
-      }
+      for (int q = 0; q < kKSlices; ++q)
+#pragma unroll
+        for (int k = 0; k < kTokenGroups; ++k) {
+          const float4 part = *reinterpret_cast<const float4*>(scores + (q * kRows + softmax_row) * kScoreStride +
+                                                               softmax_token0 + 4 * kLanesPerRow * k);
+          s[4 * k] += part.x, s[4 * k + 1] += part.y, s[4 * k + 2] += part.z, s[4 * k + 3] += part.w;
+        }
       const int token_base = range.begin + tile * kTileTokens + softmax_token0;
       float tile_max = -INFINITY;
 #pragma unroll
       for (int t = 0; t < kSoftmaxTokens; ++t) {
-        s[t] = token_base + t < range.end ? s[t] * score_scale : -INFINITY;
+        s[t] = token_base + 4 * kLanesPerRow * (t / 4) + t % 4 < range.end ? s[t] * score_scale : -INFINITY;
         tile_max = fmaxf(tile_max, s[t]);
       }
 #pragma unroll
-      for (int offset = kSoftmaxLanesPerRow / 2; offset > 0; offset /= 2)
+      for (int offset = kLanesPerRow / 2; offset > 0; offset /= 2)
         tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, offset));
       const float new_max = fmaxf(running_max, tile_max);
       const float base = new_max == -INFINITY ? 0.f : new_max;
@@ -279,8 +384,11 @@ __device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSm
       running_sum = running_sum * alpha + tile_sum;
       running_max = new_max;
       uint16_t* dst = sm.probs + (buffer * kRows + softmax_row) * kProbStride + softmax_token0;
-      *reinterpret_cast<uint2*>(dst) = make_uint2(Op::prob_pair(prob[0], prob[1]), Op::prob_pair(prob[2], prob[3]));
-      if (tid % kSoftmaxLanesPerRow == 0) sm.row_alpha[buffer * kRows + softmax_row] = alpha;
+#pragma unroll
+      for (int k = 0; k < kTokenGroups; ++k)
+        *reinterpret_cast<uint2*>(dst + 4 * kLanesPerRow * k) =
+            make_uint2(Op::prob_pair(prob[4 * k], prob[4 * k + 1]), Op::prob_pair(prob[4 * k + 2], prob[4 * k + 3]));
+      if (tid % kLanesPerRow == 0) sm.row_alpha[buffer * kRows + softmax_row] = alpha;
     }
     mbarrier_arrive(sm.probs_full(buffer));
     // One score buffer: every warp must have read it before the next QK writes it. Two: the
@@ -291,10 +399,11 @@ __device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSm
 }
 
 // Warps 8-15: the KV loader and PV. Accumulates the thread's share of the unnormalized output.
-template <KvDtype kDtype, int kStages>
-__device__ __forceinline__ void value_warps(const DecodeParams& p, const BlockSmem<kDtype, kStages>& sm,
+template <KvDtype kDtype, int kStages, int kMTiles>
+__device__ __forceinline__ void value_warps(const DecodeParams& p, const BlockSmem<kDtype, kStages, kMTiles>& sm,
                                             const int32_t* pages, const SplitRange range,
-                                            float (&out_acc)[kValueTiles][4]) {
+                                            float (&out_acc)[kMTiles][kValueTiles][4]) {
+  constexpr int kRows = BlockSmem<kDtype, kStages, kMTiles>::kRows;
   using Tile = KvTile<kDtype>;
   using Op = MmaOperand<kDtype>;
   constexpr int kStageBytes = stage_bytes(kDtype);
@@ -307,8 +416,6 @@ __device__ __forceinline__ void value_warps(const DecodeParams& p, const BlockSm
   // ---- KV loader: 8 threads per token row. Page ids come from a ring in shared memory that
   // threads 0-63 fill kStages tiles ahead (with an earlier KV tile), so no tile waits on a
   // dependent global load. ----
-  const uint8_t* ckv_bytes = static_cast<const uint8_t*>(p.ckv);
-  const uint8_t* kpe_bytes = static_cast<const uint8_t*>(p.kpe);
   const int64_t ckv_stride = p.ckv_stride_slot * kv_elem_bytes(kDtype);
   const int64_t kpe_stride = p.kpe_stride_slot * kv_elem_bytes(kDtype);
   // Pages are powers of two (the launcher checks): shifts and masks, no division or branch.
@@ -331,9 +438,10 @@ __device__ __forceinline__ void value_warps(const DecodeParams& p, const BlockSm
   static_assert(kRopeChunks == 4 || kRopeChunks == 8);
   // Per-thread constants (rows row_a and row_a + 32 share their swizzle): the source offsets of the
   // latent eighth and of the rope chunk, and the destination offsets within a stage.
-  const int latent_src = 16 * (sub8 ^ Tile::latent_xor(row_a));
   const int rope_chunk = sub8 % kRopeChunks;  // physical; it holds logical chunk rope_chunk ^ rope_xor
-  const int rope_src = 16 * (rope_chunk ^ Tile::rope_xor(row_a));
+  // This thread's first source chunk of slot 0's latent and rope parts (slot s: + s x stride).
+  const uint8_t* ckv_src = static_cast<const uint8_t*>(p.ckv) + 16 * (sub8 ^ Tile::latent_xor(row_a));
+  const uint8_t* kpe_src = static_cast<const uint8_t*>(p.kpe) + 16 * (rope_chunk ^ Tile::rope_xor(row_a));
   const bool rope_row_b = kRopeChunks == 4 && sub8 >= 4;  // FP8: threads 4-7 of a row copy row_b's rope
   const uint32_t dst_a = shared_address(sm.kv_stages) + row_a * Tile::kRowBytes;
   // Tile `tile` and the page ids of tile + kStages; the stage's full barrier gets this thread's
@@ -350,9 +458,9 @@ __device__ __forceinline__ void value_warps(const DecodeParams& p, const BlockSm
         const bool valid = token < range.end;
         const int64_t slot = valid ? (static_cast<int64_t>(ring[32 * half]) << page_shift) + (token & page_mask) : 0;
         const uint32_t dst_row = stage + 32 * half * Tile::kRowBytes;
-        copy_row_latent<Tile::kCkvChunks>(dst_row + 16 * sub8, ckv_bytes + slot * ckv_stride + latent_src, valid);
+        copy_row_latent<Tile::kCkvChunks>(dst_row + 16 * sub8, ckv_src + slot * ckv_stride, valid);
         if (kRopeChunks == 8 || rope_row_b == (half == 1))
-          cp_async_16(dst_row + 16 * (Tile::kCkvChunks + rope_chunk), kpe_bytes + slot * kpe_stride + rope_src, valid);
+          cp_async_16(dst_row + 16 * (Tile::kCkvChunks + rope_chunk), kpe_src + slot * kpe_stride, valid);
       }
     }
     issue_page_ids(tile + kStages);
@@ -367,11 +475,13 @@ __device__ __forceinline__ void value_warps(const DecodeParams& p, const BlockSm
 
   const FragmentOffsets frag_offsets = Tile::offsets(0, 0, warp, g, c);  // value offsets of this warp's dims
 #pragma unroll
-  for (int j = 0; j < kValueTiles; ++j)
+  for (int m = 0; m < kMTiles; ++m)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) out_acc[j][e] = 0.f;
+    for (int j = 0; j < kValueTiles; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) out_acc[m][j][e] = 0.f;
 
-  constexpr int kProbBuffers = prob_buffers(kDtype, kStages);
+  constexpr int kProbBuffers = BlockSmem<kDtype, kStages, kMTiles>::kProbBuffers;
   for (int tile = 0; tile < num_tiles; ++tile) {
     const int stage_index = tile % kStages, buffer = tile % kProbBuffers;
     mbarrier_wait(sm.kv_full(stage_index), (tile / kStages) & 1);
@@ -380,23 +490,43 @@ __device__ __forceinline__ void value_warps(const DecodeParams& p, const BlockSm
     const uint16_t* probs = sm.probs + buffer * kRows * kProbStride;
     if (KVPATCH_ABLATE != 1 && KVPATCH_ABLATE != 4) {
       // PV: rescale (skipped while no row's max moved), then accumulate this tile's probabilities
-      // times the values of this warp's dims.
-      const float alpha_lo = sm.row_alpha[buffer * kRows + g], alpha_hi = sm.row_alpha[buffer * kRows + g + 8];
-      if (__any_sync(0xffffffffu, alpha_lo != 1.f || alpha_hi != 1.f)) {
+      // times the values of this warp's dims, each value fragment converted once for all m-tiles.
 #pragma unroll
-        for (int j = 0; j < kValueTiles; ++j) {
-          out_acc[j][0] *= alpha_lo, out_acc[j][1] *= alpha_lo;
-          out_acc[j][2] *= alpha_hi, out_acc[j][3] *= alpha_hi;
+      for (int m = 0; m < kMTiles; ++m) {
+        const float alpha_lo = sm.row_alpha[buffer * kRows + kMTileRows * m + g];
+        const float alpha_hi = sm.row_alpha[buffer * kRows + kMTileRows * m + g + 8];
+        if (__any_sync(0xffffffffu, alpha_lo != 1.f || alpha_hi != 1.f)) {
+#pragma unroll
+          for (int j = 0; j < kValueTiles; ++j) {
+            out_acc[m][j][0] *= alpha_lo, out_acc[m][j][1] *= alpha_lo;
+            out_acc[m][j][2] *= alpha_hi, out_acc[m][j][3] *= alpha_hi;
+          }
         }
       }
 #pragma unroll
       for (int k_step = 0; k_step < kTileTokens / 16; ++k_step) {
-        uint32_t value[kValueTiles][2];
-        Tile::load_value(stage, frag_offsets, k_step, value);
-        uint32_t prob_frag[4];
-        ldmatrix_x4(prob_frag, shared_address(probs + (lane & 15) * kProbStride + 16 * k_step + (lane >> 4) * 8));
+        uint32_t prob_frag[kMTiles][4];
 #pragma unroll
-        for (int j = 0; j < kValueTiles; ++j) Op::mma(out_acc[j], prob_frag, value[j][0], value[j][1]);
+        for (int m = 0; m < kMTiles; ++m)
+          ldmatrix_x4(prob_frag[m], shared_address(probs + (kMTileRows * m + (lane & 15)) * kProbStride + 16 * k_step +
+                                                   (lane >> 4) * 8));
+        if constexpr (kMTiles == 1) {
+          uint32_t value[kValueTiles][2];
+          Tile::load_value(stage, frag_offsets, k_step, value);
+#pragma unroll
+          for (int j = 0; j < kValueTiles; ++j) Op::mma(out_acc[0][j], prob_frag[0], value[j][0], value[j][1]);
+        } else {
+          // Half the n-tiles at a time: the 64 accumulators leave little room.
+#pragma unroll
+          for (int half = 0; half < 2; ++half) {
+            uint32_t value[4][2];
+            Tile::load_value_half(stage, frag_offsets, k_step, half, value);
+#pragma unroll
+            for (int m = 0; m < kMTiles; ++m)
+#pragma unroll
+              for (int j = 0; j < 4; ++j) Op::mma(out_acc[m][4 * half + j], prob_frag[m], value[j][0], value[j][1]);
+          }
+        }
       }
     }
     mbarrier_arrive(sm.probs_empty(buffer));
@@ -408,12 +538,23 @@ __device__ __forceinline__ void value_warps(const DecodeParams& p, const BlockSm
   }
 }
 
-template <KvDtype kDtype, int kStages>
+template <KvDtype kDtype, int kStages, int kMTiles>
 __global__ void __launch_bounds__(kBlockThreads, 1)
     mla_decode_kernel(const DecodeParams p, float* partial_out, float* partial_lse, const int4* work_table) {
   KVPATCH_MARK(0, 0);  // entry
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200
+  // Wide blocks need SM90's shared memory per block; SM120 runs narrow ones (the launcher never
+  // starts this instance there), so its SM120 build is left empty.
+  if constexpr (kMTiles == 2) {
+    __trap();
+    return;
+  }
+#endif
   extern __shared__ __align__(128) uint8_t smem[];
-  const BlockSmem<kDtype, kStages> sm(smem);
+  using Smem = BlockSmem<kDtype, kStages, kMTiles>;
+  constexpr int kRows = Smem::kRows;
+  constexpr int kLanesPerRow = softmax_lanes_per_row(kMTiles);
+  const Smem sm(smem);
   // A length-aware plan's table may come from mla_schedule_kernel launched just before, as this
   // grid's programmatic primary: wait for it (a no-op in any other launch).
   grid_dependency_wait();
@@ -428,7 +569,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
       mbarrier_init(sm.kv_full(s), kThreads);
       mbarrier_init(sm.kv_empty(s), kBlockThreads);
     }
-    for (int i = 0; i < prob_buffers(kDtype, kStages); ++i) {
+    for (int i = 0; i < Smem::kProbBuffers; ++i) {
       mbarrier_init(sm.probs_full(i), kThreads);
       mbarrier_init(sm.probs_empty(i), kThreads);
     }
@@ -440,17 +581,17 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
     score_warps(p, sm, b, head0, rows_here, range, running_max, running_sum);
     // Final sums per row for the value warps' epilogue.
 #pragma unroll
-    for (int offset = kSoftmaxLanesPerRow / 2; offset > 0; offset /= 2)
+    for (int offset = kLanesPerRow / 2; offset > 0; offset /= 2)
       running_sum += __shfl_xor_sync(0xffffffffu, running_sum, offset);
-    if (threadIdx.x % kSoftmaxLanesPerRow == 0) {
-      sm.row_sum[threadIdx.x / kSoftmaxLanesPerRow] = running_sum;
-      sm.row_max[threadIdx.x / kSoftmaxLanesPerRow] = running_max;
+    if (threadIdx.x % kLanesPerRow == 0) {
+      sm.row_sum[threadIdx.x / kLanesPerRow] = running_sum;
+      sm.row_max[threadIdx.x / kLanesPerRow] = running_max;
     }
     group_barrier(kBlockBarrier, kBlockThreads);
     return;
   }
 
-  float out_acc[kValueTiles][4];
+  float out_acc[kMTiles][kValueTiles][4];
   value_warps(p, sm, p.kv_indices + work.page_offset, range, out_acc);
   grid_dependents_launch();  // the merge grid may start launching while the epilogues run
   group_barrier(kBlockBarrier, kBlockThreads);  // row sums and maxima are written
@@ -460,8 +601,9 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   const int tid = threadIdx.x - kThreads, warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, c = lane % 4;
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const int row = g + 8 * half;
+  for (int rows = 0; rows < 2 * kMTiles; ++rows) {
+    const int m = rows / 2, half = rows % 2;
+    const int row = kMTileRows * m + g + 8 * half;
     if (row >= rows_here) continue;
     const int head = head0 + row;
     const float sum = sm.row_sum[row];
@@ -471,8 +613,8 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
 #pragma unroll
     for (int j = 0; j < kValueTiles; ++j) {
       // The unscale is a power of two (exact), so both instantiations round the same value.
-      v[j] = out_acc[j][2 * half] * Op::kOutUnscale * inv_sum * p.ckv_scale;          // dim 64w + 16c + j
-      v[8 + j] = out_acc[j][2 * half + 1] * Op::kOutUnscale * inv_sum * p.ckv_scale;  // dim 64w + 16c + 8 + j
+      v[j] = out_acc[m][j][2 * half] * Op::kOutUnscale * inv_sum * p.ckv_scale;          // dim 64w + 16c + j
+      v[8 + j] = out_acc[m][j][2 * half + 1] * Op::kOutUnscale * inv_sum * p.ckv_scale;  // dim 64w + 16c + 8 + j
     }
     const int dim0 = 64 * warp + 16 * c;
     if (work.num_splits == 1) {

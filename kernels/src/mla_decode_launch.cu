@@ -21,52 +21,19 @@ constexpr int kMaxHeads = 128;
 constexpr double kBlockOverheadTiles = 2.0;
 constexpr double kMergeOverheadTiles = 2.0;
 
-// Heads beyond one block's 16 rows go to adjacent blocks of the same split, which read the same
-// KV bytes at about the same time (the second read mostly hits L2).
-int head_groups(int num_heads) { return (num_heads + kRows - 1) / kRows; }
-
-// A launch configuration. programmatic: the grid may start while the previous kernel in the stream
-// drains (programmatic dependent launch) and waits for it at griddepcontrol.wait.
-struct LaunchConfig {
-  cudaLaunchConfig_t config = {};
-  cudaLaunchAttribute attribute = {};
-  LaunchConfig(dim3 grid, int threads, size_t smem, cudaStream_t stream, bool programmatic) {
-    config.gridDim = grid;
-    config.blockDim = dim3(threads);
-    config.dynamicSmemBytes = smem;
-    config.stream = stream;
-    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute.val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = &attribute;
-    config.numAttrs = programmatic ? 1 : 0;
-  }
-  LaunchConfig(const LaunchConfig&) = delete;  // config.attrs points into this object
-  LaunchConfig& operator=(const LaunchConfig&) = delete;
-};
-
-template <KvDtype kDtype, int kStages>
-cudaError_t launch_instance(const DecodeParams& p, dim3 grid, float* partial_out, float* partial_lse,
-                            const int4* work_table, bool after_schedule, cudaStream_t stream) {
-  constexpr size_t smem = smem_layout(kDtype, kStages).total;
-  auto* kernel = &device::mla_decode_kernel<kDtype, kStages>;
-  static std::once_flag configured;
-  static cudaError_t configure_error = cudaSuccess;
-  std::call_once(configured, [&] {
-    configure_error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-  });
-  if (configure_error != cudaSuccess) return configure_error;
-  // Right after mla_schedule_kernel: a programmatic dependent, so its blocks launch while the
-  // schedule runs and wait for its table at griddepcontrol.wait.
-  const LaunchConfig launch(grid, kBlockThreads, smem, stream, after_schedule);
-  return cudaLaunchKernelEx(&launch.config, kernel, p, partial_out, partial_lse, work_table);
+bool env_is(const char* name, std::string_view value) {
+  const char* set = std::getenv(name);
+  return set != nullptr && std::string_view(set) == value;
 }
 
-// KVPATCH_SHALLOW_PIPELINE=1 runs SM120's pipeline depth on any GPU, so the H200's tests cover it.
+// KVPATCH_SHALLOW_PIPELINE=1 runs SM120's pipeline (its depth, narrow blocks) on any GPU, so the
+// H200's tests cover it; KVPATCH_HEAD_ROWS=16 keeps SM90's depth with narrow blocks (A/B runs).
 bool shallow_pipeline_forced() {
-  static const bool forced = [] {
-    const char* value = std::getenv("KVPATCH_SHALLOW_PIPELINE");
-    return value != nullptr && std::string_view(value) == "1";
-  }();
+  static const bool forced = env_is("KVPATCH_SHALLOW_PIPELINE", "1");
+  return forced;
+}
+bool narrow_blocks_forced() {
+  static const bool forced = shallow_pipeline_forced() || env_is("KVPATCH_HEAD_ROWS", "16");
   return forced;
 }
 
@@ -88,16 +55,63 @@ cudaError_t device_smem_optin(size_t& bytes) {
   return cudaSuccess;
 }
 
-// The deepest pipeline the current device's shared memory per block holds (SM90: 227 KB, SM120: 99 KB).
+// Heads beyond one block's rows go to adjacent blocks of the same split, which read the same KV
+// bytes at about the same time (the second read mostly hits L2).
+int head_groups(int num_heads) {
+  const int rows = decode_head_rows(num_heads);
+  return (num_heads + rows - 1) / rows;
+}
+
+// A launch configuration. programmatic: the grid may start while the previous kernel in the stream
+// drains (programmatic dependent launch) and waits for it at griddepcontrol.wait.
+struct LaunchConfig {
+  cudaLaunchConfig_t config = {};
+  cudaLaunchAttribute attribute = {};
+  LaunchConfig(dim3 grid, int threads, size_t smem, cudaStream_t stream, bool programmatic) {
+    config.gridDim = grid;
+    config.blockDim = dim3(threads);
+    config.dynamicSmemBytes = smem;
+    config.stream = stream;
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = &attribute;
+    config.numAttrs = programmatic ? 1 : 0;
+  }
+  LaunchConfig(const LaunchConfig&) = delete;  // config.attrs points into this object
+  LaunchConfig& operator=(const LaunchConfig&) = delete;
+};
+
+template <KvDtype kDtype, int kStages, int kMTiles>
+cudaError_t launch_instance(const DecodeParams& p, dim3 grid, float* partial_out, float* partial_lse,
+                            const int4* work_table, bool after_schedule, cudaStream_t stream) {
+  constexpr size_t smem = smem_layout(kDtype, kStages, kMTiles).total;
+  auto* kernel = &device::mla_decode_kernel<kDtype, kStages, kMTiles>;
+  static std::once_flag configured;
+  static cudaError_t configure_error = cudaSuccess;
+  std::call_once(configured, [&] {
+    configure_error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  });
+  if (configure_error != cudaSuccess) return configure_error;
+  // Right after mla_schedule_kernel: a programmatic dependent, so its blocks launch while the
+  // schedule runs and wait for its table at griddepcontrol.wait.
+  const LaunchConfig launch(grid, kBlockThreads, smem, stream, after_schedule);
+  return cudaLaunchKernelEx(&launch.config, kernel, p, partial_out, partial_lse, work_table);
+}
+
+// Wide blocks where decode_head_rows chose them (it checked the device's shared memory), else the
+// deepest narrow pipeline the device's shared memory per block holds (SM90: 227 KB, SM120: 99 KB).
 template <KvDtype kDtype>
 cudaError_t launch_dtype(const DecodeParams& p, dim3 grid, float* partial_out, float* partial_lse,
                          const int4* work_table, bool after_schedule, cudaStream_t stream) {
+  if (decode_head_rows(p.num_heads) == kMaxRows)
+    return launch_instance<kDtype, max_stages(kDtype, 2), 2>(p, grid, partial_out, partial_lse, work_table,
+                                                              after_schedule, stream);
   size_t smem_optin = 0;
   if (const cudaError_t err = device_smem_optin(smem_optin); err != cudaSuccess) return err;
   constexpr int kDeep = max_stages(kDtype), kShallow = min_stages(kDtype);
   return stages_for(kDtype, smem_optin) == kDeep && !shallow_pipeline_forced()
-             ? launch_instance<kDtype, kDeep>(p, grid, partial_out, partial_lse, work_table, after_schedule, stream)
-             : launch_instance<kDtype, kShallow>(p, grid, partial_out, partial_lse, work_table, after_schedule, stream);
+             ? launch_instance<kDtype, kDeep, 1>(p, grid, partial_out, partial_lse, work_table, after_schedule, stream)
+             : launch_instance<kDtype, kShallow, 1>(p, grid, partial_out, partial_lse, work_table, after_schedule, stream);
 }
 
 bool aligned16(const void* pointer, int64_t stride_bytes) {
@@ -144,6 +158,16 @@ int merge_slices(int batch, int num_heads) {
 }
 
 }  // namespace
+
+int decode_head_rows(int num_heads) {
+  if (num_heads <= kMTileRows || narrow_blocks_forced()) return kMTileRows;
+  size_t smem_optin = 0;
+  if (device_smem_optin(smem_optin) != cudaSuccess) {
+    (void)cudaGetLastError();  // no device: plan for narrow blocks (the launch will report the error)
+    return kMTileRows;
+  }
+  return wide_blocks_fit(smem_optin) ? kMaxRows : kMTileRows;
+}
 
 DecodePlan uniform_plan(int batch, int num_heads, int num_splits) {
   DecodePlan plan;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "kvpatch/mla_decode_launch.h"
 #include "kvpatch/mla_naive_gpu.h"
 #include "kvpatch/mla_reference.h"
+#include "mla_decode_config.h"
 
 using namespace kvtest;
 namespace mla = kvpatch::mla;
@@ -337,7 +339,27 @@ void check_page_size_contract() {
     fail("page size 48 was not refused with cudaErrorInvalidValue");
 }
 
+// Head rows per block: 16 up to 16 heads; 32 for more heads where the device's shared memory per
+// block holds wide blocks (SM90) and no environment variable asks for narrow ones, so that the
+// matrix below runs the wide instances there.
+void check_head_rows() {
+  int device = 0, smem = 0;
+  KV_CUDA_CHECK(cudaGetDevice(&device));
+  KV_CUDA_CHECK(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  const char* rows_env = std::getenv("KVPATCH_HEAD_ROWS");
+  const char* shallow_env = std::getenv("KVPATCH_SHALLOW_PIPELINE");
+  const bool narrow_asked = (rows_env && std::strcmp(rows_env, "16") == 0) || (shallow_env && std::strcmp(shallow_env, "1") == 0);
+  const int expected = mla::tiling::wide_blocks_fit(static_cast<size_t>(smem)) && !narrow_asked ? mla::tiling::kMaxRows : mla::tiling::kMTileRows;
+  std::printf("head rows per block for H > 16: %d (device shared memory per block %d B%s)\n",
+              mla::decode_head_rows(32), smem, narrow_asked ? ", narrow blocks asked for" : "");
+  if (mla::decode_head_rows(16) != mla::tiling::kMTileRows || mla::decode_head_rows(1) != mla::tiling::kMTileRows)
+    fail("16 heads or fewer must run narrow blocks");
+  for (int h : {17, 32, 128})
+    if (mla::decode_head_rows(h) != expected) fail("decode_head_rows(" + std::to_string(h) + ") is not " + std::to_string(expected));
+}
+
 void small_matrix() {
+  check_head_rows();
   check_page_size_contract();
   for (int h : {16, 32, 128}) check_naive_against_cpu({h, 16, {0, 1, 33, 700}, true, 0.5f, 2.f}, 7 + h);
   uint32_t seed = 1000;

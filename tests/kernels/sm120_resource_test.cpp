@@ -10,6 +10,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kvpatch/mla_naive_gpu.h"
@@ -65,15 +66,16 @@ std::vector<KernelUsage> parse_ptxas_log(const std::string& path) {
 // The launch configuration each kernel is started with, from the same constants the launchers use.
 bool launch_config(const std::string& name, LaunchConfig& config) {
   std::smatch m;
-  // mla_decode_kernel<KvDtype, stages>: the launcher runs on SM120 the stage count that SM120's
-  // shared memory per block holds; an instance with more stages is for SM90 and never launched
-  // there (its configuration is still named, so that a new instance cannot slip past the test).
-  const std::regex decode(R"(mla_decode_kernelILNS0_7KvDtypeE(\d)ELi(\d+)E)");
+  // mla_decode_kernel<KvDtype, stages, m-tiles>: the launcher runs on SM120 narrow blocks (one
+  // m-tile) at the stage count that SM120's shared memory per block holds; an instance with more
+  // stages or wide blocks is for SM90 and never launched there (its configuration is still named,
+  // so that a new instance cannot slip past the test).
+  const std::regex decode(R"(mla_decode_kernelILNS0_7KvDtypeE(\d)ELi(\d+)ELi(\d)E)");
   if (std::regex_search(name, m, decode)) {
     const auto dtype = static_cast<KvDtype>(std::stoi(m[1]));
-    const int stages = std::stoi(m[2]);
-    config = {tiling::kBlockThreads, tiling::smem_layout(dtype, stages).total,
-              stages == tiling::stages_for(dtype, tiling::kSmemLimitSm120)};
+    const int stages = std::stoi(m[2]), m_tiles = std::stoi(m[3]);
+    config = {tiling::kBlockThreads, tiling::smem_layout(dtype, stages, m_tiles).total,
+              m_tiles == 1 && stages == tiling::stages_for(dtype, tiling::kSmemLimitSm120)};
     return true;
   }
   if (name.find("mla_merge_kernel") != std::string::npos) return config = {tiling::kMergeThreads, 0}, true;
@@ -130,7 +132,7 @@ TEST_CASE("every sm_120a kernel fits SM120's shared memory, registers and warps,
       CHECK(resident * warps_per_block <= kMaxWarpsPerSm);
     }
   }
-  CHECK(decode_instances == 4);        // FP8, BF16 x (SM90 depth, SM120 depth)
+  CHECK(decode_instances == 6);        // FP8, BF16 x (SM90 depth, SM120 depth, SM90 wide blocks)
   CHECK(sm120_decode_instances == 2);  // FP8, BF16 at SM120's depth
   CHECK(kernels_seen >= 6);
 }
@@ -142,17 +144,25 @@ TEST_CASE("the launcher picks the deepest pipeline each device's shared memory p
   CHECK(tiling::stages_for(KvDtype::kBf16, kSm90OptIn) == 2);
   CHECK(tiling::stages_for(KvDtype::kFp8E4M3, kSm120OptIn) == 2);
   CHECK(tiling::stages_for(KvDtype::kBf16, kSm120OptIn) == 1);
+  // Wide blocks (32 head rows) fit SM90's shared memory per block only.
+  CHECK(tiling::wide_blocks_fit(kSm90OptIn));
+  CHECK_FALSE(tiling::wide_blocks_fit(kSm120OptIn));
   for (const KvDtype dtype : {KvDtype::kFp8E4M3, KvDtype::kBf16}) {
     CAPTURE(static_cast<int>(dtype));
     CHECK(tiling::smem_layout(dtype, tiling::stages_for(dtype, kSm90OptIn)).total <= kSm90OptIn);
     CHECK(tiling::smem_layout(dtype, tiling::stages_for(dtype, kSm120OptIn)).total <= kSm120OptIn);
     // Regions in order, none overlapping the next, mbarriers 8-byte aligned.
-    for (const int stages : {tiling::min_stages(dtype), tiling::max_stages(dtype)}) {
-      const tiling::SmemLayout l = tiling::smem_layout(dtype, stages);
+    for (const auto [stages, m_tiles] : {std::pair{tiling::min_stages(dtype), 1}, std::pair{tiling::max_stages(dtype), 1},
+                                         std::pair{tiling::max_stages(dtype, 2), 2}}) {
+      CAPTURE(stages);
+      CAPTURE(m_tiles);
+      const tiling::SmemLayout l = tiling::smem_layout(dtype, stages, m_tiles);
+      if (m_tiles == 2) CHECK(l.total <= kSm90OptIn);
       CHECK(l.kv_offset < l.score_offset);
       CHECK(l.score_offset < l.prob_offset);
       CHECK(l.prob_offset < l.row_stat_offset);
-      CHECK(l.row_stat_offset < l.page_offset);
+      CHECK(l.row_stat_offset < l.query_offset);
+      CHECK(l.query_offset <= l.page_offset);
       CHECK(l.page_offset < l.barrier_offset);
       CHECK(l.barrier_offset < l.total);
       CHECK(l.barrier_offset % 8 == 0);

@@ -11,11 +11,16 @@
 
 namespace kvpatch::mla {
 
+// A block computes a group of decode_head_rows(num_heads) heads: 32 (two mma m16 tiles, so each KV
+// byte is converted once for 32 heads) when num_heads > 16 and the current device's shared memory
+// per block holds that pipeline (SM90), else 16 (SM120, or 16 heads or fewer).
+int decode_head_rows(int num_heads);
+
 // Two kinds of plan:
 //  - uniform (num_splits >= 1): every request's KV is cut into num_splits pieces, one block each
-//    per 16-head group (1: no merge pass);
+//    per head group (1: no merge pass);
 //  - length-aware (num_splits == 0, blocks > 0): the batch's KV tiles are shared out over `blocks`
-//    blocks per 16-head group, each request split in proportion to its own length. The kernel works
+//    blocks per head group, each request split in proportion to its own length. The kernel works
 //    the split counts out on the device from kv_len, so a plan stays valid for any lengths of the
 //    same batch size (a captured CUDA graph can replay it).
 struct DecodePlan {
@@ -36,7 +41,7 @@ DecodePlan plan_decode_uniform(int batch, int num_heads, int max_kv_len, int sm_
 // A uniform plan with another split count (1-256) than plan_decode's, with its workspace size.
 DecodePlan uniform_plan(int batch, int num_heads, int num_splits);
 
-// A length-aware plan over `blocks` blocks per 16-head group (batch <= blocks <= 256, batch <= 256).
+// A length-aware plan over `blocks` blocks per head group (batch <= blocks <= 256, batch <= 256).
 DecodePlan length_aware_plan(int batch, int num_heads, int blocks);
 
 // The split count a length-aware plan gives each request (what the kernel works out on the device).
