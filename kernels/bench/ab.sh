@@ -25,6 +25,6 @@ for round in 1 2; do
   for side in a b; do
     echo "== $side (round $round)"
     PYTHONUNBUFFERED=1 python3 kernels/bench/bench_decode.py --lib "build-ab-$side/kernels/libkvpatch_mla_capi.so" \
-      --out "$out/ab-$side-$round" "$@" 2>&1 | grep -o "^[a-z0-9_]* .*ctx=[0-9]* *splits=[0-9]* *fp8= *[0-9.]*us/ *[0-9]*GB/s bf16= *[0-9.]*us"
+      --out "$out/ab-$side-$round" "$@" 2>&1 | sed -E -f kernels/bench/brief.sed
   done
 done

@@ -20,5 +20,5 @@ for variant in $variants; do
   label=${labels[$variant]}
   echo "== $label"
   PYTHONUNBUFFERED=1 python3 kernels/bench/bench_decode.py --lib "build-ablate$variant/kernels/libkvpatch_mla_capi.so" \
-    --out "$out/ablate$variant" "$@" 2>&1 | grep -o "^[a-z0-9_]* .*ctx=[0-9]* *splits=[0-9]* *fp8= *[0-9.]*us"
+    --out "$out/ablate$variant" "$@" 2>&1 | sed -E -f kernels/bench/brief.sed
 done

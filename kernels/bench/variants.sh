@@ -24,5 +24,5 @@ done
 for i in "${!variants[@]}" 0; do
   echo "== variant $i: ${variants[$i]}"
   PYTHONUNBUFFERED=1 python3 kernels/bench/bench_decode.py --lib "build-variant$i/kernels/libkvpatch_mla_capi.so" \
-    --out "$out/variant$i" "$@" 2>&1 | grep -o "^[a-z0-9_]* .*ctx=[0-9]* *splits=[0-9]* *fp8= *[0-9.]*us/ *[0-9]*GB/s bf16= *[0-9.]*us"
+    --out "$out/variant$i" "$@" 2>&1 | sed -E -f kernels/bench/brief.sed
 done
