@@ -19,7 +19,7 @@
   copy       a device-to-device copy, the bandwidth ceiling (bytes read + written)
 
 Every token has its own slot in the pool (a random permutation): no two tokens share a KV row, so the
-L2 serves only what a kernel itself reads twice (our kernel at H > 16: one read per 16-head group).
+L2 serves only what a kernel itself reads twice (our kernel at H > 16: one read per head group of 16 or 32 heads).
 Timing: CUDA events around each variant, the L2 flushed (a 256 MB read) before every timed run,
 warm-up first, median of --iters runs. KV bandwidth = KV bytes the attention kernel of that variant
 reads (576 B/token FP8, 1152 B/token BF16) / the variant's whole time (conversions included).
@@ -80,32 +80,39 @@ class Kvpatch:
         # Libraries built before length-aware plans (kernels/bench/ab.sh's reference side) lack
         # kvpatch_mla_plan_uniform and take no block count.
         self.length_aware_abi = hasattr(self.lib, "kvpatch_mla_plan_uniform")
+        # Libraries before wide blocks lack kvpatch_mla_abi_version and take no head rows.
+        self.rows_abi = hasattr(self.lib, "kvpatch_mla_abi_version") and self.lib.kvpatch_mla_abi_version() >= 3
         ip, sp = c.POINTER(c.c_int), c.POINTER(c.c_size_t)
-        self.lib.kvpatch_mla_plan.argtypes = [c.c_int] * 4 + ([ip, ip, sp] if self.length_aware_abi else [ip, sp])
+        rows_out = [ip] if self.rows_abi else []
+        self.lib.kvpatch_mla_plan.argtypes = [c.c_int] * 4 + ([ip, ip, sp] if self.length_aware_abi else [ip, sp]) + rows_out
         if self.length_aware_abi:
-            self.lib.kvpatch_mla_plan_uniform.argtypes = [c.c_int] * 4 + [ip, sp]
+            self.lib.kvpatch_mla_plan_uniform.argtypes = [c.c_int] * 4 + [ip, sp] + rows_out
         ll, vp = c.c_longlong, c.c_void_p
         self.lib.kvpatch_mla_decode.argtypes = [
             vp, ll, ll, vp, ll, ll, vp, ll, vp, ll, c.c_int, vp, vp, vp, c.c_int, c.c_int, c.c_int,
-            c.c_float, c.c_float, c.c_float, vp, ll, ll, vp, c.c_int] + ([c.c_int] if self.length_aware_abi else []) + [
-            c.c_size_t, vp] + ([c.c_int] if self.length_aware_abi else []) + [vp]
+            c.c_float, c.c_float, c.c_float, vp, ll, ll, vp, c.c_int] + ([c.c_int] if self.length_aware_abi else []) + (
+            [c.c_int] if self.rows_abi else []) + [c.c_size_t, vp] + ([c.c_int] if self.length_aware_abi else []) + [vp]
         self.lib.kvpatch_mla_cast_fp8_to_bf16.argtypes = [vp, vp, c.c_size_t, vp]
         self.lib.kvpatch_mla_workspace_bytes.argtypes = [c.c_int, c.c_int, c.c_int]
         self.lib.kvpatch_mla_workspace_bytes.restype = c.c_size_t
 
     def plan(self, batch, heads, max_len, sms):
-        """(splits, blocks, workspace bytes); splits 0: a length-aware plan over `blocks` blocks per head group."""
-        splits, blocks, ws = ctypes.c_int(), ctypes.c_int(), ctypes.c_size_t()
+        """(splits, blocks, workspace bytes, head rows); splits 0: a length-aware plan over `blocks` blocks per
+        head group; head rows 16 or 32 (0 from libraries before wide blocks: 16 heads per block)."""
+        splits, blocks, ws, rows = ctypes.c_int(), ctypes.c_int(), ctypes.c_size_t(), ctypes.c_int()
+        rows_arg = [ctypes.byref(rows)] if self.rows_abi else []
         if not self.length_aware_abi:
             self.lib.kvpatch_mla_plan(batch, heads, max_len, sms, ctypes.byref(splits), ctypes.byref(ws))
-            return splits.value, 0, ws.value
-        self.lib.kvpatch_mla_plan(batch, heads, max_len, sms, ctypes.byref(splits), ctypes.byref(blocks), ctypes.byref(ws))
-        return splits.value, blocks.value, ws.value
+            return splits.value, 0, ws.value, 0
+        self.lib.kvpatch_mla_plan(batch, heads, max_len, sms, ctypes.byref(splits), ctypes.byref(blocks), ctypes.byref(ws),
+                                  *rows_arg)
+        return splits.value, blocks.value, ws.value, rows.value
 
     def plan_uniform(self, batch, heads, max_len, sms):
-        splits, ws = ctypes.c_int(), ctypes.c_size_t()
-        self.lib.kvpatch_mla_plan_uniform(batch, heads, max_len, sms, ctypes.byref(splits), ctypes.byref(ws))
-        return splits.value, 0, ws.value
+        splits, ws, rows = ctypes.c_int(), ctypes.c_size_t(), ctypes.c_int()
+        self.lib.kvpatch_mla_plan_uniform(batch, heads, max_len, sms, ctypes.byref(splits), ctypes.byref(ws),
+                                          *([ctypes.byref(rows)] if self.rows_abi else []))
+        return splits.value, 0, ws.value, rows.value
 
     def workspace_bytes(self, batch, heads, splits):
         return self.lib.kvpatch_mla_workspace_bytes(batch, heads, splits)
@@ -120,7 +127,7 @@ class Kvpatch:
             kv.data_ptr(), kv.stride(0), kpe_ptr, kv.stride(0), kv_dtype, indptr.data_ptr(), indices.data_ptr(),
             lens.data_ptr(), lens.numel(), q_nope.shape[1], 1, sm_scale, 1.0, 1.0, out.data_ptr(), out.stride(0),
             out.stride(1), lse.data_ptr() if lse is not None else None, plan[0],
-            *([plan[1]] if self.length_aware_abi else []), ws.numel(), ws.data_ptr(),
+            *([plan[1]] if self.length_aware_abi else []), *([plan[3]] if self.rows_abi else []), ws.numel(), ws.data_ptr(),
             *([mode] if self.length_aware_abi else []), stream)
         if err != 0:
             raise RuntimeError(f"kvpatch_mla_decode returned CUDA error {err}")
@@ -214,7 +221,7 @@ def bench_shape(kv_api, name, heads, req_lens, pools, flush, iters, sms, fi, for
     sm_scale = 1.0 / math.sqrt(ROW)
     plan = kv_api.plan(batch, heads, ctx, sms)
     if force_splits:  # --splits: time a uniform plan with another split count (workspace sized for it)
-        plan = (force_splits, 0, kv_api.workspace_bytes(batch, heads, force_splits))
+        plan = (force_splits, 0, kv_api.workspace_bytes(batch, heads, force_splits), 0)
     uniform = kv_api.plan_uniform(batch, heads, ctx, sms) if plan[0] == 0 else None
     ws = torch.empty(max(plan[2], uniform[2] if uniform else 0, 16), dtype=torch.uint8, device=device)
     out = {k: torch.empty(batch, heads, 512, dtype=torch.bfloat16, device=device)
@@ -293,6 +300,7 @@ def bench_shape(kv_api, name, heads, req_lens, pools, flush, iters, sms, fi, for
                     traceback.print_exc()
     row = {"shape": name, "batch": batch, "heads": heads, "context": ctx, "kv_tokens": tokens, "pool_slots": num_slots,
            "splits": plan[0], "blocks": plan[1], "uniform_splits": uniform[0] if uniform else plan[0],
+           "head_rows": plan[3] or 16,
            "ragged": len(set(req_lens)) > 1,
            "fp8_bf16_bit_identical": parity, "variants": {}, **fi_notes}
     for key, (ms, nbytes) in variants.items():
@@ -301,9 +309,10 @@ def bench_shape(kv_api, name, heads, req_lens, pools, flush, iters, sms, fi, for
 
 
 def plan_text(row):
+    wide = " w" if row.get("head_rows", 16) == 32 else ""
     if row.get("splits", 1) == 0:
-        return f"la {row['blocks']} / u {row['uniform_splits']}"
-    return str(row["splits"])
+        return f"la {row['blocks']} / u {row['uniform_splits']}{wide}"
+    return f"{row['splits']}{wide}"
 
 
 def write_markdown(rows, copy_gbps, meta, path):
@@ -316,8 +325,9 @@ def write_markdown(rows, copy_gbps, meta, path):
              "conversion. Every token has its own pool slot (no two tokens share a KV row); the pool is the",
              "report's 495,552 slots or, for batches holding more tokens, one slot per token. `fp8 GB/s` counts 576 B of KV per token;",
              "`%copy` is that over the copy bandwidth. `x<variant>` is how many times faster our FP8 kernel is.",
-             "`plan`: `la N` a length-aware plan over N blocks per 16-head group (fp8_uniform: the same kernel on",
-             "the uniform plan of `u N` splits per request), else N splits per request. With a length-aware plan,",
+             "`plan`: `la N` a length-aware plan over N blocks per head group (fp8_uniform: the same kernel on",
+             "the uniform plan of `u N` splits per request), else N splits per request; `w`: wide blocks (32 heads",
+             "per block, else 16). With a length-aware plan,",
              "fp8 (and bf16, cast, gather) time one layer's launch on a split table made once per decode step;",
              "`schedule` is making that table, `fp8_self` a launch that makes its own. Ragged rows: ctx is the",
              "longest request; their token count is in bench.json. Bit-identical: FP8 against BF16 (and fp8_self).", "",

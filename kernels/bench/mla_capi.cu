@@ -10,19 +10,24 @@ using kvpatch::mla::KvDtype;
 
 extern "C" {
 
+// The ABI's version, for bench_decode.py: 3 added head_rows to the plans and the launch (libraries
+// without this function take none; without kvpatch_mla_plan_uniform, no block count either).
+int kvpatch_mla_abi_version() { return 3; }
+
 // num_splits 0 with blocks > 0: a length-aware plan (kvpatch/mla_decode_launch.h).
 int kvpatch_mla_plan(int batch, int num_heads, int max_kv_len, int sm_count, int* num_splits, int* blocks,
-                     size_t* workspace_bytes) {
+                     size_t* workspace_bytes, int* head_rows) {
   const DecodePlan plan = kvpatch::mla::plan_decode(batch, num_heads, max_kv_len, sm_count);
   *num_splits = plan.num_splits, *blocks = plan.blocks, *workspace_bytes = plan.workspace_bytes;
+  *head_rows = plan.head_rows;
   return 0;
 }
 
 // The uniform plan (plan_decode_uniform), as the benchmark's baseline for length-aware plans.
 int kvpatch_mla_plan_uniform(int batch, int num_heads, int max_kv_len, int sm_count, int* num_splits,
-                             size_t* workspace_bytes) {
+                             size_t* workspace_bytes, int* head_rows) {
   const DecodePlan plan = kvpatch::mla::plan_decode_uniform(batch, num_heads, max_kv_len, sm_count);
-  *num_splits = plan.num_splits, *workspace_bytes = plan.workspace_bytes;
+  *num_splits = plan.num_splits, *workspace_bytes = plan.workspace_bytes, *head_rows = plan.head_rows;
   return 0;
 }
 
@@ -38,8 +43,8 @@ int kvpatch_mla_decode(const void* q_nope, long long q_nope_stride_b, long long 
                        const void* kpe, long long kpe_stride_slot, int kv_dtype, const int* kv_indptr,
                        const int* kv_indices, const int* kv_len, int batch, int num_heads, int page_size,
                        float sm_scale, float ckv_scale, float kpe_scale, void* out, long long out_stride_b,
-                       long long out_stride_h, float* lse, int num_splits, int blocks, size_t workspace_bytes,
-                       void* workspace, int mode, void* stream) {
+                       long long out_stride_h, float* lse, int num_splits, int blocks, int head_rows,
+                       size_t workspace_bytes, void* workspace, int mode, void* stream) {
   DecodeParams p;
   p.q_nope = q_nope, p.q_nope_stride_b = q_nope_stride_b, p.q_nope_stride_h = q_nope_stride_h;
   p.q_pe = q_pe, p.q_pe_stride_b = q_pe_stride_b, p.q_pe_stride_h = q_pe_stride_h;
@@ -50,7 +55,7 @@ int kvpatch_mla_decode(const void* q_nope, long long q_nope_stride_b, long long 
   p.sm_scale = sm_scale, p.ckv_scale = ckv_scale, p.kpe_scale = kpe_scale;
   p.out = out, p.out_stride_b = out_stride_b, p.out_stride_h = out_stride_h, p.lse = lse;
   DecodePlan plan;
-  plan.num_splits = num_splits, plan.blocks = blocks, plan.workspace_bytes = workspace_bytes;
+  plan.num_splits = num_splits, plan.blocks = blocks, plan.workspace_bytes = workspace_bytes, plan.head_rows = head_rows;
   const auto s = static_cast<cudaStream_t>(stream);
   return mode == 2 ? kvpatch::mla::launch_decode_schedule(p, plan, workspace, s)
                    : kvpatch::mla::launch_decode(p, plan, workspace, s, /*schedule_ready=*/mode == 1);

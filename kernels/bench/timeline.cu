@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
   p.out = d_out, p.out_stride_b = int64_t{heads} * kHeadDimCkv, p.out_stride_h = kHeadDimCkv, p.lse = d_lse;
 
   const bool length_aware = plan.num_splits == 0;
-  const int decode_blocks = head_groups(heads) * (length_aware ? plan.blocks : plan.num_splits * batch);
+  const int decode_blocks = head_groups(heads, plan_head_rows(plan, heads)) * (length_aware ? plan.blocks : plan.num_splits * batch);
   const int merge_blocks = plan.num_splits == 1 ? 0 : heads * batch * merge_slices(batch, heads);
   if (decode_blocks > device::kTimelineBlocks || merge_blocks > device::kTimelineBlocks) {
     std::fprintf(stderr, "too many blocks for the timeline buffer (%d, %d > %d)\n", decode_blocks, merge_blocks,

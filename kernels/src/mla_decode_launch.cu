@@ -20,6 +20,10 @@ constexpr int kMaxHeads = 128;
 // Per-block fixed cost in tile-times (pipeline fill, epilogue), and the merge pass's when split.
 constexpr double kBlockOverheadTiles = 2.0;
 constexpr double kMergeOverheadTiles = 2.0;
+// A wide block's 64-token tile against a narrow block's (H200, B=32 H=32 16K: ~2.3 against ~1.39
+// us per tile per SM), and its longer prologue (32 query rows, the second m-tile's operands).
+constexpr double kWideTileCost = 1.65;
+constexpr double kWidePrologueTiles = 1.0;
 
 bool env_is(const char* name, std::string_view value) {
   const char* set = std::getenv(name);
@@ -57,9 +61,13 @@ cudaError_t device_smem_optin(size_t& bytes) {
 
 // Heads beyond one block's rows go to adjacent blocks of the same split, which read the same KV
 // bytes at about the same time (the second read mostly hits L2).
-int head_groups(int num_heads) {
-  const int rows = decode_head_rows(num_heads);
-  return (num_heads + rows - 1) / rows;
+int head_groups(int num_heads, int rows) { return (num_heads + rows - 1) / rows; }
+
+// The head rows a launch of `plan` runs, or 0 when the device cannot run them.
+int plan_head_rows(const DecodePlan& plan, int num_heads) {
+  const int most = decode_head_rows(num_heads);
+  const int rows = plan.head_rows == 0 ? most : plan.head_rows;
+  return rows == kMTileRows || rows == most ? rows : 0;
 }
 
 // A launch configuration. programmatic: the grid may start while the previous kernel in the stream
@@ -98,12 +106,12 @@ cudaError_t launch_instance(const DecodeParams& p, dim3 grid, float* partial_out
   return cudaLaunchKernelEx(&launch.config, kernel, p, partial_out, partial_lse, work_table);
 }
 
-// Wide blocks where decode_head_rows chose them (it checked the device's shared memory), else the
+// Wide blocks where the plan chose them (plan_head_rows checked the device's shared memory), else the
 // deepest narrow pipeline the device's shared memory per block holds (SM90: 227 KB, SM120: 99 KB).
 template <KvDtype kDtype>
-cudaError_t launch_dtype(const DecodeParams& p, dim3 grid, float* partial_out, float* partial_lse,
+cudaError_t launch_dtype(const DecodeParams& p, int head_rows, dim3 grid, float* partial_out, float* partial_lse,
                          const int4* work_table, bool after_schedule, cudaStream_t stream) {
-  if (decode_head_rows(p.num_heads) == kMaxRows)
+  if (head_rows == kMaxRows)
     return launch_instance<kDtype, max_stages(kDtype, 2), 2>(p, grid, partial_out, partial_lse, work_table,
                                                               after_schedule, stream);
   size_t smem_optin = 0;
@@ -169,17 +177,19 @@ int decode_head_rows(int num_heads) {
   return wide_blocks_fit(smem_optin) ? kMaxRows : kMTileRows;
 }
 
-DecodePlan uniform_plan(int batch, int num_heads, int num_splits) {
+DecodePlan uniform_plan(int batch, int num_heads, int num_splits, int head_rows) {
   DecodePlan plan;
   plan.num_splits = num_splits;
+  plan.head_rows = head_rows;
   if (batch > 0 && num_heads > 0 && num_splits > 1) plan.workspace_bytes = workspace_bytes(batch * num_splits, num_heads, 0, 0);
   return plan;
 }
 
-DecodePlan length_aware_plan(int batch, int num_heads, int blocks) {
+DecodePlan length_aware_plan(int batch, int num_heads, int blocks, int head_rows) {
   DecodePlan plan;
   plan.num_splits = 0;
   plan.blocks = blocks;
+  plan.head_rows = head_rows;
   if (batch > 0 && num_heads > 0 && blocks > 0) plan.workspace_bytes = workspace_bytes(blocks, num_heads, batch, blocks);
   return plan;
 }
@@ -205,35 +215,72 @@ std::vector<int> length_aware_splits(const std::vector<int>& kv_len, int blocks)
   return splits;
 }
 
-DecodePlan plan_decode_uniform(int batch, int num_heads, int max_kv_len, int sm_count) {
-  if (batch <= 0 || num_heads <= 0 || max_kv_len <= 0 || sm_count <= 0) return {};
-  const long long base_blocks = static_cast<long long>(batch) * head_groups(num_heads);
+namespace {
+
+// A plan for blocks of `rows` heads, with its estimated time in narrow tile-times.
+struct CostedPlan {
+  DecodePlan plan;
+  double cost = 0.0;
+};
+
+double tile_cost(int rows) { return rows == kMaxRows ? kWideTileCost : 1.0; }
+double block_overhead(int rows) { return kBlockOverheadTiles + (rows == kMaxRows ? kWidePrologueTiles : 0.0); }
+
+// The split count that minimises (waves x per-block time), counting fixed costs.
+CostedPlan uniform_for_rows(int batch, int num_heads, int max_kv_len, int sm_count, int rows) {
+  const long long base_blocks = static_cast<long long>(batch) * head_groups(num_heads, rows);
   const long long slots = static_cast<long long>(sm_count) * kBlocksPerSm;
   const int tiles = request_tiles(max_kv_len);
-  // The split count that minimises (waves x per-block tile time), counting fixed costs.
   int best_splits = 1;
   double best_cost = 0.0;
   for (int splits = 1; splits <= std::min(tiles, kMaxSplits); ++splits) {
     const long long blocks = base_blocks * splits;
     const long long waves = (blocks + slots - 1) / slots;
-    const double per_block = (tiles + splits - 1) / splits + kBlockOverheadTiles + (splits > 1 ? kMergeOverheadTiles : 0.0);
+    const double per_block = (tiles + splits - 1) / splits * tile_cost(rows) + block_overhead(rows) +
+                             (splits > 1 ? kMergeOverheadTiles : 0.0);
     const double cost = static_cast<double>(waves) * per_block;
     if (splits == 1 || cost < best_cost) {
       best_cost = cost;
       best_splits = splits;
     }
   }
-  return uniform_plan(batch, num_heads, best_splits);
+  return {uniform_plan(batch, num_heads, best_splits, rows), best_cost};
+}
+
+// A length-aware plan when two or more requests do not fill the GPU alone (one request: the uniform
+// plan splits it as evenly, without the on-device search), else the uniform plan. Its cost counts
+// every request as max_kv_len long (the lengths themselves are on the device).
+CostedPlan plan_for_rows(int batch, int num_heads, int max_kv_len, int sm_count, int rows) {
+  const long long per_group =
+      std::min<long long>(static_cast<long long>(sm_count) * kBlocksPerSm / head_groups(num_heads, rows), kMaxSplits);
+  const int tiles = request_tiles(max_kv_len);
+  if (batch > 1 && tiles > 1 && batch < per_group && batch <= kMaxLengthAwareBatch) {
+    const long long per_block = (static_cast<long long>(batch) * tiles + per_group - 1) / per_group;
+    return {length_aware_plan(batch, num_heads, static_cast<int>(per_group), rows),
+            static_cast<double>(per_block) * tile_cost(rows) + block_overhead(rows) + kMergeOverheadTiles};
+  }
+  return uniform_for_rows(batch, num_heads, max_kv_len, sm_count, rows);
+}
+
+// Narrow blocks, unless wide ones are possible and estimated faster.
+template <class Planner>
+DecodePlan cheaper_width(int num_heads, Planner plan_rows) {
+  const CostedPlan narrow = plan_rows(kMTileRows);
+  if (decode_head_rows(num_heads) != kMaxRows) return narrow.plan;
+  const CostedPlan wide = plan_rows(kMaxRows);
+  return wide.cost < narrow.cost ? wide.plan : narrow.plan;
+}
+
+}  // namespace
+
+DecodePlan plan_decode_uniform(int batch, int num_heads, int max_kv_len, int sm_count) {
+  if (batch <= 0 || num_heads <= 0 || max_kv_len <= 0 || sm_count <= 0) return {};
+  return cheaper_width(num_heads, [&](int rows) { return uniform_for_rows(batch, num_heads, max_kv_len, sm_count, rows); });
 }
 
 DecodePlan plan_decode(int batch, int num_heads, int max_kv_len, int sm_count) {
   if (batch <= 0 || num_heads <= 0 || max_kv_len <= 0 || sm_count <= 0) return {};
-  const long long per_group =
-      std::min<long long>(static_cast<long long>(sm_count) * kBlocksPerSm / head_groups(num_heads), kMaxSplits);
-  // One request: the uniform plan splits it as evenly, without the on-device search.
-  if (batch > 1 && request_tiles(max_kv_len) > 1 && batch < per_group && batch <= kMaxLengthAwareBatch)
-    return length_aware_plan(batch, num_heads, static_cast<int>(per_group));
-  return plan_decode_uniform(batch, num_heads, max_kv_len, sm_count);
+  return cheaper_width(num_heads, [&](int rows) { return plan_for_rows(batch, num_heads, max_kv_len, sm_count, rows); });
 }
 
 namespace {
@@ -243,7 +290,8 @@ cudaError_t check_launch(const DecodeParams& p, const DecodePlan& plan, const vo
   const bool length_aware = plan.num_splits == 0;
   if (p.batch < 0 || p.num_heads < 1 || p.num_heads > kMaxHeads || !is_supported_page_size(p.page_size) ||
       plan.num_splits < 0 || plan.num_splits > kMaxSplits ||
-      (length_aware && (plan.blocks < p.batch || plan.blocks > kMaxSplits || p.batch > kMaxLengthAwareBatch)))
+      (length_aware && (plan.blocks < p.batch || plan.blocks > kMaxSplits || p.batch > kMaxLengthAwareBatch)) ||
+      plan_head_rows(plan, p.num_heads) == 0)
     return cudaErrorInvalidValue;
   if (p.batch == 0) return cudaSuccess;
   if (!p.q_nope || !p.q_pe || !p.ckv || !p.kpe || !p.kv_indptr || !p.kv_indices || !p.kv_len || !p.out)
@@ -280,12 +328,13 @@ cudaError_t launch_decode(const DecodeParams& p, const DecodePlan& plan, void* w
   const bool after_schedule = length_aware && !schedule_ready;
   if (after_schedule)
     if (const cudaError_t err = launch_schedule(p, plan, w, stream); err != cudaSuccess) return err;
-  const dim3 grid = length_aware ? dim3(head_groups(p.num_heads), plan.blocks)
-                                 : dim3(head_groups(p.num_heads), plan.num_splits, p.batch);
+  const int rows = plan_head_rows(plan, p.num_heads);
+  const int groups = head_groups(p.num_heads, rows);
+  const dim3 grid = length_aware ? dim3(groups, plan.blocks) : dim3(groups, plan.num_splits, p.batch);
   const cudaError_t err =
       p.kv_dtype == KvDtype::kFp8E4M3
-          ? launch_dtype<KvDtype::kFp8E4M3>(p, grid, w.partial_out, w.partial_lse, w.work_table, after_schedule, stream)
-          : launch_dtype<KvDtype::kBf16>(p, grid, w.partial_out, w.partial_lse, w.work_table, after_schedule, stream);
+          ? launch_dtype<KvDtype::kFp8E4M3>(p, rows, grid, w.partial_out, w.partial_lse, w.work_table, after_schedule, stream)
+          : launch_dtype<KvDtype::kBf16>(p, rows, grid, w.partial_out, w.partial_lse, w.work_table, after_schedule, stream);
   if (err != cudaSuccess || plan.num_splits == 1) return err;
   // Programmatic dependent launch: the merge grid's launch overlaps the decode grid's tail.
   const LaunchConfig merge(dim3(p.num_heads, p.batch, merge_slices(p.batch, p.num_heads)), kMergeThreads, 0, stream,

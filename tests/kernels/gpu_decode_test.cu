@@ -356,6 +356,12 @@ void check_head_rows() {
     fail("16 heads or fewer must run narrow blocks");
   for (int h : {17, 32, 128})
     if (mla::decode_head_rows(h) != expected) fail("decode_head_rows(" + std::to_string(h) + ") is not " + std::to_string(expected));
+  // plan_decode's width: a tile or two per block stays narrow (more blocks), long contexts go wide.
+  const int sms = sm_count();
+  const mla::DecodePlan short_plan = mla::plan_decode(1, 64, 4096, sms), long_plan = mla::plan_decode(32, 32, 16384, sms);
+  std::printf("plan_decode head rows: B=1 H=64 4K -> %d, B=32 H=32 16K -> %d\n", short_plan.head_rows, long_plan.head_rows);
+  if (short_plan.head_rows != mla::tiling::kMTileRows) fail("B=1 H=64 4K should run narrow blocks");
+  if (long_plan.head_rows != expected) fail("B=32 H=32 16K should run blocks of " + std::to_string(expected) + " heads");
 }
 
 void small_matrix() {

@@ -11,9 +11,10 @@
 
 namespace kvpatch::mla {
 
-// A block computes a group of decode_head_rows(num_heads) heads: 32 (two mma m16 tiles, so each KV
-// byte is converted once for 32 heads) when num_heads > 16 and the current device's shared memory
-// per block holds that pipeline (SM90), else 16 (SM120, or 16 heads or fewer).
+// A block computes a group of 16 heads (one mma m16 tile), or of 32 ("wide" blocks: two m16 tiles,
+// so each KV byte is converted once for 32 heads). decode_head_rows is the most the current device
+// runs for num_heads: 32 when num_heads > 16 and its shared memory per block holds the wide
+// pipeline (SM90), else 16 (SM120, or 16 heads or fewer).
 int decode_head_rows(int num_heads);
 
 // Two kinds of plan:
@@ -27,11 +28,15 @@ struct DecodePlan {
   int num_splits = 1;
   int blocks = 0;
   size_t workspace_bytes = 0;  // device scratch for partial outputs, LSEs (and the split table)
+  int head_rows = 0;           // heads per block: 16, 32, or 0 for decode_head_rows(num_heads)
 };
 
 // plan_decode picks a length-aware plan when two or more requests do not fill the GPU alone
 // (batch x head groups < SMs, batch <= 256) and requests are longer than one 64-token tile, else a
-// uniform plan. max_kv_len: the longest request in tokens (an upper bound is fine).
+// uniform plan. max_kv_len: the longest request in tokens (an upper bound is fine). Where wide
+// blocks are possible it plans both widths and keeps the one its cost estimate finds faster: wide
+// blocks do ~1.65x a narrow block's work per tile for twice the heads, but halve the blocks, so
+// short contexts (a tile or two per block) stay narrow.
 DecodePlan plan_decode(int batch, int num_heads, int max_kv_len, int sm_count);
 
 // The uniform plan for a batch whose longest request has max_kv_len tokens: the split count that
@@ -39,17 +44,18 @@ DecodePlan plan_decode(int batch, int num_heads, int max_kv_len, int sm_count);
 DecodePlan plan_decode_uniform(int batch, int num_heads, int max_kv_len, int sm_count);
 
 // A uniform plan with another split count (1-256) than plan_decode's, with its workspace size.
-DecodePlan uniform_plan(int batch, int num_heads, int num_splits);
+DecodePlan uniform_plan(int batch, int num_heads, int num_splits, int head_rows = 0);
 
 // A length-aware plan over `blocks` blocks per head group (batch <= blocks <= 256, batch <= 256).
-DecodePlan length_aware_plan(int batch, int num_heads, int blocks);
+DecodePlan length_aware_plan(int batch, int num_heads, int blocks, int head_rows = 0);
 
 // The split count a length-aware plan gives each request (what the kernel works out on the device).
 std::vector<int> length_aware_splits(const std::vector<int>& kv_len, int blocks);
 
 // Launches decode (and the merge pass when the plan splits) on `stream`. `workspace` must hold
 // plan.workspace_bytes. Returns the first CUDA error met; checks params and returns
-// cudaErrorInvalidValue for unsupported shapes (num_heads > 128, page_size < 1, ...).
+// cudaErrorInvalidValue for unsupported shapes (num_heads > 128, page_size < 1, ...) and for
+// plan.head_rows other than 0, 16 or decode_head_rows(num_heads).
 // The KV views are copied in 16-byte chunks: ckv and kpe, and their slot strides in bytes, must be
 // multiples of 16 (true for SGLang's [slots, 1, 576] FP8 and BF16 buffers).
 // A length-aware plan first works out the split table for the current kv_len (a one-block kernel,
