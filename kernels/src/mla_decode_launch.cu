@@ -264,23 +264,33 @@ CostedPlan plan_for_rows(int batch, int num_heads, int max_kv_len, int sm_count,
 
 // Narrow blocks, unless wide ones are possible and estimated faster.
 template <class Planner>
-DecodePlan cheaper_width(int num_heads, Planner plan_rows) {
+DecodePlan cheaper_width(int num_heads, int max_head_rows, Planner plan_rows) {
   const CostedPlan narrow = plan_rows(kMTileRows);
-  if (decode_head_rows(num_heads) != kMaxRows) return narrow.plan;
+  if (max_head_rows != kMaxRows || num_heads <= kMTileRows) return narrow.plan;
   const CostedPlan wide = plan_rows(kMaxRows);
   return wide.cost < narrow.cost ? wide.plan : narrow.plan;
 }
 
 }  // namespace
 
-DecodePlan plan_decode_uniform(int batch, int num_heads, int max_kv_len, int sm_count) {
+DecodePlan plan_decode_uniform(int batch, int num_heads, int max_kv_len, int sm_count, int max_head_rows) {
   if (batch <= 0 || num_heads <= 0 || max_kv_len <= 0 || sm_count <= 0) return {};
-  return cheaper_width(num_heads, [&](int rows) { return uniform_for_rows(batch, num_heads, max_kv_len, sm_count, rows); });
+  return cheaper_width(num_heads, max_head_rows,
+                       [&](int rows) { return uniform_for_rows(batch, num_heads, max_kv_len, sm_count, rows); });
+}
+
+DecodePlan plan_decode_uniform(int batch, int num_heads, int max_kv_len, int sm_count) {
+  return plan_decode_uniform(batch, num_heads, max_kv_len, sm_count, decode_head_rows(num_heads));
+}
+
+DecodePlan plan_decode(int batch, int num_heads, int max_kv_len, int sm_count, int max_head_rows) {
+  if (batch <= 0 || num_heads <= 0 || max_kv_len <= 0 || sm_count <= 0) return {};
+  return cheaper_width(num_heads, max_head_rows,
+                       [&](int rows) { return plan_for_rows(batch, num_heads, max_kv_len, sm_count, rows); });
 }
 
 DecodePlan plan_decode(int batch, int num_heads, int max_kv_len, int sm_count) {
-  if (batch <= 0 || num_heads <= 0 || max_kv_len <= 0 || sm_count <= 0) return {};
-  return cheaper_width(num_heads, [&](int rows) { return plan_for_rows(batch, num_heads, max_kv_len, sm_count, rows); });
+  return plan_decode(batch, num_heads, max_kv_len, sm_count, decode_head_rows(num_heads));
 }
 
 namespace {

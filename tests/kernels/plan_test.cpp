@@ -1,4 +1,5 @@
-// The host side of the split plan (no GPU needed): which kind of plan plan_decode picks, and the
+// The host side of the split plan (no GPU needed): which kind of plan and block width plan_decode
+// picks, and the
 // split counts of length-aware plans against a brute-force search for the smallest tile cap.
 // gpu_decode_test checks that the kernel's own on-device search writes the same table.
 #include <doctest/doctest.h>
@@ -33,8 +34,10 @@ TEST_CASE("plan_decode: length-aware while the batch alone leaves SMs idle, unif
   CHECK(small.num_splits == 0);
   CHECK(small.blocks == 132);
   CHECK(small.workspace_bytes == length_aware_plan(32, 16, 132).workspace_bytes);
-  // 32 heads: two 16-head groups share the SMs.
-  CHECK(plan_decode(8, 32, 32768, 132).blocks == 66);
+  // 32 heads in narrow blocks (SM120): two 16-head groups share the SMs.
+  const DecodePlan narrow = plan_decode(8, 32, 32768, 132, 16);
+  CHECK(narrow.blocks == 66);
+  CHECK(narrow.head_rows == 16);
   // A batch as large as the GPU: uniform, and one split at short contexts.
   CHECK(plan_decode(132, 16, 1024, 132).num_splits == 1);
   CHECK(plan_decode(200, 16, 65536, 132).num_splits >= 1);
@@ -46,6 +49,24 @@ TEST_CASE("plan_decode: length-aware while the batch alone leaves SMs idle, unif
   CHECK(one_tile.workspace_bytes == 0);
   // Beyond the schedule's shared-memory table (256 requests), uniform even on a larger GPU.
   CHECK(plan_decode(300, 16, 65536, 1000).num_splits >= 1);
+}
+
+TEST_CASE("plan_decode: wide blocks where the cost estimate finds them faster (SM90)") {
+  // Long contexts: one group of 32 heads gets all 132 SMs.
+  const DecodePlan b32 = plan_decode(32, 32, 16384, 132, 32);
+  CHECK(b32.head_rows == 32);
+  CHECK(b32.num_splits == 0);
+  CHECK(b32.blocks == 132);
+  CHECK(plan_decode(16, 128, 16384, 132, 32).head_rows == 32);
+  CHECK(plan_decode(1, 128, 65536, 132, 32).head_rows == 32);
+  CHECK(plan_decode_uniform(32, 64, 4096, 132, 32).head_rows == 32);
+  // A tile or two per block (kvverify's batch-1 4K presets, measured slower wide): narrow blocks,
+  // which give twice the blocks.
+  CHECK(plan_decode(1, 64, 4096, 132, 32).head_rows == 16);
+  CHECK(plan_decode(1, 32, 4096, 132, 32).head_rows == 16);
+  // 16 heads or fewer: always narrow; the workspace does not depend on the width.
+  CHECK(plan_decode(32, 16, 32768, 132, 32).head_rows == 16);
+  CHECK(b32.workspace_bytes == length_aware_plan(32, 32, 132, 16).workspace_bytes);
 }
 
 TEST_CASE("length-aware splits: uniform batches split as evenly as before") {

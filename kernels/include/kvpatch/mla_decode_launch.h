@@ -38,10 +38,13 @@ struct DecodePlan {
 // blocks do ~1.65x a narrow block's work per tile for twice the heads, but halve the blocks, so
 // short contexts (a tile or two per block) stay narrow.
 DecodePlan plan_decode(int batch, int num_heads, int max_kv_len, int sm_count);
+// The same for a device whose widest block is max_head_rows (16 or 32) instead of the current one's.
+DecodePlan plan_decode(int batch, int num_heads, int max_kv_len, int sm_count, int max_head_rows);
 
 // The uniform plan for a batch whose longest request has max_kv_len tokens: the split count that
 // minimises waves x tiles per block (what plan_decode returns once the batch fills the GPU).
 DecodePlan plan_decode_uniform(int batch, int num_heads, int max_kv_len, int sm_count);
+DecodePlan plan_decode_uniform(int batch, int num_heads, int max_kv_len, int sm_count, int max_head_rows);
 
 // A uniform plan with another split count (1-256) than plan_decode's, with its workspace size.
 DecodePlan uniform_plan(int batch, int num_heads, int num_splits, int head_rows = 0);
