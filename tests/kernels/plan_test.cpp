@@ -1,6 +1,6 @@
 // The host side of the split plan (no GPU needed): which kind of plan and block width plan_decode
-// picks, and the
-// split counts of length-aware plans against a brute-force search for the smallest tile cap.
+// picks, and the split counts of length-aware plans against a brute-force search for the smallest
+// tile cap.
 // gpu_decode_test checks that the kernel's own on-device search writes the same table.
 #include <doctest/doctest.h>
 
