@@ -226,7 +226,7 @@ __device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSm
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int shift = row_shift(kMTileRows * m + g + 8 * half);
-      unshift[m][half] = pow2(shift);
+      if constexpr (kMTiles == 2) unshift[m][half] = pow2(shift);
       if (m == 0) {
         latent_scale[half] = p.ckv_scale * pow2(shift);
         rope_scale[half] = p.kpe_scale * pow2(shift);

@@ -296,12 +296,13 @@ DecodePlan plan_decode(int batch, int num_heads, int max_kv_len, int sm_count) {
 namespace {
 
 // The checks both launch functions share.
-cudaError_t check_launch(const DecodeParams& p, const DecodePlan& plan, const void* workspace) {
+// `rows`: the head rows per block the launch runs (plan_head_rows), when the checks pass.
+cudaError_t check_launch(const DecodeParams& p, const DecodePlan& plan, const void* workspace, int& rows) {
   const bool length_aware = plan.num_splits == 0;
+  rows = plan_head_rows(plan, p.num_heads);
   if (p.batch < 0 || p.num_heads < 1 || p.num_heads > kMaxHeads || !is_supported_page_size(p.page_size) ||
       plan.num_splits < 0 || plan.num_splits > kMaxSplits ||
-      (length_aware && (plan.blocks < p.batch || plan.blocks > kMaxSplits || p.batch > kMaxLengthAwareBatch)) ||
-      plan_head_rows(plan, p.num_heads) == 0)
+      (length_aware && (plan.blocks < p.batch || plan.blocks > kMaxSplits || p.batch > kMaxLengthAwareBatch)) || rows == 0)
     return cudaErrorInvalidValue;
   if (p.batch == 0) return cudaSuccess;
   if (!p.q_nope || !p.q_pe || !p.ckv || !p.kpe || !p.kv_indptr || !p.kv_indices || !p.kv_len || !p.out)
@@ -326,19 +327,20 @@ cudaError_t launch_schedule(const DecodeParams& p, const DecodePlan& plan, const
 
 cudaError_t launch_decode_schedule(const DecodeParams& p, const DecodePlan& plan, void* workspace, cudaStream_t stream) {
   if (plan.num_splits != 0) return cudaErrorInvalidValue;
-  if (const cudaError_t err = check_launch(p, plan, workspace); err != cudaSuccess || p.batch == 0) return err;
+  int rows = 0;
+  if (const cudaError_t err = check_launch(p, plan, workspace, rows); err != cudaSuccess || p.batch == 0) return err;
   return launch_schedule(p, plan, carve(workspace, p, plan), stream);
 }
 
 cudaError_t launch_decode(const DecodeParams& p, const DecodePlan& plan, void* workspace, cudaStream_t stream,
                           bool schedule_ready) {
-  if (const cudaError_t err = check_launch(p, plan, workspace); err != cudaSuccess || p.batch == 0) return err;
+  int rows = 0;
+  if (const cudaError_t err = check_launch(p, plan, workspace, rows); err != cudaSuccess || p.batch == 0) return err;
   const bool length_aware = plan.num_splits == 0;
   const Workspace w = carve(workspace, p, plan);
   const bool after_schedule = length_aware && !schedule_ready;
   if (after_schedule)
     if (const cudaError_t err = launch_schedule(p, plan, w, stream); err != cudaSuccess) return err;
-  const int rows = plan_head_rows(plan, p.num_heads);
   const int groups = head_groups(p.num_heads, rows);
   const dim3 grid = length_aware ? dim3(groups, plan.blocks) : dim3(groups, plan.num_splits, p.batch);
   const cudaError_t err =
