@@ -33,10 +33,10 @@ KVPATCH_TILING_FN int softmax_lanes_per_row(int m_tiles) { return kThreads / blo
 KVPATCH_TILING_FN int softmax_tokens(int m_tiles) { return kTileTokens / softmax_lanes_per_row(m_tiles); }
 inline constexpr int kScoreStride = kTileTokens + 8;  // floats per score row: row r + 1 starts 32 B on
 inline constexpr int kProbStride = kTileTokens + 8;   // 16-bit values per probability row: 16 B on
-// The block's query rows (BF16, latent then rope) are staged once, before the first tile, in the
-// score buffer(s) and the first probability buffer; rows 16 B apart in the banks. A wide block
-// keeps its second m-tile's query there too, as mma operands in k-step order (ldmatrix rows).
-inline constexpr int kQueryStageStride = kHeadDimCkv + kHeadDimKpe + 8;  // 16-bit values per row
+// A wide block keeps its second m-tile's query in shared memory as mma operands in k-step order
+// (ldmatrix rows, 16 B apart in the banks).
+inline constexpr int kQueryRowElems = kHeadDimCkv + kHeadDimKpe;
+inline constexpr int kQueryStageStride = kQueryRowElems + 8;  // 16-bit values per row
 inline constexpr int kRowBytesFp8 = kHeadDimCkv + kHeadDimKpe;
 inline constexpr int kSmemLimitSm120 = 101376;  // opt-in shared memory per block on SM120
 inline constexpr int kMaxSplits = 256;                 // KV splits per request (flash-decoding)
@@ -58,6 +58,11 @@ inline constexpr int kBlocksPerSm = 1;
 // request still gets one block, which writes its zeros and LSE -inf).
 KVPATCH_TILING_FN int request_tiles(int len) { return len <= 0 ? 0 : (len + kTileTokens - 1) / kTileTokens; }
 KVPATCH_TILING_FN int capped_splits(int tiles, int cap) { return tiles <= cap ? 1 : (tiles + cap - 1) / cap; }
+// What a block pays, in tile-times, to go from one piece of KV to the next request's (its query
+// staged, the first piece's output stored): H200, B=32 H=16 8K, 31-32 tiles per block in two pieces
+// against 32 in one, +2.6 us (~2 tiles). A length-aware schedule shares tiles evenly only when that
+// beats one piece per block by more than these switches cost.
+inline constexpr int kPieceSwitchTiles = 2;
 
 KVPATCH_TILING_FN int kv_elem_bytes(KvDtype dtype) { return dtype == KvDtype::kFp8E4M3 ? 1 : 2; }
 KVPATCH_TILING_FN int kv_row_bytes(KvDtype dtype) { return kRowBytesFp8 * kv_elem_bytes(dtype); }
@@ -86,15 +91,21 @@ KVPATCH_TILING_FN int score_buffers(KvDtype dtype, int stages, int m_tiles = 1) 
   return deep_pipeline(dtype, stages, m_tiles) && (m_tiles == 1 || dtype == KvDtype::kFp8E4M3) ? 2 : 1;
 }
 
+// Per-row FP32 statistics after the probability buffers: a rescale factor per probability buffer,
+// a piece's final (sum, max) in two slots (pieces alternate), the per-k-slice query row maxima.
+KVPATCH_TILING_FN int row_stat_floats(int prob_buffer_count) { return prob_buffer_count + 2 * 2 + kKSlices; }
+inline constexpr int kPieceStatSlots = 2;
+
 struct SmemLayout {
   size_t kv_offset = 0;        // [stages][kTileTokens][row bytes], 16-byte chunks swizzled per row
   size_t score_offset = 0;     // [score buffers][kKSlices][rows][kScoreStride] FP32 partial scores
   size_t prob_offset = 0;      // [prob buffers][rows][kProbStride] 16-bit probabilities
-  size_t row_stat_offset = 0;  // [prob buffers + 2][rows] FP32: rescale factor per prob buffer,
-                               // final sum, final max; first the per-k-slice query row maxima
+  size_t row_stat_offset = 0;  // [row_stat_floats(prob buffers)][rows] FP32
   size_t query_offset = 0;     // wide blocks: [16][kQueryStageStride] second m-tile's query operands
-  size_t page_offset = 0;      // [page ring tiles][kTileTokens] int32 page ids
-  size_t barrier_offset = 0;   // mbarriers: KV full, KV empty [stages]; probs full, probs empty [prob buffers]
+  size_t page_offset = 0;      // [page ring tiles][kTileTokens] int32 page ids, then as many in-page
+                               // offsets (-1: no token)
+  size_t barrier_offset = 0;   // mbarriers: KV full, KV empty [stages]; probs full, probs empty [prob
+                               // buffers]; piece stats full, empty [kPieceStatSlots]
   size_t total = 0;
 };
 
@@ -106,11 +117,13 @@ KVPATCH_TILING_FN SmemLayout smem_layout(KvDtype dtype, int stages, int m_tiles 
   layout.prob_offset =
       layout.score_offset + score_buffers(dtype, stages, m_tiles) * kKSlices * rows * kScoreStride * sizeof(float);
   layout.row_stat_offset = layout.prob_offset + prob_buffers(dtype, stages, m_tiles) * rows * kProbStride * 2;
-  layout.query_offset = layout.row_stat_offset + (prob_buffers(dtype, stages, m_tiles) + 2) * rows * sizeof(float);
+  layout.query_offset = layout.row_stat_offset + row_stat_floats(prob_buffers(dtype, stages, m_tiles)) * rows * sizeof(float);
   layout.page_offset = layout.query_offset + (m_tiles == 2 ? kMTileRows * kQueryStageStride * 2 : 0);
-  layout.barrier_offset = layout.page_offset + static_cast<size_t>(page_ring_tiles(stages)) * kTileTokens * sizeof(int32_t);
-  layout.total =
-      layout.barrier_offset + static_cast<size_t>(2 * stages + 2 * prob_buffers(dtype, stages, m_tiles)) * sizeof(uint64_t);
+  layout.barrier_offset =
+      layout.page_offset + 2 * static_cast<size_t>(page_ring_tiles(stages)) * kTileTokens * sizeof(int32_t);
+  layout.total = layout.barrier_offset +
+                 static_cast<size_t>(2 * stages + 2 * prob_buffers(dtype, stages, m_tiles) + 2 * kPieceStatSlots) *
+                     sizeof(uint64_t);
   return layout;
 }
 
@@ -125,15 +138,6 @@ KVPATCH_TILING_FN bool wide_blocks_fit(size_t smem_per_block) {
          smem_layout(KvDtype::kBf16, max_stages(KvDtype::kBf16, 2), 2).total <= smem_per_block;
 }
 
-// The staged query runs from the score buffer into the first probability buffer: both are free
-// until the first QK.
-KVPATCH_TILING_FN bool query_stage_fits(KvDtype dtype, int stages, int m_tiles) {
-  const SmemLayout l = smem_layout(dtype, stages, m_tiles);
-  return static_cast<size_t>(block_rows(m_tiles)) * kQueryStageStride * 2 <= l.row_stat_offset - l.score_offset;
-}
-static_assert(query_stage_fits(KvDtype::kFp8E4M3, 2, 1) && query_stage_fits(KvDtype::kFp8E4M3, 4, 1));
-static_assert(query_stage_fits(KvDtype::kBf16, 1, 1) && query_stage_fits(KvDtype::kBf16, 2, 1));
-static_assert(query_stage_fits(KvDtype::kFp8E4M3, 3, 2) && query_stage_fits(KvDtype::kBf16, 2, 2));
 static_assert(smem_layout(KvDtype::kFp8E4M3, 2).total <= kSmemLimitSm120);
 static_assert(smem_layout(KvDtype::kBf16, 1).total <= kSmemLimitSm120);
 static_assert(smem_layout(KvDtype::kFp8E4M3, 4).total <= 227 * 1024);

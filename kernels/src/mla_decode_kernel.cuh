@@ -1,10 +1,13 @@
 // MLA paged decode, one template for FP8 E4M3 and BF16 KV (kv_tile.cuh and mma_operand.cuh hold the
 // only differences).
 //
-// A block owns one (group of <= 16 heads, or <= 32 in a wide block; KV split; request;
-// mla_schedule.cuh) and reads each KV byte of its split once. It is two warp groups that run a
-// tile apart, so that one's arithmetic overlaps the other's:
-//   score warps 0-7, per 64-token tile:
+// A block owns one group of <= 16 heads (<= 32 in a wide block) and a run of "pieces" of KV
+// (mla_schedule.cuh: its split of one request, or its even share of the batch's tiles cut where
+// requests begin and end); it reads each of their KV bytes once. It is two warp groups that run a
+// tile apart, so that one's arithmetic overlaps the other's; the tile pipeline runs on across
+// pieces:
+//   score warps 0-7, per piece: the request's query into registers (a wide block's second m-tile
+//     into shared memory); per 64-token tile:
 //     QK:      warp (k-slice q = w % 4, token half = w / 4) multiplies its register-resident query
 //              slice with 32 tokens' keys; FP32 partial scores go to shared memory. A wide block's
 //              warps convert each key fragment once and use it for both m16 tiles: the first
@@ -13,13 +16,15 @@
 //              sum the 4 partials in fixed order, row max by shuffles, update the running max /
 //              sum, write the probabilities (2-4 buffers, so later tiles' can be written while PV
 //              reads tile t's);
+//     and at the piece's end its rows' (sum, max) for the value warps;
 //   value warps 8-15: copy KV tiles into `stages` shared-memory stages with cp.async, and compute
 //     PV: warp w owns latent dims [64w, 64w + 64) of the output for every row (one value fragment
-//     conversion serves both m-tiles of a wide block).
+//     conversion serves both m-tiles of a wide block); at a piece's end, its output.
 // mbarriers hand over: a stage's KV landed (cp.async arrivals), a stage is free (both groups done),
-// a tile's probabilities are written, a probability buffer is free.
+// a tile's probabilities are written, a probability buffer is free, a piece's row sums are written
+// and read.
 // Scales are FP32 outside the mma: score = (ckv_scale * latent + kpe_scale * rope) * sm_scale.
-// A request split more than once gets FP32 partial outputs and base-2 LSEs for mla_merge_kernel.
+// A request in more than one piece gets FP32 partial outputs and base-2 LSEs for mla_merge_kernel.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -47,53 +52,51 @@ namespace kvpatch::mla::device {
 
 using namespace kvpatch::mla::tiling;
 
-// The block's share of request b: a tile-aligned token range of its split.
-struct SplitRange {
-  int begin = 0, end = 0;
-  __device__ int tiles() const { return (end - begin + kTileTokens - 1) / kTileTokens; }
-};
-
-__device__ inline SplitRange split_range(int len, int split, int num_splits) {
-  const int per_split = (len + num_splits - 1) / num_splits;
-  const int chunk = (per_split + kTileTokens - 1) / kTileTokens * kTileTokens;
-  SplitRange range;
-  range.begin = min(len, split * chunk);
-  range.end = min(len, range.begin + chunk);
-  return range;
-}
-
 // Copies the block's query rows (head0 .. head0 + rows_here - 1 of request b; latent then rope)
-// into q_stage [kBlockRows][kQueryStageStride], zeros for rows past the last head. 16-byte cp.async
-// chunks when both views allow them (SGLang's packed [B, H, 576] query does), else 2-byte copies.
-// Completes with the caller's next cp_async_wait + group barrier.
+// into q_stage [kBlockRows][kQueryRowElems] (one score buffer: the rows are not padded), zeros for
+// rows past the last head. 16-byte cp.async chunks when both views allow them (SGLang's packed
+// [B, H, 576] query does), else 2-byte copies. Completes with the caller's cp_async_wait + group
+// barrier.
 template <int kBlockRows>
-__device__ inline void stage_query(const uint16_t* q_nope, const uint16_t* q_pe, const DecodeParams& p, int b, int head0,
-                                   int rows_here, uint16_t* q_stage, int tid) {
-  constexpr int kRowElems = kHeadDimCkv + kHeadDimKpe;
+__device__ inline void stage_query(const DecodeParams& p, int b, int head0, int rows_here, uint16_t* q_stage, int tid) {
+  const auto* q_nope = static_cast<const uint16_t*>(p.q_nope);
+  const auto* q_pe = static_cast<const uint16_t*>(p.q_pe);
   const bool chunked = ((reinterpret_cast<uintptr_t>(q_nope) | reinterpret_cast<uintptr_t>(q_pe)) % 16 == 0) &&
                        ((p.q_nope_stride_b | p.q_nope_stride_h | p.q_pe_stride_b | p.q_pe_stride_h) % 8 == 0);
   if (chunked) {
-    constexpr int kChunksPerRow = kRowElems / 8;
+    constexpr int kChunksPerRow = kQueryRowElems / 8;
     for (int i = tid; i < kBlockRows * kChunksPerRow; i += kThreads) {
       const int row = i / kChunksPerRow, elem = 8 * (i % kChunksPerRow);
       const bool live = row < rows_here;
       const int head = head0 + (live ? row : 0);
       const uint16_t* src = elem < kHeadDimCkv ? q_nope + b * p.q_nope_stride_b + head * p.q_nope_stride_h + elem
                                                : q_pe + b * p.q_pe_stride_b + head * p.q_pe_stride_h + (elem - kHeadDimCkv);
-      cp_async_16(shared_address(q_stage + row * kQueryStageStride + elem), src, live);
+      cp_async_16(shared_address(q_stage + row * kQueryRowElems + elem), src, live);
     }
   } else {
-    for (int i = tid; i < kBlockRows * kRowElems; i += kThreads) {
-      const int row = i / kRowElems, elem = i % kRowElems;
+    for (int i = tid; i < kBlockRows * kQueryRowElems; i += kThreads) {
+      const int row = i / kQueryRowElems, elem = i % kQueryRowElems;
       uint16_t value = 0;
       if (row < rows_here) {
         const int head = head0 + row;
         value = elem < kHeadDimCkv ? q_nope[b * p.q_nope_stride_b + head * p.q_nope_stride_h + elem]
                                    : q_pe[b * p.q_pe_stride_b + head * p.q_pe_stride_h + (elem - kHeadDimCkv)];
       }
-      q_stage[row * kQueryStageStride + elem] = value;
+      q_stage[row * kQueryRowElems + elem] = value;
     }
   }
+}
+
+// Pulls request b's query rows into L2 while the current piece runs (the next piece's prologue then
+// waits on L2, not DRAM): one prefetch per 128-byte line, latent (8 lines) and rope (1 line).
+__device__ inline void prefetch_query(const DecodeParams& p, int b, int head0, int rows_here, int tid) {
+  constexpr int kLinesPerRow = kHeadDimCkv * 2 / 128 + 1;
+  if (tid >= rows_here * kLinesPerRow) return;
+  const int row = tid / kLinesPerRow, line = tid % kLinesPerRow, head = head0 + row;
+  const uint16_t* src = line < kLinesPerRow - 1
+                            ? static_cast<const uint16_t*>(p.q_nope) + b * p.q_nope_stride_b + head * p.q_nope_stride_h + 64 * line
+                            : static_cast<const uint16_t*>(p.q_pe) + b * p.q_pe_stride_b + head * p.q_pe_stride_h;
+  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(src));
 }
 
 // Where the block's shared memory and mbarriers are (mla_decode_config.h's SmemLayout).
@@ -103,15 +106,16 @@ struct BlockSmem {
   static constexpr SmemLayout kLayout = smem_layout(kDtype, kStages, kMTiles);
   static constexpr int kProbBuffers = prob_buffers(kDtype, kStages, kMTiles);
   static constexpr int kScoreBuffers = score_buffers(kDtype, kStages, kMTiles);
-  static_assert(kProbBuffers + 2 >= kKSlices, "the query row maxima use the row-statistics buffer");
+  static constexpr int kPageRing = page_ring_tiles(kStages);
   uint8_t* kv_stages;
   float* scores;        // [kScoreBuffers][kKSlices][kRows][kScoreStride]
   uint16_t* probs;      // [kProbBuffers][kRows][kProbStride]
   float* row_alpha;     // [kProbBuffers][kRows]
-  float* row_sum;       // [kRows]
-  float* row_max;       // [kRows]
+  float* piece_stats;   // [kPieceStatSlots][2][kRows]: a piece's final row sums, then maxima
+  float* slice_max;     // [kKSlices][kRows] the query rows' largest magnitudes per k-slice
   uint16_t* query_ops;  // wide blocks: [16][kQueryStageStride] second m-tile's query, k-step order
-  int32_t* page_ring;
+  int32_t* page_ring;   // [kPageRing][kTileTokens] page ids
+  int32_t* page_slot;   // [kPageRing][kTileTokens] the token's slot within its page, -1: no token
   uint32_t barriers;    // shared address of the first mbarrier
 
   __device__ explicit BlockSmem(uint8_t* smem)
@@ -119,13 +123,15 @@ struct BlockSmem {
         scores(reinterpret_cast<float*>(smem + kLayout.score_offset)),
         probs(reinterpret_cast<uint16_t*>(smem + kLayout.prob_offset)),
         row_alpha(reinterpret_cast<float*>(smem + kLayout.row_stat_offset)),
-        row_sum(row_alpha + kProbBuffers * kRows),
-        row_max(row_sum + kRows),
+        piece_stats(row_alpha + kProbBuffers * kRows),
+        slice_max(piece_stats + kPieceStatSlots * 2 * kRows),
         query_ops(reinterpret_cast<uint16_t*>(smem + kLayout.query_offset)),
         page_ring(reinterpret_cast<int32_t*>(smem + kLayout.page_offset)),
+        page_slot(page_ring + kPageRing * kTileTokens),
         barriers(shared_address(smem + kLayout.barrier_offset)) {}
 
-  // A stage's KV (and the page ids issued with it) landed: one cp.async arrival per value thread.
+  // A stage's KV (and the page ids issued with it) landed: one cp.async arrival per value thread,
+  // and one plain arrival from each of the kTileTokens threads that wrote in-page slots with it.
   __device__ uint32_t kv_full(int stage) const { return barriers + 8 * stage; }
   // A stage was read by both groups: every thread of the block arrives.
   __device__ uint32_t kv_empty(int stage) const { return barriers + 8 * (kStages + stage); }
@@ -133,9 +139,14 @@ struct BlockSmem {
   __device__ uint32_t probs_full(int buffer) const { return barriers + 8 * (2 * kStages + buffer); }
   // PV has read a probability buffer: every value thread arrives.
   __device__ uint32_t probs_empty(int buffer) const { return barriers + 8 * (2 * kStages + kProbBuffers + buffer); }
+  // A piece's row sums and maxima are written (every score thread) / read (every value thread).
+  __device__ uint32_t stats_full(int slot) const { return barriers + 8 * (2 * kStages + 2 * kProbBuffers + slot); }
+  __device__ uint32_t stats_empty(int slot) const {
+    return barriers + 8 * (2 * kStages + 2 * kProbBuffers + kPieceStatSlots + slot);
+  }
 };
 
-inline constexpr int kScoreGroupBarrier = 1, kValueGroupBarrier = 2, kBlockBarrier = 3;
+inline constexpr int kScoreGroupBarrier = 1, kValueGroupBarrier = 2;
 
 // The physical query dim a thread's fragment pair (k-slots 2c, 2c + 1 of k-step s, s < 9, of k-slice
 // q) comes from: the key fragment map of kv_tile.cuh. k-slots 2c + 8, 2c + 9 are the next pair.
@@ -143,52 +154,42 @@ __device__ __forceinline__ int query_dim(int k_slice, int s, int c) {
   return s < 8 ? 128 * k_slice + 64 * (s / 4) + 16 * c + 4 * (s % 4) : kHeadDimCkv + 16 * k_slice + 4 * c;
 }
 
-// Warps 0-7: the query, QK and the online softmax. Returns the thread's row's running max and sum.
+// One piece's query, for the score warps: the first m-tile's fragments of this thread's k-slice in
+// registers (q_frag, scaled into the operand type's range), a wide block's second m-tile as mma
+// operands in shared memory, and each row's power-of-two shift (mma_operand.cuh).
 template <KvDtype kDtype, int kStages, int kMTiles>
-__device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSmem<kDtype, kStages, kMTiles>& sm, int b,
-                                            int head0, int rows_here, const SplitRange range, float& running_max,
-                                            float& running_sum) {
-  using Smem = BlockSmem<kDtype, kStages, kMTiles>;
-  using Tile = KvTile<kDtype>;
+__device__ __forceinline__ void load_query(const DecodeParams& p, const BlockSmem<kDtype, kStages, kMTiles>& sm, int b,
+                                           int head0, int rows_here, uint32_t (&q_frag)[kKeySteps][4],
+                                           float (&latent_scale)[2], float (&rope_scale)[2],
+                                           float (&unshift)[kMTiles][2]) {
   using Op = MmaOperand<kDtype>;
-  constexpr int kRows = Smem::kRows;
-  constexpr int kStageBytes = stage_bytes(kDtype);
+  constexpr int kRows = block_rows(kMTiles);
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, c = lane % 4;
-  const int num_tiles = range.tiles();
-
-  // ---- the block's query rows -> shared memory (in the score buffer, free until the first QK) ----
-  uint16_t* q_stage = reinterpret_cast<uint16_t*>(sm.scores);  // [kRows][kQueryStageStride]
-  stage_query<kRows>(static_cast<const uint16_t*>(p.q_nope), static_cast<const uint16_t*>(p.q_pe), p, b, head0,
-                     rows_here, q_stage, tid);
+  const int k_slice = warp % kKSlices, token_half = warp / kKSlices;
+  // The rows go through the first score buffer (free between pieces: the caller's barrier).
+  uint16_t* q_stage = reinterpret_cast<uint16_t*>(sm.scores);
+  static_assert(kRows * kQueryRowElems * 2 <= kKSlices * kRows * kScoreStride * 4, "one score buffer holds the query");
+  stage_query<kRows>(p, b, head0, rows_here, q_stage, tid);
   cp_async_commit();
   cp_async_wait<0>();
   group_barrier(kScoreGroupBarrier, kThreads);
-  KVPATCH_MARK(0, 1);  // the query landed
-
-  // ---- query fragments of the first m-tile for this warp's k-slice, in the key fragment map ----
-  const int k_slice = warp % kKSlices, token_half = warp / kKSlices;
-  const FragmentOffsets frag_offsets = Tile::offsets(token_half, k_slice, warp, g, c);
-  uint32_t q_frag[kKeySteps][4];  // BF16 pairs as staged; converted to the operand type below
+  auto quad = [&](int row, int d) { return *reinterpret_cast<const uint2*>(q_stage + row * kQueryRowElems + d); };
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const uint16_t* row = q_stage + (g + 8 * half) * kQueryStageStride;
+  for (int half = 0; half < 2; ++half)
 #pragma unroll
     for (int s = 0; s < kKeySteps; ++s) {
-      const uint2 pairs = *reinterpret_cast<const uint2*>(row + query_dim(k_slice, s, c));
+      const uint2 pairs = quad(g + 8 * half, query_dim(k_slice, s, c));
       q_frag[s][half] = pairs.x;      // a0 / a1: k-slots 2c, 2c + 1
       q_frag[s][2 + half] = pairs.y;  // a2 / a3: k-slots 2c + 8, 2c + 9
     }
-  }
-  // Per-row power-of-two shift into the operand type's range (mma_operand.cuh): each row's largest
-  // magnitude, from the 4 k-slice warps of one token half per m-tile, meets in the row-statistics
-  // buffer.
-  float* slice_max = sm.row_alpha;  // [kKSlices][kRows], before any rescale factor is written
+  // Each row's largest magnitude, from the 4 k-slice warps of one token half per m-tile, meets in
+  // slice_max.
   if constexpr (Op::kScaledQuery) {
     auto publish = [&](int row, float max_abs) {
       max_abs = fmaxf(max_abs, __shfl_xor_sync(0xffffffffu, max_abs, 1));
       max_abs = fmaxf(max_abs, __shfl_xor_sync(0xffffffffu, max_abs, 2));
-      if (c == 0) slice_max[k_slice * kRows + row] = max_abs;
+      if (c == 0) sm.slice_max[k_slice * kRows + row] = max_abs;
     };
     auto pair_max = [](uint32_t pair) {
       return fmaxf(fabsf(__uint_as_float(pair << 16)), fabsf(__uint_as_float(pair & 0xFFFF0000u)));
@@ -200,12 +201,12 @@ __device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSm
 #pragma unroll
         for (int s = 0; s < kKeySteps; ++s) max_abs = fmaxf(max_abs, fmaxf(pair_max(q_frag[s][half]), pair_max(q_frag[s][2 + half])));
         publish(g + 8 * half, max_abs);
-      } else if (kMTiles == 2) {  // the second m-tile's rows, read from the stage
+      } else if (kMTiles == 2) {  // the second m-tile's rows
         const int row = kMTileRows + g + 8 * half;
         float max_abs = 0.f;
 #pragma unroll
         for (int s = 0; s < kKeySteps; ++s) {
-          const uint2 pairs = *reinterpret_cast<const uint2*>(q_stage + row * kQueryStageStride + query_dim(k_slice, s, c));
+          const uint2 pairs = quad(row, query_dim(k_slice, s, c));
           max_abs = fmaxf(max_abs, fmaxf(pair_max(pairs.x), pair_max(pairs.y)));
         }
         publish(row, max_abs);
@@ -215,18 +216,17 @@ __device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSm
   group_barrier(kScoreGroupBarrier, kThreads);  // slice maxima published
   auto row_shift = [&](int row) {
     if constexpr (!Op::kScaledQuery) return 0;
-    return query_shift(fmaxf(fmaxf(slice_max[row], slice_max[kRows + row]),
-                             fmaxf(slice_max[2 * kRows + row], slice_max[3 * kRows + row])));
+    return query_shift(fmaxf(fmaxf(sm.slice_max[row], sm.slice_max[kRows + row]),
+                             fmaxf(sm.slice_max[2 * kRows + row], sm.slice_max[3 * kRows + row])));
   };
   // Narrow blocks: rows g and g + 8 get ckv/kpe scale times 2^shift. Wide blocks (short of
   // registers) multiply by the scales, then by 2^shift (rows 16m + g (+ 8)): exact, the same value.
-  float latent_scale[2], rope_scale[2], unshift[kMTiles][2];
 #pragma unroll
   for (int m = 0; m < kMTiles; ++m)
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int shift = row_shift(kMTileRows * m + g + 8 * half);
-      if constexpr (kMTiles == 2) unshift[m][half] = pow2(shift);
+      unshift[m][half] = pow2(shift);
       if (m == 0) {
         latent_scale[half] = p.ckv_scale * pow2(shift);
         rope_scale[half] = p.kpe_scale * pow2(shift);
@@ -241,39 +241,76 @@ __device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSm
   // A wide block's second m-tile: operands in k-step order, so that one ldmatrix.x4 per k-step
   // yields the A fragment (matrix 0: rows 0-7, k-slots 0-7; 1: rows 8-15; 2, 3: k-slots 8-15).
   // Row r, k-step (q, s): 16 values at (9 q + s) * 16; rows 1,168 B apart (conflict-free ldmatrix).
-  uint32_t q_ops_address = 0;
   if constexpr (kMTiles == 2) {
     constexpr int kPairsPerRow = kKSlices * kKeySteps * 4;  // (k-step, c) pairs of pairs
     for (int i = tid; i < kMTileRows * kPairsPerRow; i += kThreads) {
       const int r = i / kPairsPerRow, step = (i % kPairsPerRow) / 4, pc = i % 4;
       const int q = step / kKeySteps, s = step % kKeySteps;
       const float q_scale = pow2(-row_shift(kMTileRows + r));
-      const uint2 pairs = *reinterpret_cast<const uint2*>(q_stage + (kMTileRows + r) * kQueryStageStride + query_dim(q, s, pc));
+      const uint2 pairs = quad(kMTileRows + r, query_dim(q, s, pc));
       uint16_t* dst = sm.query_ops + r * kQueryStageStride + 16 * step + 2 * pc;
       *reinterpret_cast<uint32_t*>(dst) = Op::query_pair(pairs.x, q_scale);
       *reinterpret_cast<uint32_t*>(dst + 8) = Op::query_pair(pairs.y, q_scale);
     }
+    group_barrier(kScoreGroupBarrier, kThreads);  // the second m-tile's operands are written
+  }
+}
+
+// Warps 0-7: per piece the query, then per tile QK and the online softmax; at the piece's end its
+// rows' (sum, max) for the value warps.
+template <KvDtype kDtype, int kStages, int kMTiles>
+__device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSmem<kDtype, kStages, kMTiles>& sm,
+                                            const BlockPieces& work, int head0, int rows_here) {
+  using Smem = BlockSmem<kDtype, kStages, kMTiles>;
+  using Tile = KvTile<kDtype>;
+  using Op = MmaOperand<kDtype>;
+  constexpr int kRows = Smem::kRows;
+  constexpr int kStageBytes = stage_bytes(kDtype);
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int g = lane / 4, c = lane % 4;
+  const int k_slice = warp % kKSlices, token_half = warp / kKSlices;
+  const FragmentOffsets frag_offsets = Tile::offsets(token_half, k_slice, warp, g, c);
+  uint32_t q_ops_address = 0;
+  if constexpr (kMTiles == 2)
     q_ops_address = shared_address(sm.query_ops + ((lane & 7) + 8 * ((lane >> 3) & 1)) * kQueryStageStride +
                                    16 * kKeySteps * k_slice + 8 * (lane >> 4));
-  }
-  if constexpr (kMTiles == 2) group_barrier(kScoreGroupBarrier, kThreads);  // the staged query is read
-
   constexpr int kLanesPerRow = softmax_lanes_per_row(kMTiles), kSoftmaxTokens = softmax_tokens(kMTiles);
   constexpr int kTokenGroups = kSoftmaxTokens / 4;  // 4 consecutive tokens, 4 * kLanesPerRow apart
   const int softmax_row = tid / kLanesPerRow;
   const int softmax_token0 = (tid % kLanesPerRow) * 4;
-  running_max = -INFINITY, running_sum = 0.f;
   const float score_scale = p.sm_scale * 1.4426950408889634f;  // base-2 domain
   constexpr int kScoreBuffers = Smem::kScoreBuffers;
   constexpr int kScoreBufferFloats = kKSlices * kRows * kScoreStride;
   constexpr int kProbBuffers = Smem::kProbBuffers;
 
-  for (int tile = 0; tile < num_tiles; ++tile) {
-    const int stage_index = tile % kStages;
-    mbarrier_wait(sm.kv_full(stage_index), (tile / kStages) & 1);
+  // The block's tiles so far, over all pieces: the pipeline's position (unsigned: its divisions by
+  // the power-of-two ring sizes are shifts).
+  unsigned tau = 0;
+  // The current piece's request and tokens; a later piece is the next request, from its start, so
+  // only its end is fetched ahead (few registers live across the tile loop).
+  int b = work.first.b;
+  SplitRange range = work.first.range;
+  for (int k = 0; k < work.count; ++k) {
+    const int next_end = k + 1 < work.count ? later_piece(work, k + 1).range.end : 0;  // in flight
+    const int tiles = range.tiles();
+    uint32_t q_frag[kKeySteps][4];  // BF16 pairs as loaded; converted to the operand type
+    float latent_scale[2], rope_scale[2], unshift[kMTiles][2];
+    if (tiles > 0) {
+      // Piece k - 1's last softmax may still read the score buffers the query goes through.
+      if (k > 0) group_barrier(kScoreGroupBarrier, kThreads);
+      load_query(p, sm, b, head0, rows_here, q_frag, latent_scale, rope_scale, unshift);
+    }
+    // The next piece's query into L2 now, for that piece's prologue.
+    if (k + 1 < work.count) prefetch_query(p, b + 1, head0, rows_here, tid);
+    if (k == 0) KVPATCH_MARK(0, 1);  // the query landed
+    float running_max = -INFINITY, running_sum = 0.f;
+  const unsigned tau_end = tau + tiles;
+  for (int tile = 0; tau < tau_end; ++tile, ++tau) {
+    const int stage_index = static_cast<int>(tau % kStages);
+    mbarrier_wait(sm.kv_full(stage_index), (tau / kStages) & 1);
     const uint8_t* stage = sm.kv_stages + stage_index * kStageBytes;
-    float* scores = sm.scores + (tile % kScoreBuffers) * kScoreBufferFloats;
-    if (tile == 0) KVPATCH_MARK(0, 3);  // the first tile has landed
+    float* scores = sm.scores + (tau % kScoreBuffers) * kScoreBufferFloats;
+    if (tau == 0) KVPATCH_MARK(0, 3);  // the first tile has landed
 
     // QK: partial scores over this warp's k-slice for its 32 tokens, four n8 tiles (unrolled).
     auto store_partial = [&](int row, int nt, float x, float y) {
@@ -348,8 +385,8 @@ __device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSm
     group_barrier(kScoreGroupBarrier, kThreads);  // the partial scores are complete
 
     // Online softmax, kLanesPerRow threads per row (base 2; NaN scores pass through exp2 into the sum).
-    const int buffer = tile % kProbBuffers;
-    if (tile >= kProbBuffers) mbarrier_wait(sm.probs_empty(buffer), (tile / kProbBuffers - 1) & 1);
+    const int buffer = static_cast<int>(tau % kProbBuffers);
+    if (tau >= kProbBuffers) mbarrier_wait(sm.probs_empty(buffer), (tau / kProbBuffers - 1) & 1);
     if (KVPATCH_ABLATE != 1 && KVPATCH_ABLATE != 3) {
       float s[kSoftmaxTokens];
 #pragma unroll
@@ -395,14 +432,89 @@ __device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSm
     // barrier after the next QK orders this softmax's reads before the QK after that.
     if constexpr (kScoreBuffers == 1) group_barrier(kScoreGroupBarrier, kThreads);
   }
+    // The piece's row sums and maxima for the value warps' epilogue (slots alternate by piece).
+#pragma unroll
+    for (int offset = kLanesPerRow / 2; offset > 0; offset /= 2)
+      running_sum += __shfl_xor_sync(0xffffffffu, running_sum, offset);
+    const int slot = k % kPieceStatSlots;
+    if (k >= kPieceStatSlots) mbarrier_wait(sm.stats_empty(slot), (k / kPieceStatSlots - 1) & 1);
+    if (tid % kLanesPerRow == 0) {
+      sm.piece_stats[(2 * slot) * kRows + softmax_row] = running_sum;
+      sm.piece_stats[(2 * slot + 1) * kRows + softmax_row] = running_max;
+    }
+    mbarrier_arrive(sm.stats_full(slot));
+    b += 1, range.begin = 0, range.end = next_end;
+  }
   KVPATCH_MARK(0, 4);  // the last tile's probabilities are written
 }
 
-// Warps 8-15: the KV loader and PV. Accumulates the thread's share of the unnormalized output.
+// The value warps' epilogue of one piece: its normalized output rows (or FP32 partials for the
+// merge) from the thread's accumulators and the score warps' row sums.
+template <KvDtype kDtype, int kStages, int kMTiles>
+__device__ __forceinline__ void store_piece(const DecodeParams& p, const BlockSmem<kDtype, kStages, kMTiles>& sm,
+                                            const Piece& piece, int piece_index, int head0, int rows_here,
+                                            float* partial_out, float* partial_lse,
+                                            const float (&out_acc)[kMTiles][kValueTiles][4]) {
+  using Op = MmaOperand<kDtype>;
+  constexpr int kRows = block_rows(kMTiles);
+  const int tid = threadIdx.x - kThreads, warp = tid / 32, lane = tid % 32;
+  const int g = lane / 4, c = lane % 4;
+  const int slot = piece_index % kPieceStatSlots;
+  mbarrier_wait(sm.stats_full(slot), (piece_index / kPieceStatSlots) & 1);
+  // The rows this thread stores, read before the slot is handed back to the score warps.
+  float row_sum[2 * kMTiles], row_max[2 * kMTiles];
+#pragma unroll
+  for (int rows = 0; rows < 2 * kMTiles; ++rows) {
+    const int row = kMTileRows * (rows / 2) + g + 8 * (rows % 2);
+    row_sum[rows] = sm.piece_stats[(2 * slot) * kRows + row];
+    row_max[rows] = sm.piece_stats[(2 * slot + 1) * kRows + row];
+  }
+  mbarrier_arrive(sm.stats_empty(slot));
+#pragma unroll
+  for (int rows = 0; rows < 2 * kMTiles; ++rows) {
+    const int m = rows / 2, half = rows % 2;
+    const int row = kMTileRows * m + g + 8 * half;
+    if (row >= rows_here) continue;
+    const int head = head0 + row, b = piece.b;
+    const float sum = row_sum[rows];
+    const float inv_sum = sum == 0.f ? 0.f : 1.f / sum;
+    const float lse = row_max[rows] + log2f(sum);  // -inf for an empty range, NaN stays NaN
+    float v[16];
+#pragma unroll
+    for (int j = 0; j < kValueTiles; ++j) {
+      // The unscale is a power of two (exact), so both instantiations round the same value.
+      v[j] = out_acc[m][j][2 * half] * Op::kOutUnscale * inv_sum * p.ckv_scale;          // dim 64w + 16c + j
+      v[8 + j] = out_acc[m][j][2 * half + 1] * Op::kOutUnscale * inv_sum * p.ckv_scale;  // dim 64w + 16c + 8 + j
+    }
+    const int dim0 = 64 * warp + 16 * c;
+    if (piece.single) {
+      uint16_t* dst = static_cast<uint16_t*>(p.out) + b * p.out_stride_b + head * p.out_stride_h + dim0;
+      uint32_t packed[8];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) packed[k] = pack_bf16x2(v[2 * k], v[2 * k + 1]);
+      if (reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
+        reinterpret_cast<uint4*>(dst)[0] = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+        reinterpret_cast<uint4*>(dst)[1] = make_uint4(packed[4], packed[5], packed[6], packed[7]);
+      } else {
+#pragma unroll
+        for (int k = 0; k < 16; ++k) dst[k] = static_cast<uint16_t>(packed[k / 2] >> (16 * (k % 2)));
+      }
+      if (p.lse && warp == 0 && c == 0) p.lse[static_cast<int64_t>(b) * p.num_heads + head] = lse;
+    } else {
+      const int64_t part = static_cast<int64_t>(piece.part) * p.num_heads + head;
+      float4* dst = reinterpret_cast<float4*>(partial_out + part * kHeadDimCkv + dim0);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) dst[k] = make_float4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
+      if (warp == 0 && c == 0) partial_lse[part] = lse;
+    }
+  }
+}
+
+// Warps 8-15: the KV loader and PV, and each piece's output.
 template <KvDtype kDtype, int kStages, int kMTiles>
 __device__ __forceinline__ void value_warps(const DecodeParams& p, const BlockSmem<kDtype, kStages, kMTiles>& sm,
-                                            const int32_t* pages, const SplitRange range,
-                                            float (&out_acc)[kMTiles][kValueTiles][4]) {
+                                            const BlockPieces& work, int head0, int rows_here, float* partial_out,
+                                            float* partial_lse) {
   constexpr int kRows = BlockSmem<kDtype, kStages, kMTiles>::kRows;
   using Tile = KvTile<kDtype>;
   using Op = MmaOperand<kDtype>;
@@ -411,22 +523,32 @@ __device__ __forceinline__ void value_warps(const DecodeParams& p, const BlockSm
   static_assert(kThreads == 4 * kTileTokens, "the loader gives each thread two rows' eighths");
   const int tid = threadIdx.x - kThreads, warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, c = lane % 4;
-  const int num_tiles = range.tiles();
+  const int total_tiles = work.total_tiles;
 
   // ---- KV loader: 8 threads per token row. Page ids come from a ring in shared memory that
   // threads 0-63 fill kStages tiles ahead (with an earlier KV tile), so no tile waits on a
-  // dependent global load. ----
+  // dependent global load; next to each page id they write the token's slot within its page (-1:
+  // past the piece's end), so the loader needs no piece bookkeeping. ----
   const int64_t ckv_stride = p.ckv_stride_slot * kv_elem_bytes(kDtype);
   const int64_t kpe_stride = p.kpe_stride_slot * kv_elem_bytes(kDtype);
   // Pages are powers of two (the launcher checks): shifts and masks, no division or branch.
   const int page_shift = __ffs(p.page_size) - 1;
   const int page_mask = p.page_size - 1;
-  auto issue_page_ids = [&](int tile) {
-    if (tid >= kTileTokens || tile >= num_tiles) return;
-    const int token = range.begin + tile * kTileTokens + tid;
-    const bool valid = token < range.end;
-    cp_async_4(shared_address(sm.page_ring + (tile % kPageRing) * kTileTokens + tid), valid ? pages + (token >> page_shift) : pages,
-               valid);
+  // Threads 0-63 walk the pieces kStages tiles ahead of the loader.
+  int ids_piece = 0, ids_first_tile = 0;
+  Piece ids = work.first;
+  auto issue_page_ids = [&](unsigned tile) {
+    if (tid >= kTileTokens || tile >= static_cast<unsigned>(total_tiles)) return;
+    while (tile >= static_cast<unsigned>(ids_first_tile + ids.range.tiles())) {
+      ids_first_tile += ids.range.tiles();
+      ids = later_piece(work, ++ids_piece);
+    }
+    const int token = ids.range.begin + (static_cast<int>(tile) - ids_first_tile) * kTileTokens + tid;
+    const bool valid = token < ids.range.end;
+    const int32_t* pages = p.kv_indices + ids.page_offset;
+    const int entry = (tile % kPageRing) * kTileTokens + tid;
+    cp_async_4(shared_address(sm.page_ring + entry), valid ? pages + (token >> page_shift) : pages, valid);
+    sm.page_slot[entry] = valid ? token & page_mask : -1;
   };
   // 8 threads per row: each cp.async instruction of a warp fills 128 contiguous bytes of each of 4
   // rows. ncu counts the shared-memory writes per 128-byte line a row's bytes touch: BF16 rows
@@ -445,18 +567,17 @@ __device__ __forceinline__ void value_warps(const DecodeParams& p, const BlockSm
   const bool rope_row_b = kRopeChunks == 4 && sub8 >= 4;  // FP8: threads 4-7 of a row copy row_b's rope
   const uint32_t dst_a = shared_address(sm.kv_stages) + row_a * Tile::kRowBytes;
   // Tile `tile` and the page ids of tile + kStages; the stage's full barrier gets this thread's
-  // arrival once they land.
-  auto issue_tile = [&](int tile) {
-    const int stage_index = tile % kStages;
+  // arrival once they land (and, from threads 0-63, once the in-page slots are written).
+  auto issue_tile = [&](unsigned tile) {
+    const int stage_index = static_cast<int>(tile % kStages);
     if (KVPATCH_ABLATE != 2) {
       const uint32_t stage = dst_a + stage_index * kStageBytes;
-      const int32_t* ring = sm.page_ring + (tile % kPageRing) * kTileTokens + row_a;
-      const int token_a = range.begin + tile * kTileTokens + row_a;
+      const int entry = (tile % kPageRing) * kTileTokens + row_a;
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const int token = token_a + 32 * half;
-        const bool valid = token < range.end;
-        const int64_t slot = valid ? (static_cast<int64_t>(ring[32 * half]) << page_shift) + (token & page_mask) : 0;
+        const int in_page = sm.page_slot[entry + 32 * half];
+        const bool valid = in_page >= 0;
+        const int64_t slot = valid ? (static_cast<int64_t>(sm.page_ring[entry + 32 * half]) << page_shift) + in_page : 0;
         const uint32_t dst_row = stage + 32 * half * Tile::kRowBytes;
         copy_row_latent<Tile::kCkvChunks>(dst_row + 16 * sub8, ckv_src + slot * ckv_stride, valid);
         if (kRopeChunks == 8 || rope_row_b == (half == 1))
@@ -465,27 +586,34 @@ __device__ __forceinline__ void value_warps(const DecodeParams& p, const BlockSm
     }
     issue_page_ids(tile + kStages);
     cp_async_arrive(sm.kv_full(stage_index));
+    if (tid < kTileTokens) mbarrier_arrive(sm.kv_full(stage_index));  // orders the in-page slots
   };
-  for (int tile = 0; tile < kStages; ++tile) issue_page_ids(tile);
+  for (unsigned tile = 0; tile < kStages; ++tile) issue_page_ids(tile);
   cp_async_commit();
   cp_async_wait<0>();
   group_barrier(kValueGroupBarrier, kThreads);  // the first tiles' page ids landed
-  for (int tile = 0; tile < kStages && tile < num_tiles; ++tile) issue_tile(tile);
+  for (int tile = 0; tile < kStages && tile < total_tiles; ++tile) issue_tile(static_cast<unsigned>(tile));
   KVPATCH_MARK(0, 2);  // the first tiles' copies are issued
 
   const FragmentOffsets frag_offsets = Tile::offsets(0, 0, warp, g, c);  // value offsets of this warp's dims
-#pragma unroll
-  for (int m = 0; m < kMTiles; ++m)
-#pragma unroll
-    for (int j = 0; j < kValueTiles; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) out_acc[m][j][e] = 0.f;
-
+  float out_acc[kMTiles][kValueTiles][4];
   constexpr int kProbBuffers = BlockSmem<kDtype, kStages, kMTiles>::kProbBuffers;
-  for (int tile = 0; tile < num_tiles; ++tile) {
-    const int stage_index = tile % kStages, buffer = tile % kProbBuffers;
-    mbarrier_wait(sm.kv_full(stage_index), (tile / kStages) & 1);
-    mbarrier_wait(sm.probs_full(buffer), (tile / kProbBuffers) & 1);
+  unsigned tau = 0;  // the block's tiles so far, over all pieces
+  Piece piece = work.first;
+  for (int k = 0; k < work.count; ++k) {
+    if (k > 0) piece = later_piece(work, k);  // (L2) while the score warps stage its query
+#pragma unroll
+    for (int m = 0; m < kMTiles; ++m)
+#pragma unroll
+      for (int j = 0; j < kValueTiles; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) out_acc[m][j][e] = 0.f;
+    const int tiles = piece.range.tiles();
+  const unsigned tau_end = tau + tiles;
+  for (; tau < tau_end; ++tau) {
+    const int stage_index = static_cast<int>(tau % kStages), buffer = static_cast<int>(tau % kProbBuffers);
+    mbarrier_wait(sm.kv_full(stage_index), (tau / kStages) & 1);
+    mbarrier_wait(sm.probs_full(buffer), (tau / kProbBuffers) & 1);
     const uint8_t* stage = sm.kv_stages + stage_index * kStageBytes;
     const uint16_t* probs = sm.probs + buffer * kRows * kProbStride;
     if (KVPATCH_ABLATE != 1 && KVPATCH_ABLATE != 4) {
@@ -531,10 +659,13 @@ __device__ __forceinline__ void value_warps(const DecodeParams& p, const BlockSm
     }
     mbarrier_arrive(sm.probs_empty(buffer));
     mbarrier_arrive(sm.kv_empty(stage_index));
-    if (tile + kStages < num_tiles) {
-      mbarrier_wait(sm.kv_empty(stage_index), (tile / kStages) & 1);  // the score warps' QK read it too
-      issue_tile(tile + kStages);
+    if (tau + kStages < static_cast<unsigned>(total_tiles)) {
+      mbarrier_wait(sm.kv_empty(stage_index), (tau / kStages) & 1);  // the score warps' QK read it too
+      issue_tile(tau + kStages);
     }
+  }
+    if (k + 1 == work.count) grid_dependents_launch();  // the merge grid may start launching
+    store_piece(p, sm, piece, k, head0, rows_here, partial_out, partial_lse, out_acc);
   }
 }
 
@@ -553,91 +684,36 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   extern __shared__ __align__(128) uint8_t smem[];
   using Smem = BlockSmem<kDtype, kStages, kMTiles>;
   constexpr int kRows = Smem::kRows;
-  constexpr int kLanesPerRow = softmax_lanes_per_row(kMTiles);
   const Smem sm(smem);
   // A length-aware plan's table may come from mla_schedule_kernel launched just before, as this
   // grid's programmatic primary: wait for it (a no-op in any other launch).
   grid_dependency_wait();
-  const BlockWork work = work_table != nullptr ? table_work(work_table) : uniform_work(p);
-  KVPATCH_MARK(0, 6);  // the block knows its request and split
-  if (work.b < 0) return;
-  const int b = work.b, head0 = blockIdx.x * kRows;
+  const BlockPieces work = work_table != nullptr ? table_pieces(work_table) : uniform_pieces(p);
+  KVPATCH_MARK(0, 6);  // the block knows its pieces
+  if (work.count == 0) return;
+  const int head0 = blockIdx.x * kRows;
   const int rows_here = min(kRows, p.num_heads - head0);
-  const SplitRange range = split_range(work.len, work.split, work.num_splits);
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
-      mbarrier_init(sm.kv_full(s), kThreads);
+      mbarrier_init(sm.kv_full(s), kThreads + kTileTokens);
       mbarrier_init(sm.kv_empty(s), kBlockThreads);
     }
     for (int i = 0; i < Smem::kProbBuffers; ++i) {
       mbarrier_init(sm.probs_full(i), kThreads);
       mbarrier_init(sm.probs_empty(i), kThreads);
     }
+    for (int i = 0; i < kPieceStatSlots; ++i) {
+      mbarrier_init(sm.stats_full(i), kThreads);
+      mbarrier_init(sm.stats_empty(i), kThreads);
+    }
   }
   __syncthreads();  // the barriers are initialized
 
   if (threadIdx.x < kThreads) {
-    float running_max, running_sum;
-    score_warps(p, sm, b, head0, rows_here, range, running_max, running_sum);
-    // Final sums per row for the value warps' epilogue.
-#pragma unroll
-    for (int offset = kLanesPerRow / 2; offset > 0; offset /= 2)
-      running_sum += __shfl_xor_sync(0xffffffffu, running_sum, offset);
-    if (threadIdx.x % kLanesPerRow == 0) {
-      sm.row_sum[threadIdx.x / kLanesPerRow] = running_sum;
-      sm.row_max[threadIdx.x / kLanesPerRow] = running_max;
-    }
-    group_barrier(kBlockBarrier, kBlockThreads);
+    score_warps(p, sm, work, head0, rows_here);
     return;
   }
-
-  float out_acc[kMTiles][kValueTiles][4];
-  value_warps(p, sm, p.kv_indices + work.page_offset, range, out_acc);
-  grid_dependents_launch();  // the merge grid may start launching while the epilogues run
-  group_barrier(kBlockBarrier, kBlockThreads);  // row sums and maxima are written
-
-  // ---- epilogue: normalized output (or FP32 partials for the merge) ----
-  using Op = MmaOperand<kDtype>;
-  const int tid = threadIdx.x - kThreads, warp = tid / 32, lane = tid % 32;
-  const int g = lane / 4, c = lane % 4;
-#pragma unroll
-  for (int rows = 0; rows < 2 * kMTiles; ++rows) {
-    const int m = rows / 2, half = rows % 2;
-    const int row = kMTileRows * m + g + 8 * half;
-    if (row >= rows_here) continue;
-    const int head = head0 + row;
-    const float sum = sm.row_sum[row];
-    const float inv_sum = sum == 0.f ? 0.f : 1.f / sum;
-    const float lse = sm.row_max[row] + log2f(sum);  // -inf for an empty range, NaN stays NaN
-    float v[16];
-#pragma unroll
-    for (int j = 0; j < kValueTiles; ++j) {
-      // The unscale is a power of two (exact), so both instantiations round the same value.
-      v[j] = out_acc[m][j][2 * half] * Op::kOutUnscale * inv_sum * p.ckv_scale;          // dim 64w + 16c + j
-      v[8 + j] = out_acc[m][j][2 * half + 1] * Op::kOutUnscale * inv_sum * p.ckv_scale;  // dim 64w + 16c + 8 + j
-    }
-    const int dim0 = 64 * warp + 16 * c;
-    if (work.num_splits == 1) {
-      uint16_t* dst = static_cast<uint16_t*>(p.out) + b * p.out_stride_b + head * p.out_stride_h + dim0;
-      uint32_t packed[8];
-#pragma unroll
-      for (int k = 0; k < 8; ++k) packed[k] = pack_bf16x2(v[2 * k], v[2 * k + 1]);
-      if (reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
-        reinterpret_cast<uint4*>(dst)[0] = make_uint4(packed[0], packed[1], packed[2], packed[3]);
-        reinterpret_cast<uint4*>(dst)[1] = make_uint4(packed[4], packed[5], packed[6], packed[7]);
-      } else {
-#pragma unroll
-        for (int k = 0; k < 16; ++k) dst[k] = static_cast<uint16_t>(packed[k / 2] >> (16 * (k % 2)));
-      }
-      if (p.lse && warp == 0 && c == 0) p.lse[static_cast<int64_t>(b) * p.num_heads + head] = lse;
-    } else {
-      const int64_t part = static_cast<int64_t>(work.part) * p.num_heads + head;
-      float4* dst = reinterpret_cast<float4*>(partial_out + part * kHeadDimCkv + dim0);
-#pragma unroll
-      for (int k = 0; k < 4; ++k) dst[k] = make_float4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
-      if (warp == 0 && c == 0) partial_lse[part] = lse;
-    }
-  }
+  value_warps(p, sm, work, head0, rows_here, partial_out, partial_lse);
   KVPATCH_MARK(0, 5);  // outputs stored
 }
 

@@ -127,13 +127,16 @@ bool aligned16(const void* pointer, int64_t stride_bytes) {
 }
 
 // Workspace: partial outputs [parts][heads][512] and LSEs [parts][heads] (FP32); a length-aware
-// plan adds its work table (an int4 per block, 16-byte aligned) and (first partial, splits) per
-// request (int2).
+// plan adds its work table (mla_schedule.cuh: two int4 per block, then an int4 per request; 16-byte
+// aligned) and (first partial, pieces) per request (int2). Its pieces number blocks + batch at most.
 size_t lse_floats(int parts, int num_heads) { return (static_cast<size_t>(parts) * num_heads + 3) / 4 * 4; }
+
+int length_aware_parts(int batch, int blocks) { return blocks + batch; }
 
 size_t workspace_bytes(int parts, int num_heads, int batch_entries, int block_entries) {
   return (static_cast<size_t>(parts) * num_heads * kHeadDimCkv + lse_floats(parts, num_heads)) * sizeof(float) +
-         block_entries * sizeof(int4) + batch_entries * sizeof(int2);
+         (device::kWorkEntryInts / 4 * static_cast<size_t>(block_entries) + batch_entries) * sizeof(int4) +
+         batch_entries * sizeof(int2);
 }
 
 struct Workspace {
@@ -147,12 +150,12 @@ Workspace carve(void* workspace, const DecodeParams& p, const DecodePlan& plan) 
   Workspace w;
   if (!workspace) return w;
   const bool length_aware = plan.num_splits == 0;
-  const int parts = length_aware ? plan.blocks : p.batch * plan.num_splits;
+  const int parts = length_aware ? length_aware_parts(p.batch, plan.blocks) : p.batch * plan.num_splits;
   w.partial_out = static_cast<float*>(workspace);
   w.partial_lse = w.partial_out + static_cast<size_t>(parts) * p.num_heads * kHeadDimCkv;
   if (length_aware) {
     w.work_table = reinterpret_cast<int4*>(w.partial_lse + lse_floats(parts, p.num_heads));
-    w.request_parts = reinterpret_cast<int2*>(w.work_table + plan.blocks);
+    w.request_parts = reinterpret_cast<int2*>(w.work_table + device::kWorkEntryInts / 4 * plan.blocks + p.batch);
   }
   return w;
 }
@@ -190,29 +193,88 @@ DecodePlan length_aware_plan(int batch, int num_heads, int blocks, int head_rows
   plan.num_splits = 0;
   plan.blocks = blocks;
   plan.head_rows = head_rows;
-  if (batch > 0 && num_heads > 0 && blocks > 0) plan.workspace_bytes = workspace_bytes(blocks, num_heads, batch, blocks);
+  if (batch > 0 && num_heads > 0 && blocks > 0)
+    plan.workspace_bytes = workspace_bytes(length_aware_parts(batch, blocks), num_heads, batch, blocks);
   return plan;
 }
 
-std::vector<int> length_aware_splits(const std::vector<int>& kv_len, int blocks) {
+LengthAwareSchedule length_aware_schedule(const std::vector<int>& kv_len, int blocks, LengthAwareMode mode) {
+  LengthAwareSchedule schedule;
+  const int batch = static_cast<int>(kv_len.size());
   long long total = 0;
   int most = 0;
-  for (const int len : kv_len) total += request_tiles(len), most = std::max(most, request_tiles(len));
+  std::vector<long long> first_tile;
+  for (const int len : kv_len) {
+    first_tile.push_back(total);
+    total += request_tiles(len), most = std::max(most, request_tiles(len));
+  }
+  // The one-piece plan's cap: the smallest whose splits fit the blocks (the device searches the same
+  // monotone function).
   auto needed = [&](int cap) {
     long long sum = 0;
     for (const int len : kv_len) sum += capped_splits(request_tiles(len), cap);
     return sum;
   };
-  // The smallest cap whose splits fit the blocks (the device searches the same monotone function).
   int lo = static_cast<int>(std::max<long long>(1, (total + blocks - 1) / std::max(blocks, 1))), hi = std::max(1, most);
   while (lo < hi) {
     const int mid = lo + (hi - lo) / 2;
     if (needed(mid) <= blocks) hi = mid;
     else lo = mid + 1;
   }
-  std::vector<int> splits;
-  for (const int len : kv_len) splits.push_back(capped_splits(request_tiles(len), hi));
-  return splits;
+  schedule.one_piece_cap = hi;
+  // Even shares: the blocks holding each request's tiles.
+  std::vector<int> first_block(batch, 0), last_block(batch, 0);
+  for (int b = 0; b < batch; ++b) {
+    if (total > 0) {
+      const long long tiles = request_tiles(kv_len[b]);
+      first_block[b] = device::share_block(std::min(first_tile[b], total - 1), total, blocks);
+      last_block[b] = tiles > 0 ? device::share_block(first_tile[b] + tiles - 1, total, blocks) : first_block[b];
+    }
+  }
+  std::vector<int> share_first(blocks, 0), share_pieces(blocks, 0);
+  int most_pieces = 0;
+  for (int i = 0; i < blocks; ++i) {
+    for (int b = batch - 1; b >= 0; --b)
+      if (first_block[b] <= i && i <= last_block[b]) share_first[i] = b, ++share_pieces[i];
+    most_pieces = std::max(most_pieces, share_pieces[i]);
+  }
+  const long long share_tiles = (total + blocks - 1) / blocks;
+  schedule.even_shares = mode == LengthAwareMode::kEvenShares ||
+                         (mode == LengthAwareMode::kEstimated &&
+                          share_tiles + static_cast<long long>(kPieceSwitchTiles) * (most_pieces - 1) < hi);
+  if (schedule.even_shares) {
+    for (int b = 0; b < batch; ++b) {
+      schedule.first_part.push_back(first_block[b] + b);
+      schedule.pieces.push_back(last_block[b] - first_block[b] + 1);
+    }
+    for (int i = 0; i < blocks; ++i) {
+      schedule.block_first_request.push_back(share_first[i]);
+      schedule.block_pieces.push_back(share_pieces[i]);
+      schedule.block_tile_begin.push_back(device::share_start(i, total, blocks));
+      schedule.block_tile_end.push_back(device::share_start(i + 1, total, blocks));
+    }
+    return schedule;
+  }
+  // One piece per block: request b's splits on consecutive blocks, each split's tiles as split_range
+  // cuts them (chunks of ceil(ceil(len / n) / 64) tiles).
+  int block = 0;
+  schedule.block_first_request.assign(blocks, 0);
+  schedule.block_pieces.assign(blocks, 0);
+  schedule.block_tile_begin.assign(blocks, 0);
+  schedule.block_tile_end.assign(blocks, 0);
+  for (int b = 0; b < batch; ++b) {
+    const int len = kv_len[b], n = capped_splits(request_tiles(len), hi);
+    schedule.first_part.push_back(block + b);
+    schedule.pieces.push_back(n);
+    const int chunk = request_tiles((len + n - 1) / n) * kTileTokens;
+    for (int split = 0; split < n; ++split, ++block) {
+      const int begin = std::min(len, split * chunk), end = std::min(len, begin + chunk);
+      schedule.block_first_request[block] = b;
+      schedule.block_pieces[block] = 1;
+      schedule.block_tile_end[block] = request_tiles(end - begin);
+    }
+  }
+  return schedule;
 }
 
 namespace {

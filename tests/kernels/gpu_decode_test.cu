@@ -179,8 +179,8 @@ std::string plan_label(const mla::DecodePlan& plan) {
   return plan.num_splits == 0 ? "blocks=" + std::to_string(plan.blocks) : "splits=" + std::to_string(plan.num_splits);
 }
 
-// A length-aware plan's split table, as the schedule kernel wrote it into the workspace, against
-// the host's length_aware_splits: every request's (first partial, split count), contiguous from 0.
+// A length-aware plan's table, as the schedule kernel wrote it into the workspace, against the
+// host's length_aware_schedule: every request's (first partial, pieces) and every block's share.
 void check_split_table(const Problem& pr, const DeviceProblem& dp, int blocks) {
   const mla::DecodePlan plan = mla::length_aware_plan(pr.batch, pr.shape.num_heads, blocks);
   DeviceBuffer<uint16_t> out(pr.out_elems());
@@ -188,18 +188,25 @@ void check_split_table(const Problem& pr, const DeviceProblem& dp, int blocks) {
   KV_CUDA_CHECK(mla::launch_decode(dp.params(pr, KvDtype::kFp8E4M3, out.ptr, nullptr), plan, workspace.ptr, nullptr));
   KV_CUDA_CHECK(cudaDeviceSynchronize());
   const std::vector<uint8_t> bytes = workspace.download();
-  std::vector<int32_t> table(2 * pr.batch);
+  // The workspace ends with the work table (8 ints per block, 4 per request), then 2 ints per request.
+  const size_t table_ints = 8 * static_cast<size_t>(blocks) + 4 * pr.batch + 2 * pr.batch;
+  std::vector<int32_t> table(table_ints);
   std::memcpy(table.data(), bytes.data() + bytes.size() - table.size() * sizeof(int32_t), table.size() * sizeof(int32_t));
-  const std::vector<int> expected = mla::length_aware_splits(pr.lens, blocks);
-  int first = 0, wrong = 0;
-  for (int b = 0; b < pr.batch; ++b) {
-    wrong += table[2 * b] != first || table[2 * b + 1] != expected[b];
-    first += expected[b];
+  const int32_t* shares = table.data();
+  const int32_t* parts = table.data() + 8 * blocks + 4 * pr.batch;
+  const mla::LengthAwareSchedule expected = mla::length_aware_schedule(pr.lens, blocks);
+  int wrong = 0;
+  for (int b = 0; b < pr.batch; ++b) wrong += parts[2 * b] != expected.first_part[b] || parts[2 * b + 1] != expected.pieces[b];
+  for (int i = 0; i < blocks; ++i) {
+    const int32_t* share = shares + 8 * i;
+    wrong += share[1] != expected.block_pieces[i] || share[2] != expected.block_tile_begin[i] ||
+             share[3] != expected.block_tile_end[i] || (share[1] > 0 && share[0] != expected.block_first_request[i]);
   }
-  std::printf("split table B=%-3d blocks=%-3d used=%-3d longest request's splits=%-3d %s\n", pr.batch, blocks, first,
-              *std::max_element(expected.begin(), expected.end()), wrong ? "WRONG" : "as planned");
-  if (wrong) fail("length-aware split table differs from length_aware_splits in " + std::to_string(wrong) + " requests");
-  if (first > blocks) fail("length-aware plan uses more blocks than it has");
+  std::printf("split table B=%-3d blocks=%-3d %s, tiles per block=%-4d most pieces per request=%-3d %s\n", pr.batch,
+              blocks, expected.even_shares ? "even shares" : "one piece  ",
+              expected.block_tile_end[0] - expected.block_tile_begin[0],
+              *std::max_element(expected.pieces.begin(), expected.pieces.end()), wrong ? "WRONG" : "as planned");
+  if (wrong) fail("length-aware table differs from length_aware_schedule in " + std::to_string(wrong) + " entries");
 }
 
 // One plan: the FP8 kernel against the reference (`nan_requests` must come out all-NaN), then bit

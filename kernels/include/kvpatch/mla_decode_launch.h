@@ -20,10 +20,11 @@ int decode_head_rows(int num_heads);
 // Two kinds of plan:
 //  - uniform (num_splits >= 1): every request's KV is cut into num_splits pieces, one block each
 //    per head group (1: no merge pass);
-//  - length-aware (num_splits == 0, blocks > 0): the batch's KV tiles are shared out over `blocks`
-//    blocks per head group, each request split in proportion to its own length. The kernel works
-//    the split counts out on the device from kv_len, so a plan stays valid for any lengths of the
-//    same batch size (a captured CUDA graph can replay it).
+//  - length-aware (num_splits == 0, blocks > 0): `blocks` blocks per head group share the batch's
+//    KV by its lengths, either one piece per block (each request split in proportion to its length)
+//    or even shares of the batch's tiles laid end to end (a block may finish one request and start
+//    the next), whichever is estimated faster. The kernel works this out on the device from kv_len,
+//    so a plan stays valid for any lengths of the same batch size (a captured CUDA graph can replay it).
 struct DecodePlan {
   int num_splits = 1;
   int blocks = 0;
@@ -52,8 +53,20 @@ DecodePlan uniform_plan(int batch, int num_heads, int num_splits, int head_rows 
 // A length-aware plan over `blocks` blocks per head group (batch <= blocks <= 256, batch <= 256).
 DecodePlan length_aware_plan(int batch, int num_heads, int blocks, int head_rows = 0);
 
-// The split count a length-aware plan gives each request (what the kernel works out on the device).
-std::vector<int> length_aware_splits(const std::vector<int>& kv_len, int blocks);
+// What a length-aware plan's schedule kernel works out on the device, computed on the host (tests).
+// Block i reads tiles [block_tile_begin[i], block_tile_end[i]) (even shares: of the batch's tiles
+// laid end to end; one piece: of its split) of requests block_first_request[i] .. + block_pieces[i]
+// - 1. Request b's partial outputs are first_part[b] .. + pieces[b] - 1 (one piece: no partial, the
+// block writes the output).
+enum class LengthAwareMode { kEstimated, kOnePiece, kEvenShares };
+struct LengthAwareSchedule {
+  bool even_shares = false;
+  int one_piece_cap = 0;  // the one-piece plan's tile cap (computed in every mode)
+  std::vector<int> block_first_request, block_pieces, block_tile_begin, block_tile_end;  // [blocks]
+  std::vector<int> first_part, pieces;                                                   // [batch]
+};
+LengthAwareSchedule length_aware_schedule(const std::vector<int>& kv_len, int blocks,
+                                          LengthAwareMode mode = LengthAwareMode::kEstimated);
 
 // Launches decode (and the merge pass when the plan splits) on `stream`. `workspace` must hold
 // plan.workspace_bytes. Returns the first CUDA error met; checks params and returns
