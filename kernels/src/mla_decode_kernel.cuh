@@ -293,7 +293,7 @@ __device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSm
   for (int k = 0; k < work.count; ++k) {
     const int next_end = k + 1 < work.count ? later_piece(work, k + 1).range.end : 0;  // in flight
     const int tiles = range.tiles();
-    uint32_t q_frag[kKeySteps][4];  // BF16 pairs as loaded; converted to the operand type
+    uint32_t q_frag[kKeySteps][4];  // BF16 pairs as staged; converted to the operand type
     float latent_scale[2], rope_scale[2], unshift[kMTiles][2];
     if (tiles > 0) {
       // Piece k - 1's last softmax may still read the score buffers the query goes through.
@@ -304,134 +304,134 @@ __device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSm
     if (k + 1 < work.count) prefetch_query(p, b + 1, head0, rows_here, tid);
     if (k == 0) KVPATCH_MARK(0, 1);  // the query landed
     float running_max = -INFINITY, running_sum = 0.f;
-  const unsigned tau_end = tau + tiles;
-  for (int tile = 0; tau < tau_end; ++tile, ++tau) {
-    const int stage_index = static_cast<int>(tau % kStages);
-    mbarrier_wait(sm.kv_full(stage_index), (tau / kStages) & 1);
-    const uint8_t* stage = sm.kv_stages + stage_index * kStageBytes;
-    float* scores = sm.scores + (tau % kScoreBuffers) * kScoreBufferFloats;
-    if (tau == 0) KVPATCH_MARK(0, 3);  // the first tile has landed
+    const unsigned tau_end = tau + tiles;
+    for (int tile = 0; tau < tau_end; ++tile, ++tau) {
+      const int stage_index = static_cast<int>(tau % kStages);
+      mbarrier_wait(sm.kv_full(stage_index), (tau / kStages) & 1);
+      const uint8_t* stage = sm.kv_stages + stage_index * kStageBytes;
+      float* scores = sm.scores + (tau % kScoreBuffers) * kScoreBufferFloats;
+      if (tau == 0) KVPATCH_MARK(0, 3);  // the first tile has landed
 
-    // QK: partial scores over this warp's k-slice for its 32 tokens, four n8 tiles (unrolled).
-    auto store_partial = [&](int row, int nt, float x, float y) {
-      const int col = kKeyRowsPerWarp * token_half + 8 * nt + 2 * c;
-      *reinterpret_cast<float2*>(scores + (k_slice * kRows + row) * kScoreStride + col) = make_float2(x, y);
-    };
-    if (KVPATCH_ABLATE != 1 && KVPATCH_ABLATE != 3) {
-      if constexpr (kMTiles == 1) {
-#pragma unroll
-        for (int nt = 0; nt < kKeyRowsPerWarp / 8; ++nt) {
-          uint32_t key[kKeySteps][2];
-          load_key<kDtype>(stage, frag_offsets, nt, key);
-          // Two independent accumulation chains over the latent k-steps halve the mma latency chain.
-          float near[4] = {0.f, 0.f, 0.f, 0.f}, far[4] = {0.f, 0.f, 0.f, 0.f}, rope[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-          for (int s = 0; s < 4; ++s) {
-            Op::mma(near, q_frag[s], key[s][0], key[s][1]);
-            Op::mma(far, q_frag[4 + s], key[4 + s][0], key[4 + s][1]);
-          }
-          Op::mma(rope, q_frag[8], key[8][0], key[8][1]);
-#pragma unroll
-          for (int half = 0; half < 2; ++half)
-            store_partial(g + 8 * half, nt,
-                          latent_scale[half] * (near[2 * half] + far[2 * half]) + rope_scale[half] * rope[2 * half],
-                          latent_scale[half] * (near[2 * half + 1] + far[2 * half + 1]) + rope_scale[half] * rope[2 * half + 1]);
-        }
-      } else {
-        // Each key fragment is converted once and multiplied with both m-tiles' query: per n8 tile
-        // one accumulator per m-tile over the 8 latent k-steps, then the rope k-step apart (its
-        // scale differs).
-        float acc[kKeyRowsPerWarp / 8][2][4];
-#pragma unroll
-        for (int nt = 0; nt < kKeyRowsPerWarp / 8; ++nt)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) acc[nt][0][e] = 0.f, acc[nt][1][e] = 0.f;
-#pragma unroll
-        for (int pair = 0; pair < 4; ++pair) {  // latent k-steps 2 pair, 2 pair + 1
-          uint32_t q_second[2][4];
-#pragma unroll
-          for (int j = 0; j < 2; ++j) ldmatrix_x4(q_second[j], q_ops_address + 32 * (2 * pair + j));
-#pragma unroll
+      // QK: partial scores over this warp's k-slice for its 32 tokens, four n8 tiles (unrolled).
+      auto store_partial = [&](int row, int nt, float x, float y) {
+        const int col = kKeyRowsPerWarp * token_half + 8 * nt + 2 * c;
+        *reinterpret_cast<float2*>(scores + (k_slice * kRows + row) * kScoreStride + col) = make_float2(x, y);
+      };
+      if (KVPATCH_ABLATE != 1 && KVPATCH_ABLATE != 3) {
+        if constexpr (kMTiles == 1) {
+  #pragma unroll
           for (int nt = 0; nt < kKeyRowsPerWarp / 8; ++nt) {
-            uint32_t key[2][2];
-            Tile::load_key_pair(stage, frag_offsets, nt, pair, key);
-#pragma unroll
-            for (int j = 0; j < 2; ++j) {
-              Op::mma(acc[nt][0], q_frag[2 * pair + j], key[j][0], key[j][1]);
-              Op::mma(acc[nt][1], q_second[j], key[j][0], key[j][1]);
+            uint32_t key[kKeySteps][2];
+            load_key<kDtype>(stage, frag_offsets, nt, key);
+            // Two independent accumulation chains over the latent k-steps halve the mma latency chain.
+            float near[4] = {0.f, 0.f, 0.f, 0.f}, far[4] = {0.f, 0.f, 0.f, 0.f}, rope[4] = {0.f, 0.f, 0.f, 0.f};
+  #pragma unroll
+            for (int s = 0; s < 4; ++s) {
+              Op::mma(near, q_frag[s], key[s][0], key[s][1]);
+              Op::mma(far, q_frag[4 + s], key[4 + s][0], key[4 + s][1]);
+            }
+            Op::mma(rope, q_frag[8], key[8][0], key[8][1]);
+  #pragma unroll
+            for (int half = 0; half < 2; ++half)
+              store_partial(g + 8 * half, nt,
+                            latent_scale[half] * (near[2 * half] + far[2 * half]) + rope_scale[half] * rope[2 * half],
+                            latent_scale[half] * (near[2 * half + 1] + far[2 * half + 1]) + rope_scale[half] * rope[2 * half + 1]);
+          }
+        } else {
+          // Each key fragment is converted once and multiplied with both m-tiles' query: per n8 tile
+          // one accumulator per m-tile over the 8 latent k-steps, then the rope k-step apart (its
+          // scale differs).
+          float acc[kKeyRowsPerWarp / 8][2][4];
+  #pragma unroll
+          for (int nt = 0; nt < kKeyRowsPerWarp / 8; ++nt)
+  #pragma unroll
+            for (int e = 0; e < 4; ++e) acc[nt][0][e] = 0.f, acc[nt][1][e] = 0.f;
+  #pragma unroll
+          for (int pair = 0; pair < 4; ++pair) {  // latent k-steps 2 pair, 2 pair + 1
+            uint32_t q_second[2][4];
+  #pragma unroll
+            for (int j = 0; j < 2; ++j) ldmatrix_x4(q_second[j], q_ops_address + 32 * (2 * pair + j));
+  #pragma unroll
+            for (int nt = 0; nt < kKeyRowsPerWarp / 8; ++nt) {
+              uint32_t key[2][2];
+              Tile::load_key_pair(stage, frag_offsets, nt, pair, key);
+  #pragma unroll
+              for (int j = 0; j < 2; ++j) {
+                Op::mma(acc[nt][0], q_frag[2 * pair + j], key[j][0], key[j][1]);
+                Op::mma(acc[nt][1], q_second[j], key[j][0], key[j][1]);
+              }
             }
           }
-        }
-        uint32_t q_rope[4];
-        ldmatrix_x4(q_rope, q_ops_address + 32 * 8);
-#pragma unroll
-        for (int nt = 0; nt < kKeyRowsPerWarp / 8; ++nt) {
-          uint32_t key[2];
-          Tile::load_key_rope(stage, frag_offsets, nt, key);
-          float rope[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-          Op::mma(rope[0], q_frag[8], key[0], key[1]);
-          Op::mma(rope[1], q_rope, key[0], key[1]);
-#pragma unroll
-          for (int m = 0; m < 2; ++m)
-#pragma unroll
-            for (int half = 0; half < 2; ++half)
-              store_partial(kMTileRows * m + g + 8 * half, nt,
-                            unshift[m][half] * (p.ckv_scale * acc[nt][m][2 * half] + p.kpe_scale * rope[m][2 * half]),
-                            unshift[m][half] * (p.ckv_scale * acc[nt][m][2 * half + 1] + p.kpe_scale * rope[m][2 * half + 1]));
+          uint32_t q_rope[4];
+          ldmatrix_x4(q_rope, q_ops_address + 32 * 8);
+  #pragma unroll
+          for (int nt = 0; nt < kKeyRowsPerWarp / 8; ++nt) {
+            uint32_t key[2];
+            Tile::load_key_rope(stage, frag_offsets, nt, key);
+            float rope[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+            Op::mma(rope[0], q_frag[8], key[0], key[1]);
+            Op::mma(rope[1], q_rope, key[0], key[1]);
+  #pragma unroll
+            for (int m = 0; m < 2; ++m)
+  #pragma unroll
+              for (int half = 0; half < 2; ++half)
+                store_partial(kMTileRows * m + g + 8 * half, nt,
+                              unshift[m][half] * (p.ckv_scale * acc[nt][m][2 * half] + p.kpe_scale * rope[m][2 * half]),
+                              unshift[m][half] * (p.ckv_scale * acc[nt][m][2 * half + 1] + p.kpe_scale * rope[m][2 * half + 1]));
+          }
         }
       }
-    }
-    mbarrier_arrive(sm.kv_empty(stage_index));
-    group_barrier(kScoreGroupBarrier, kThreads);  // the partial scores are complete
+      mbarrier_arrive(sm.kv_empty(stage_index));
+      group_barrier(kScoreGroupBarrier, kThreads);  // the partial scores are complete
 
-    // Online softmax, kLanesPerRow threads per row (base 2; NaN scores pass through exp2 into the sum).
-    const int buffer = static_cast<int>(tau % kProbBuffers);
-    if (tau >= kProbBuffers) mbarrier_wait(sm.probs_empty(buffer), (tau / kProbBuffers - 1) & 1);
-    if (KVPATCH_ABLATE != 1 && KVPATCH_ABLATE != 3) {
-      float s[kSoftmaxTokens];
-#pragma unroll
-      for (int t = 0; t < kSoftmaxTokens; ++t) s[t] = 0.f;
-#pragma unroll
-      for (int q = 0; q < kKSlices; ++q)
-#pragma unroll
-        for (int k = 0; k < kTokenGroups; ++k) {
-          const float4 part = *reinterpret_cast<const float4*>(scores + (q * kRows + softmax_row) * kScoreStride +
-                                                               softmax_token0 + 4 * kLanesPerRow * k);
-          s[4 * k] += part.x, s[4 * k + 1] += part.y, s[4 * k + 2] += part.z, s[4 * k + 3] += part.w;
+      // Online softmax, kLanesPerRow threads per row (base 2; NaN scores pass through exp2 into the sum).
+      const int buffer = static_cast<int>(tau % kProbBuffers);
+      if (tau >= kProbBuffers) mbarrier_wait(sm.probs_empty(buffer), (tau / kProbBuffers - 1) & 1);
+      if (KVPATCH_ABLATE != 1 && KVPATCH_ABLATE != 3) {
+        float s[kSoftmaxTokens];
+  #pragma unroll
+        for (int t = 0; t < kSoftmaxTokens; ++t) s[t] = 0.f;
+  #pragma unroll
+        for (int q = 0; q < kKSlices; ++q)
+  #pragma unroll
+          for (int k = 0; k < kTokenGroups; ++k) {
+            const float4 part = *reinterpret_cast<const float4*>(scores + (q * kRows + softmax_row) * kScoreStride +
+                                                                 softmax_token0 + 4 * kLanesPerRow * k);
+            s[4 * k] += part.x, s[4 * k + 1] += part.y, s[4 * k + 2] += part.z, s[4 * k + 3] += part.w;
+          }
+        const int token_base = range.begin + tile * kTileTokens + softmax_token0;
+        float tile_max = -INFINITY;
+  #pragma unroll
+        for (int t = 0; t < kSoftmaxTokens; ++t) {
+          s[t] = token_base + 4 * kLanesPerRow * (t / 4) + t % 4 < range.end ? s[t] * score_scale : -INFINITY;
+          tile_max = fmaxf(tile_max, s[t]);
         }
-      const int token_base = range.begin + tile * kTileTokens + softmax_token0;
-      float tile_max = -INFINITY;
-#pragma unroll
-      for (int t = 0; t < kSoftmaxTokens; ++t) {
-        s[t] = token_base + 4 * kLanesPerRow * (t / 4) + t % 4 < range.end ? s[t] * score_scale : -INFINITY;
-        tile_max = fmaxf(tile_max, s[t]);
+  #pragma unroll
+        for (int offset = kLanesPerRow / 2; offset > 0; offset /= 2)
+          tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, offset));
+        const float new_max = fmaxf(running_max, tile_max);
+        const float base = new_max == -INFINITY ? 0.f : new_max;
+        const float alpha = fast_exp2(running_max - base);
+        float prob[kSoftmaxTokens], tile_sum = 0.f;
+  #pragma unroll
+        for (int t = 0; t < kSoftmaxTokens; ++t) {
+          prob[t] = fast_exp2(s[t] - base);
+          tile_sum += prob[t];
+        }
+        running_sum = running_sum * alpha + tile_sum;
+        running_max = new_max;
+        uint16_t* dst = sm.probs + (buffer * kRows + softmax_row) * kProbStride + softmax_token0;
+  #pragma unroll
+        for (int k = 0; k < kTokenGroups; ++k)
+          *reinterpret_cast<uint2*>(dst + 4 * kLanesPerRow * k) =
+              make_uint2(Op::prob_pair(prob[4 * k], prob[4 * k + 1]), Op::prob_pair(prob[4 * k + 2], prob[4 * k + 3]));
+        if (tid % kLanesPerRow == 0) sm.row_alpha[buffer * kRows + softmax_row] = alpha;
       }
-#pragma unroll
-      for (int offset = kLanesPerRow / 2; offset > 0; offset /= 2)
-        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, offset));
-      const float new_max = fmaxf(running_max, tile_max);
-      const float base = new_max == -INFINITY ? 0.f : new_max;
-      const float alpha = fast_exp2(running_max - base);
-      float prob[kSoftmaxTokens], tile_sum = 0.f;
-#pragma unroll
-      for (int t = 0; t < kSoftmaxTokens; ++t) {
-        prob[t] = fast_exp2(s[t] - base);
-        tile_sum += prob[t];
-      }
-      running_sum = running_sum * alpha + tile_sum;
-      running_max = new_max;
-      uint16_t* dst = sm.probs + (buffer * kRows + softmax_row) * kProbStride + softmax_token0;
-#pragma unroll
-      for (int k = 0; k < kTokenGroups; ++k)
-        *reinterpret_cast<uint2*>(dst + 4 * kLanesPerRow * k) =
-            make_uint2(Op::prob_pair(prob[4 * k], prob[4 * k + 1]), Op::prob_pair(prob[4 * k + 2], prob[4 * k + 3]));
-      if (tid % kLanesPerRow == 0) sm.row_alpha[buffer * kRows + softmax_row] = alpha;
+      mbarrier_arrive(sm.probs_full(buffer));
+      // One score buffer: every warp must have read it before the next QK writes it. Two: the
+      // barrier after the next QK orders this softmax's reads before the QK after that.
+      if constexpr (kScoreBuffers == 1) group_barrier(kScoreGroupBarrier, kThreads);
     }
-    mbarrier_arrive(sm.probs_full(buffer));
-    // One score buffer: every warp must have read it before the next QK writes it. Two: the
-    // barrier after the next QK orders this softmax's reads before the QK after that.
-    if constexpr (kScoreBuffers == 1) group_barrier(kScoreGroupBarrier, kThreads);
-  }
     // The piece's row sums and maxima for the value warps' epilogue (slots alternate by piece).
 #pragma unroll
     for (int offset = kLanesPerRow / 2; offset > 0; offset /= 2)
@@ -609,61 +609,61 @@ __device__ __forceinline__ void value_warps(const DecodeParams& p, const BlockSm
 #pragma unroll
         for (int e = 0; e < 4; ++e) out_acc[m][j][e] = 0.f;
     const int tiles = piece.range.tiles();
-  const unsigned tau_end = tau + tiles;
-  for (; tau < tau_end; ++tau) {
-    const int stage_index = static_cast<int>(tau % kStages), buffer = static_cast<int>(tau % kProbBuffers);
-    mbarrier_wait(sm.kv_full(stage_index), (tau / kStages) & 1);
-    mbarrier_wait(sm.probs_full(buffer), (tau / kProbBuffers) & 1);
-    const uint8_t* stage = sm.kv_stages + stage_index * kStageBytes;
-    const uint16_t* probs = sm.probs + buffer * kRows * kProbStride;
-    if (KVPATCH_ABLATE != 1 && KVPATCH_ABLATE != 4) {
-      // PV: rescale (skipped while no row's max moved), then accumulate this tile's probabilities
-      // times the values of this warp's dims, each value fragment converted once for all m-tiles.
-#pragma unroll
-      for (int m = 0; m < kMTiles; ++m) {
-        const float alpha_lo = sm.row_alpha[buffer * kRows + kMTileRows * m + g];
-        const float alpha_hi = sm.row_alpha[buffer * kRows + kMTileRows * m + g + 8];
-        if (__any_sync(0xffffffffu, alpha_lo != 1.f || alpha_hi != 1.f)) {
-#pragma unroll
-          for (int j = 0; j < kValueTiles; ++j) {
-            out_acc[m][j][0] *= alpha_lo, out_acc[m][j][1] *= alpha_lo;
-            out_acc[m][j][2] *= alpha_hi, out_acc[m][j][3] *= alpha_hi;
+    const unsigned tau_end = tau + tiles;
+    for (; tau < tau_end; ++tau) {
+      const int stage_index = static_cast<int>(tau % kStages), buffer = static_cast<int>(tau % kProbBuffers);
+      mbarrier_wait(sm.kv_full(stage_index), (tau / kStages) & 1);
+      mbarrier_wait(sm.probs_full(buffer), (tau / kProbBuffers) & 1);
+      const uint8_t* stage = sm.kv_stages + stage_index * kStageBytes;
+      const uint16_t* probs = sm.probs + buffer * kRows * kProbStride;
+      if (KVPATCH_ABLATE != 1 && KVPATCH_ABLATE != 4) {
+        // PV: rescale (skipped while no row's max moved), then accumulate this tile's probabilities
+        // times the values of this warp's dims, each value fragment converted once for all m-tiles.
+  #pragma unroll
+        for (int m = 0; m < kMTiles; ++m) {
+          const float alpha_lo = sm.row_alpha[buffer * kRows + kMTileRows * m + g];
+          const float alpha_hi = sm.row_alpha[buffer * kRows + kMTileRows * m + g + 8];
+          if (__any_sync(0xffffffffu, alpha_lo != 1.f || alpha_hi != 1.f)) {
+  #pragma unroll
+            for (int j = 0; j < kValueTiles; ++j) {
+              out_acc[m][j][0] *= alpha_lo, out_acc[m][j][1] *= alpha_lo;
+              out_acc[m][j][2] *= alpha_hi, out_acc[m][j][3] *= alpha_hi;
+            }
+          }
+        }
+  #pragma unroll
+        for (int k_step = 0; k_step < kTileTokens / 16; ++k_step) {
+          uint32_t prob_frag[kMTiles][4];
+  #pragma unroll
+          for (int m = 0; m < kMTiles; ++m)
+            ldmatrix_x4(prob_frag[m], shared_address(probs + (kMTileRows * m + (lane & 15)) * kProbStride + 16 * k_step +
+                                                     (lane >> 4) * 8));
+          if constexpr (kMTiles == 1) {
+            uint32_t value[kValueTiles][2];
+            Tile::load_value(stage, frag_offsets, k_step, value);
+  #pragma unroll
+            for (int j = 0; j < kValueTiles; ++j) Op::mma(out_acc[0][j], prob_frag[0], value[j][0], value[j][1]);
+          } else {
+            // Half the n-tiles at a time: the 64 accumulators leave little room.
+  #pragma unroll
+            for (int half = 0; half < 2; ++half) {
+              uint32_t value[4][2];
+              Tile::load_value_half(stage, frag_offsets, k_step, half, value);
+  #pragma unroll
+              for (int m = 0; m < kMTiles; ++m)
+  #pragma unroll
+                for (int j = 0; j < 4; ++j) Op::mma(out_acc[m][4 * half + j], prob_frag[m], value[j][0], value[j][1]);
+            }
           }
         }
       }
-#pragma unroll
-      for (int k_step = 0; k_step < kTileTokens / 16; ++k_step) {
-        uint32_t prob_frag[kMTiles][4];
-#pragma unroll
-        for (int m = 0; m < kMTiles; ++m)
-          ldmatrix_x4(prob_frag[m], shared_address(probs + (kMTileRows * m + (lane & 15)) * kProbStride + 16 * k_step +
-                                                   (lane >> 4) * 8));
-        if constexpr (kMTiles == 1) {
-          uint32_t value[kValueTiles][2];
-          Tile::load_value(stage, frag_offsets, k_step, value);
-#pragma unroll
-          for (int j = 0; j < kValueTiles; ++j) Op::mma(out_acc[0][j], prob_frag[0], value[j][0], value[j][1]);
-        } else {
-          // Half the n-tiles at a time: the 64 accumulators leave little room.
-#pragma unroll
-          for (int half = 0; half < 2; ++half) {
-            uint32_t value[4][2];
-            Tile::load_value_half(stage, frag_offsets, k_step, half, value);
-#pragma unroll
-            for (int m = 0; m < kMTiles; ++m)
-#pragma unroll
-              for (int j = 0; j < 4; ++j) Op::mma(out_acc[m][4 * half + j], prob_frag[m], value[j][0], value[j][1]);
-          }
-        }
+      mbarrier_arrive(sm.probs_empty(buffer));
+      mbarrier_arrive(sm.kv_empty(stage_index));
+      if (tau + kStages < static_cast<unsigned>(total_tiles)) {
+        mbarrier_wait(sm.kv_empty(stage_index), (tau / kStages) & 1);  // the score warps' QK read it too
+        issue_tile(tau + kStages);
       }
     }
-    mbarrier_arrive(sm.probs_empty(buffer));
-    mbarrier_arrive(sm.kv_empty(stage_index));
-    if (tau + kStages < static_cast<unsigned>(total_tiles)) {
-      mbarrier_wait(sm.kv_empty(stage_index), (tau / kStages) & 1);  // the score warps' QK read it too
-      issue_tile(tau + kStages);
-    }
-  }
     if (k + 1 == work.count) grid_dependents_launch();  // the merge grid may start launching
     store_piece(p, sm, piece, k, head0, rows_here, partial_out, partial_lse, out_acc);
   }

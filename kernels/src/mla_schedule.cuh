@@ -80,7 +80,8 @@ struct BlockPieces {
 
 // Work table (length-aware plans): per block two int4, {first_b, count, share_begin, share_end}
 // (one piece per block: {b, 1, 0, its split's tiles}) and piece 0's {begin, end, kv_indptr, pieces
-// of first_b}; then request_info [batch]: {first tile, kv_len, kv_indptr, pieces} per request.
+// of first_b}; then request_info [batch]: {first tile, kv_len, kv_indptr, pieces} per request
+// (read only by even shares' later pieces).
 inline constexpr int kWorkEntryInts = 8;
 
 __device__ inline BlockPieces uniform_pieces(const DecodeParams& p) {
@@ -297,7 +298,7 @@ __global__ void __launch_bounds__(kScheduleThreads)
   if (has_request) {
     first_block[tid] = first_split_block;
     request_parts[tid] = make_int2(first_split_block + tid, splits);
-    work_table[2 * blocks + tid] = make_int4(0, len, page_offsets[tid], splits);
+    work_table[2 * blocks + tid] = make_int4(first, len, page_offsets[tid], splits);
   }
   if (tid == 0) first_block[batch] = used;
   __syncthreads();
