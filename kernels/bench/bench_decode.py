@@ -379,6 +379,8 @@ def main():
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--shapes", default="", help="comma-separated shape names to keep (default: all)")
     ap.add_argument("--contexts", default="", help="comma-separated context lengths to keep (default: all)")
+    ap.add_argument("--extra-shapes", default="",
+                    help="comma-separated uniform shapes BxHxCTX (e.g. 33x16x32768) added after the kept ones")
     ap.add_argument("--splits", type=int, default=0,
                     help="time a uniform plan with this split count (1-256; 0: plan_decode's plan)")
     ap.add_argument("--flashinfer-backend", default="fa3",
@@ -398,6 +400,9 @@ def main():
     keep = set(filter(None, args.shapes.split(",")))
     keep_ctx = {int(c) for c in args.contexts.split(",") if c}
     shapes = [s for s in SHAPES if not (keep and s[0] not in keep) and not (keep_ctx and max(s[2]) not in keep_ctx)]
+    for spec in filter(None, args.extra_shapes.split(",")):
+        batch, heads, ctx = (int(x) for x in spec.split("x"))
+        shapes.append((f"b{batch}_h{heads}", heads, [ctx] * batch))
     # One pool for the largest shape; each shape runs on its first pool_slots() rows.
     max_slots = max([POOL_SLOTS] + [pool_slots(sum(lens)) for _, _, lens in shapes])
     pool_u8 = torch.empty(max_slots, ROW, dtype=torch.uint8, device="cuda")
