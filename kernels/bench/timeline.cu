@@ -41,7 +41,13 @@ __global__ void read_all(const int4* data, size_t n, int* sink) {
 }
 
 const char* kDecodeMarks[] = {"entry", "query and first page ids landed", "first tile issued", "first tile landed",
-                              "last tile done", "outputs stored", "request and split known"};
+                              "last tile done", "outputs stored", "request and split known",
+                              "piece 1: score warps want its query", "piece 1: its query loaded",
+                              "piece 1: its first tile landed", "piece 0: last PV done", "piece 0: output stored",
+                              "piece 1: first probabilities in"};
+constexpr int kDecodeMarkCount = sizeof(kDecodeMarks) / sizeof(kDecodeMarks[0]);
+// Intervals within one block (blocks holding both marks): what a piece switch costs each warp group.
+constexpr int kIntervals[][2] = {{3, 4}, {7, 8}, {8, 9}, {10, 11}, {10, 12}};
 const char* kMergeMarks[] = {"entry", "decode grid complete", "stored"};
 
 void print_marks(const char* kernel, const std::vector<uint64_t>& host, int blocks, int marks, const char* const* names,
@@ -163,7 +169,18 @@ int main(int argc, char** argv) {
               batch, heads, ctx, length_aware ? "length-aware, blocks per head group" : "uniform, splits",
               length_aware ? plan.blocks : plan.num_splits, decode_blocks, merge_blocks, ms * 1000.f, runs);
   print_marks("decode", std::vector<uint64_t>(decode, decode + static_cast<size_t>(decode_blocks) * device::kTimelineMarks),
-              decode_blocks, 7, kDecodeMarks, origin);
+              decode_blocks, kDecodeMarkCount, kDecodeMarks, origin);
+  for (const auto& [from, to] : kIntervals) {
+    std::vector<double> d;
+    for (int blk = 0; blk < decode_blocks; ++blk) {
+      const uint64_t* marks = decode + static_cast<size_t>(blk) * device::kTimelineMarks;
+      if (marks[from] != 0 && marks[to] != 0) d.push_back((static_cast<double>(marks[to]) - static_cast<double>(marks[from])) / 1000.0);
+    }
+    if (d.empty()) continue;
+    std::sort(d.begin(), d.end());
+    std::printf("  block  %-32s -> %-32s min %7.2f  median %7.2f  max %7.2f us  (%zu blocks)\n", kDecodeMarks[from],
+                kDecodeMarks[to], d.front(), d[d.size() / 2], d.back(), d.size());
+  }
   print_marks("merge", std::vector<uint64_t>(merge, merge + static_cast<size_t>(merge_blocks) * device::kTimelineMarks),
               merge_blocks, 3, kMergeMarks, origin);
   // Per SM: when its first and its last decode block finished the last tile. A wide first-to-last

@@ -297,8 +297,10 @@ __device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSm
     float latent_scale[2], rope_scale[2], unshift[kMTiles][2];
     if (tiles > 0) {
       // Piece k - 1's last softmax may still read the score buffers the query goes through.
+      if (k == 1) KVPATCH_MARK(0, 7);  // piece 1: its query is wanted
       if (k > 0) group_barrier(kScoreGroupBarrier, kThreads);
       load_query(p, sm, b, head0, rows_here, q_frag, latent_scale, rope_scale, unshift);
+      if (k == 1) KVPATCH_MARK(0, 8);  // piece 1: its query is loaded
     }
     // The next piece's query into L2 now, for that piece's prologue.
     if (k + 1 < work.count) prefetch_query(p, b + 1, head0, rows_here, tid);
@@ -311,6 +313,7 @@ __device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSm
       const uint8_t* stage = sm.kv_stages + stage_index * kStageBytes;
       float* scores = sm.scores + (tau % kScoreBuffers) * kScoreBufferFloats;
       if (tau == 0) KVPATCH_MARK(0, 3);  // the first tile has landed
+      if (k == 1 && tile == 0) KVPATCH_MARK(0, 9);  // piece 1: its first tile has landed
 
       // QK: partial scores over this warp's k-slice for its 32 tokens, four n8 tiles (unrolled).
       auto store_partial = [&](int row, int nt, float x, float y) {
@@ -614,6 +617,7 @@ __device__ __forceinline__ void value_warps(const DecodeParams& p, const BlockSm
       const int stage_index = static_cast<int>(tau % kStages), buffer = static_cast<int>(tau % kProbBuffers);
       mbarrier_wait(sm.kv_full(stage_index), (tau / kStages) & 1);
       mbarrier_wait(sm.probs_full(buffer), (tau / kProbBuffers) & 1);
+      if (k == 1 && tau + tiles == tau_end) KVPATCH_MARK(0, 12);  // piece 1: its first probabilities are in
       const uint8_t* stage = sm.kv_stages + stage_index * kStageBytes;
       const uint16_t* probs = sm.probs + buffer * kRows * kProbStride;
       if (KVPATCH_ABLATE != 1 && KVPATCH_ABLATE != 4) {
@@ -665,7 +669,9 @@ __device__ __forceinline__ void value_warps(const DecodeParams& p, const BlockSm
       }
     }
     if (k + 1 == work.count) grid_dependents_launch();  // the merge grid may start launching
+    if (k == 0) KVPATCH_MARK(0, 10);  // piece 0: its last PV is done
     store_piece(p, sm, piece, k, head0, rows_here, partial_out, partial_lse, out_acc);
+    if (k == 0) KVPATCH_MARK(0, 11);  // piece 0: its output is stored
   }
 }
 
