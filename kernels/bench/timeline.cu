@@ -2,7 +2,8 @@
 // %globaltimer marks (kernels/src/timeline.cuh), runs one shape on random FP8 data (every token its
 // own slot, L2 flushed by a 256 MB read before each run) and prints, for the last of RUNS runs,
 // each mark's earliest / median / latest time over the blocks, in microseconds from the first
-// block's entry, next to the launch's CUDA-event time.
+// block's entry, next to the launch's CUDA-event time; then intervals within a block (the steady
+// tiles, and what a piece switch costs each warp group, where an even-shares plan has switches).
 // Build and run (repo root, GPU machine):
 //   nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -DKVPATCH_TIMELINE -Ikernels/include \
 //     -Ikernels/src kernels/bench/timeline.cu -o /tmp/timeline && /tmp/timeline 32 16 32768 [RUNS] [SPLITS]
