@@ -380,12 +380,22 @@ def main():
     ap.add_argument("--shapes", default="", help="comma-separated shape names to keep (default: all)")
     ap.add_argument("--contexts", default="", help="comma-separated context lengths to keep (default: all)")
     ap.add_argument("--extra-shapes", default="",
-                    help="comma-separated uniform shapes BxHxCTX (e.g. 33x16x32768) added after the kept ones")
+                    help="comma-separated uniform shapes BxHxCTX (e.g. 33x16x32768) added after the kept ones "
+                         "(--shapes none keeps only these)")
     ap.add_argument("--splits", type=int, default=0,
                     help="time a uniform plan with this split count (1-256; 0: plan_decode's plan)")
     ap.add_argument("--flashinfer-backend", default="fa3",
                     help="BatchMLAPagedAttentionWrapper backend: fa3 (SM90, FP8 and BF16 KV), fa2, auto")
     args = ap.parse_args()
+    extra_shapes = []  # checked before any GPU work
+    for spec in filter(None, args.extra_shapes.split(",")):
+        try:
+            batch, heads, ctx = (int(x) for x in spec.split("x"))
+        except ValueError:
+            ap.error(f"--extra-shapes: {spec!r} is not BxHxCTX (three integers, e.g. 33x16x32768)")
+        if min(batch, heads, ctx) < 1:
+            ap.error(f"--extra-shapes: {spec!r} needs a batch, heads and context of at least 1")
+        extra_shapes.append((f"b{batch}_h{heads}", heads, [ctx] * batch))
 
     torch.backends.cuda.matmul.allow_tf32 = False
     os.makedirs(args.out, exist_ok=True)
@@ -400,9 +410,7 @@ def main():
     keep = set(filter(None, args.shapes.split(",")))
     keep_ctx = {int(c) for c in args.contexts.split(",") if c}
     shapes = [s for s in SHAPES if not (keep and s[0] not in keep) and not (keep_ctx and max(s[2]) not in keep_ctx)]
-    for spec in filter(None, args.extra_shapes.split(",")):
-        batch, heads, ctx = (int(x) for x in spec.split("x"))
-        shapes.append((f"b{batch}_h{heads}", heads, [ctx] * batch))
+    shapes += extra_shapes
     # One pool for the largest shape; each shape runs on its first pool_slots() rows.
     max_slots = max([POOL_SLOTS] + [pool_slots(sum(lens)) for _, _, lens in shapes])
     pool_u8 = torch.empty(max_slots, ROW, dtype=torch.uint8, device="cuda")
