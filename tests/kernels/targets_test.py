@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""kernels/bench/targets.py against a small bench.json made here: which checks apply to which
+shapes, met / NOT met at the edges, and the FP8 time each target asks for."""
+import importlib.util
+import pathlib
+import sys
+import unittest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("targets", ROOT / "kernels/bench/targets.py")
+targets = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(targets)
+
+COPY_GBPS = 4000.0
+
+
+def row(shape, batch, heads, context, fp8_ms, bf16_ms, fi_fp8_ms=None, ragged=False):
+    fp8_bytes = batch * context * 576
+    variants = {
+        "fp8": {"ms": fp8_ms, "bytes": fp8_bytes, "gbps": fp8_bytes / (fp8_ms * 1e6)},
+        "bf16": {"ms": bf16_ms, "bytes": 2 * fp8_bytes, "gbps": 2 * fp8_bytes / (bf16_ms * 1e6)},
+    }
+    if fi_fp8_ms is not None:
+        variants["fi_fp8"] = {"ms": fi_fp8_ms, "bytes": fp8_bytes, "gbps": fp8_bytes / (fi_fp8_ms * 1e6)}
+    return {"shape": shape, "batch": batch, "heads": heads, "context": context, "ragged": ragged,
+            "variants": variants}
+
+
+def at_share(batch, context, share):
+    return batch * context * 576 / (share * COPY_GBPS * 1e6)
+
+
+# B=32 H=16 32K: 302 MB, so memory-bound; exactly 80% of the copy, and 1.8x the BF16 kernel.
+MEMORY_BOUND_MET = row("b32_h16", 32, 16, 32768, at_share(32, 32768, 0.8), 1.8 * at_share(32, 32768, 0.8),
+                       fi_fp8_ms=1.0)
+# B=64 H=16 8K: memory-bound at 65% of the copy, slower than FlashInfer, short context.
+MEMORY_BOUND_SLOW = row("b64_h16", 64, 16, 8192, at_share(64, 8192, 0.65), 0.2, fi_fp8_ms=at_share(64, 8192, 0.75))
+# One 128K request at 50% of the copy (75 MB: not memory-bound by the issue's 256 MB).
+SINGLE_128K = row("b1_h16", 1, 16, 131072, at_share(1, 131072, 0.5), 0.05)
+# H = 64: never a memory-bound shape, whatever its bytes.
+WIDE = row("b32_h64", 32, 64, 32768, 1.0, 1.0)
+RAGGED = row("ragged", 32, 16, 32768, 10.0, 1.0, ragged=True)
+
+
+def result(*rows):
+    return {"meta": {"gpu": "test GPU", "date": "2026-11-29"}, "copy_gbps": COPY_GBPS, "rows": list(rows)}
+
+
+class TargetsTest(unittest.TestCase):
+    def checks(self, *rows):
+        return {(t, s): (m, n, ok) for t, s, m, n, ok in targets.checks(result(*rows))}
+
+    def test_memory_bound_shape_meets_at_the_edge(self):
+        got = self.checks(MEMORY_BOUND_MET)
+        self.assertEqual(set(got), {("memory-bound: >= 80% of copy", "b32_h16 ctx=32768"),
+                                    ("memory-bound: latency <= FlashInfer fa3 FP8", "b32_h16 ctx=32768"),
+                                    (">= 32K: FP8 >= 1.8x the BF16 kernel", "b32_h16 ctx=32768")})
+        self.assertTrue(all(ok for _, _, ok in got.values()))
+        measured, needed, _ = got[("memory-bound: >= 80% of copy", "b32_h16 ctx=32768")]
+        self.assertEqual(measured, "80%")
+        self.assertNotIn("less time", needed)
+        _, needed, _ = got[(">= 32K: FP8 >= 1.8x the BF16 kernel", "b32_h16 ctx=32768")]
+        self.assertIn("80% of copy", needed)
+
+    def test_slow_shape_says_how_much_faster_it_must_be(self):
+        got = self.checks(MEMORY_BOUND_SLOW)
+        measured, needed, ok = got[("memory-bound: >= 80% of copy", "b64_h16 ctx=8192")]
+        self.assertFalse(ok)
+        self.assertEqual(measured, "65%")
+        limit_us = 1000 * at_share(64, 8192, 0.8)
+        now_us = 1000 * at_share(64, 8192, 0.65)
+        self.assertEqual(needed, f"<= {limit_us:.1f} us (now {now_us:.1f} us, 19% less time)")  # 1 - 65 / 80
+        measured, _, ok = got[("memory-bound: latency <= FlashInfer fa3 FP8", "b64_h16 ctx=8192")]
+        self.assertFalse(ok)
+        self.assertEqual(measured, "0.87x faster")  # 65 / 75
+        self.assertNotIn((">= 32K: FP8 >= 1.8x the BF16 kernel", "b64_h16 ctx=8192"), got)
+
+    def test_single_request_and_shapes_outside_the_targets(self):
+        got = self.checks(SINGLE_128K, WIDE, RAGGED)
+        measured, needed, ok = got[("one 128K request: >= 60% of copy", "b1_h16 ctx=131072")]
+        self.assertFalse(ok)
+        self.assertEqual(measured, "50%")
+        self.assertIn(f"<= {1000 * at_share(1, 131072, 0.6):.1f} us", needed)
+        self.assertNotIn(("memory-bound: >= 80% of copy", "b1_h16 ctx=131072"), got)  # 75 MB
+        self.assertNotIn(("memory-bound: >= 80% of copy", "b32_h64 ctx=32768"), got)  # H = 64
+        self.assertIn((">= 32K: FP8 >= 1.8x the BF16 kernel", "b32_h64 ctx=32768"), got)
+        self.assertFalse(any(s.startswith("ragged") for _, s in got))
+
+    def test_markdown_counts_the_checks_met(self):
+        text = targets.markdown(result(MEMORY_BOUND_MET, MEMORY_BOUND_SLOW))
+        self.assertIn("| target | shape | measured | FP8 time it needs | |", text)
+        self.assertTrue(text.endswith("3 of 5 checks met.\n"))
+
+
+if __name__ == "__main__":
+    sys.exit(unittest.main())
