@@ -2,6 +2,10 @@
 // clock (lane results, i.e. FP16 pairs produced by 32 lanes count 32): the one-instruction
 // cvt.rn.f16x2.e4m3x2 (SASS F2FP) and the integer form (PRMT with sign replication, shift, mask).
 // 32 warps per SM, 8 independent chains per thread; cycles from clock64() per block.
+// Then F2FP next to mma.sync, as the kernel runs them (one 16-warp block per SM, 8 chains): each step
+// an m16n8k16 FP16 mma whose B operand is (a) the same throughout, (b) a new register each step,
+// (c) two F2FP results, or (d) the two F2FP alone. Why: if (c) takes as long as (b) + (d), the conversion and the tensor core take
+// turns, and the kernel's 2 conversions per mma cost tensor time, not only issue slots.
 // Build and run (GPU machine): nvcc -O3 -arch=sm_90a -Ikernels/src kernels/bench/convert_throughput.cu -o /tmp/ct && /tmp/ct
 #include <cuda_runtime.h>
 
@@ -58,6 +62,36 @@ __global__ void __launch_bounds__(kThreads) convert_loop(uint32_t* sink, long lo
   if (threadIdx.x == 0) cycles[blockIdx.x] = end - start;
 }
 
+enum class Mix { kMmaFixedB, kMmaOnly, kMmaAndConvert, kConvertOnly };
+constexpr int kMixThreads = 512;
+
+template <Mix kMix>
+__global__ void __launch_bounds__(kMixThreads, 1) mix_loop(uint32_t* sink, long long* cycles) {
+  const uint32_t a[4] = {0x3c003c00u, 0x38003800u ^ threadIdx.x, 0x34003400u, 0x30003000u};
+  uint32_t x[kChains], folded = 0;
+  float acc[kChains][4] = {};
+  for (int i = 0; i < kChains; ++i) x[i] = threadIdx.x * 0x01030507u + i;
+  __syncthreads();
+  const long long start = clock64();
+  for (int it = 0; it < kIters; ++it)
+#pragma unroll
+    for (int i = 0; i < kChains; ++i) {
+      // Raw registers as FP16 are finite here (exponent < 31), like converted E4M3 codes.
+      uint32_t b0 = x[i] & 0x3fff3fffu, b1 = (x[i] ^ 0x00ff00ffu) & 0x3fff3fffu;
+      if constexpr (kMix == Mix::kMmaFixedB) b0 = a[1], b1 = a[2];
+      if constexpr (kMix == Mix::kMmaAndConvert || kMix == Mix::kConvertOnly) e4m3x4_to_f16x2x2(x[i], b0, b1);
+      if constexpr (kMix == Mix::kConvertOnly) folded ^= b0 ^ b1;
+      else mma_f16_m16n8k16(acc[i], a, b0, b1);
+      x[i] = __funnelshift_l(x[i], x[i], 8);  // new codes each step (no hoisting)
+    }
+  __syncthreads();
+  const long long end = clock64();
+  float total = 0.f;
+  for (int i = 0; i < kChains; ++i) total += acc[i][0] + acc[i][1] + acc[i][2] + acc[i][3];
+  if (total == 1234.5f || folded == 0x12345678u) sink[0] = folded;  // keeps the loop alive
+  if (threadIdx.x == 0) cycles[blockIdx.x] = end - start;
+}
+
 // Exits with the CUDA error's name: a benchmark that prints numbers must not print them after a failure.
 void check(cudaError_t err, const char* what) {
   if (err == cudaSuccess) return;
@@ -85,10 +119,35 @@ void measure(const char* name, int sms, int conversions_per_step) {
   cudaFree(cycles);
 }
 
+// Cycles per step and SM (a step: 16 warps x 8 chains of one mma and / or two F2FP).
+template <Mix kMix>
+double mix_cycles(int sms) {
+  uint32_t* sink;
+  long long* cycles;
+  check(cudaMalloc(&sink, 4), "cudaMalloc");
+  check(cudaMalloc(&cycles, sms * sizeof(long long)), "cudaMalloc");
+  mix_loop<kMix><<<sms, kMixThreads>>>(sink, cycles);  // warm-up
+  mix_loop<kMix><<<sms, kMixThreads>>>(sink, cycles);
+  check(cudaGetLastError(), "launch");
+  check(cudaDeviceSynchronize(), "kernel");
+  std::vector<long long> host(sms);
+  check(cudaMemcpy(host.data(), cycles, sms * sizeof(long long), cudaMemcpyDeviceToHost), "cudaMemcpy");
+  cudaFree(sink);
+  cudaFree(cycles);
+  return double(*std::max_element(host.begin(), host.end())) / kIters;
+}
+
 int main() {
   int sms = 0;
   if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess) return 77;
   measure<false>("cvt.rn.f16x2.e4m3x2 (F2FP)", sms, 2);
   measure<true>("integer (PRMT, shift, mask)", sms, 1);
+  const double fixed = mix_cycles<Mix::kMmaFixedB>(sms);
+  const double mma = mix_cycles<Mix::kMmaOnly>(sms), both = mix_cycles<Mix::kMmaAndConvert>(sms);
+  const double convert = mix_cycles<Mix::kConvertOnly>(sms);
+  const int steps = kMixThreads / 32 * kChains;  // warp-level mma (or F2FP pairs) per step and SM
+  std::printf("16 warps per SM, %d mma per step: mma with one B throughout %.1f cycles per step, with a new B "
+              "each mma %.1f, with a new B from 2 F2FP %.1f; the F2FP alone %.1f (mma + F2FP %.1f)\n",
+              steps, fixed, mma, both, convert, mma + convert);
   return 0;
 }
