@@ -99,42 +99,40 @@ void check(cudaError_t err, const char* what) {
   std::exit(1);
 }
 
-template <bool kInteger>
-void measure(const char* name, int sms, int conversions_per_step) {
-  const int blocks = sms * kBlocksPerSm;
+// Runs `launch(sink, cycles)` twice (the first warms up) and returns the most cycles any of its
+// `blocks` blocks took in the second run.
+template <typename Launch>
+long long worst_block_cycles(int blocks, Launch launch) {
   uint32_t* sink;
   long long* cycles;
   check(cudaMalloc(&sink, 4), "cudaMalloc");
   check(cudaMalloc(&cycles, blocks * sizeof(long long)), "cudaMalloc");
-  convert_loop<kInteger><<<blocks, kThreads>>>(sink, cycles);  // warm-up
-  convert_loop<kInteger><<<blocks, kThreads>>>(sink, cycles);
+  launch(sink, cycles);
+  launch(sink, cycles);
   check(cudaGetLastError(), "launch");
   check(cudaDeviceSynchronize(), "kernel");
   std::vector<long long> host(blocks);
   check(cudaMemcpy(host.data(), cycles, blocks * sizeof(long long), cudaMemcpyDeviceToHost), "cudaMemcpy");
-  const long long worst = *std::max_element(host.begin(), host.end());
-  const double results = double(kBlocksPerSm) * kThreads * kIters * kChains * conversions_per_step;
-  std::printf("%-34s %6.1f FP16-pair results per SM per clock (%lld cycles)\n", name, results / worst, worst);
   cudaFree(sink);
   cudaFree(cycles);
+  return *std::max_element(host.begin(), host.end());
+}
+
+template <bool kInteger>
+void measure(const char* name, int sms, int conversions_per_step) {
+  const int blocks = sms * kBlocksPerSm;
+  const long long worst = worst_block_cycles(
+      blocks, [&](uint32_t* sink, long long* cycles) { convert_loop<kInteger><<<blocks, kThreads>>>(sink, cycles); });
+  const double results = double(kBlocksPerSm) * kThreads * kIters * kChains * conversions_per_step;
+  std::printf("%-34s %6.1f FP16-pair results per SM per clock (%lld cycles)\n", name, results / worst, worst);
 }
 
 // Cycles per step and SM (a step: 16 warps x 8 chains of one mma and / or two F2FP).
 template <Mix kMix>
 double mix_cycles(int sms) {
-  uint32_t* sink;
-  long long* cycles;
-  check(cudaMalloc(&sink, 4), "cudaMalloc");
-  check(cudaMalloc(&cycles, sms * sizeof(long long)), "cudaMalloc");
-  mix_loop<kMix><<<sms, kMixThreads>>>(sink, cycles);  // warm-up
-  mix_loop<kMix><<<sms, kMixThreads>>>(sink, cycles);
-  check(cudaGetLastError(), "launch");
-  check(cudaDeviceSynchronize(), "kernel");
-  std::vector<long long> host(sms);
-  check(cudaMemcpy(host.data(), cycles, sms * sizeof(long long), cudaMemcpyDeviceToHost), "cudaMemcpy");
-  cudaFree(sink);
-  cudaFree(cycles);
-  return double(*std::max_element(host.begin(), host.end())) / kIters;
+  const long long worst = worst_block_cycles(
+      sms, [&](uint32_t* sink, long long* cycles) { mix_loop<kMix><<<sms, kMixThreads>>>(sink, cycles); });
+  return static_cast<double>(worst) / kIters;
 }
 
 int main() {
