@@ -8,7 +8,8 @@
 //   nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -DKVPATCH_TIMELINE -Ikernels/include \
 //     -Ikernels/src kernels/bench/timeline.cu -o /tmp/timeline && /tmp/timeline 32 16 32768 [RUNS] [SPLITS]
 // SPLITS forces a uniform plan; without it, plan_decode's plan (a length-aware plan's split table is
-// made once before the runs, as once per decode step).
+// made once before the runs, as once per decode step). KVPATCH_SUSTAIN_S=N adds ~N seconds of
+// back-to-back launches at the end (for sampling clocks and power; kernels/bench/power_sample.sh).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -211,5 +212,31 @@ int main(int argc, char** argv) {
   summary("last block's last tile done", last);
   summary("gap between its first and last block", gap);
   summary("last tile done, SMs with one block", alone);
+
+  // KVPATCH_SUSTAIN_S=N: then launch back to back (no flush) for ~N seconds, so that the GPU's
+  // clocks, power and throttle reasons can be sampled under a steady load (nvidia-smi -lms). With
+  // KVPATCH_SUSTAIN_READ=1 the launches are the 256 MB flush read instead: DRAM at full speed with
+  // little SM work, for comparison.
+  if (const char* sustain = std::getenv("KVPATCH_SUSTAIN_S")) {
+    const bool read_only = std::getenv("KVPATCH_SUSTAIN_READ") != nullptr;
+    const double seconds = std::atof(sustain);
+    constexpr int kBatchLaunches = 200;
+    int launches = 0;
+    float total_ms = 0.f;
+    while (total_ms < seconds * 1000.0) {
+      CHECK(cudaEventRecord(start));
+      for (int i = 0; i < kBatchLaunches; ++i) {
+        if (read_only) read_all<<<4 * sms, 512>>>(d_flush, kFlushBytes / sizeof(int4), d_sink);
+        else CHECK(launch_decode(p, plan, d_ws, nullptr, length_aware));
+      }
+      CHECK(cudaGetLastError());
+      CHECK(cudaEventRecord(stop));
+      CHECK(cudaEventSynchronize(stop));
+      CHECK(cudaEventElapsedTime(&ms, start, stop));
+      total_ms += ms, launches += kBatchLaunches;
+    }
+    std::printf("sustained %s: %d launches back to back in %.2f s, %.1f us each\n",
+                read_only ? "256 MB read" : "decode", launches, total_ms / 1000.f, 1000.f * total_ms / launches);
+  }
   return 0;
 }
