@@ -26,6 +26,7 @@ for shape in "$@"; do
   fi
   nvidia-smi --query-gpu="$fields" --format=csv,nounits -lms 100 >"$csv" &
   sampler=$!
+  trap 'kill "$sampler" 2>/dev/null' EXIT  # no sampler left behind if the run fails
   env "${read_env[@]}" KVPATCH_SUSTAIN_S=4 /tmp/kvpatch_timeline "$b" "$h" "$ctx" 15 | grep -E "^B=|sustained"
   kill "$sampler"
   wait "$sampler" 2>/dev/null || true

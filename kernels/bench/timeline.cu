@@ -220,6 +220,10 @@ int main(int argc, char** argv) {
   if (const char* sustain = std::getenv("KVPATCH_SUSTAIN_S")) {
     const bool read_only = std::getenv("KVPATCH_SUSTAIN_READ") != nullptr;
     const double seconds = std::atof(sustain);
+    if (!(seconds > 0.0)) {
+      std::fprintf(stderr, "KVPATCH_SUSTAIN_S=%s: give the seconds to run back to back, e.g. 4\n", sustain);
+      return 2;
+    }
     constexpr int kBatchLaunches = 200;
     int launches = 0;
     float total_ms = 0.f;
