@@ -37,29 +37,42 @@ __device__ __forceinline__ uint32_t e4m3x2_to_f16x2_scaled(uint32_t sign_extende
 
 constexpr int kIters = 4096, kChains = 8, kThreads = 256, kBlocksPerSm = 4;
 
+// Each thread's chain inputs, different per thread and chain.
+__device__ inline void seed_chains(uint32_t (&x)[kChains]) {
+  for (int i = 0; i < kChains; ++i) x[i] = threadIdx.x * 0x01030507u + i;
+}
+
+// Runs body() between two block barriers and stores the cycles it took (thread 0, per block).
+template <typename Body>
+__device__ __forceinline__ void timed(long long* cycles, Body body) {
+  __syncthreads();
+  const long long start = clock64();
+  body();
+  __syncthreads();
+  const long long end = clock64();
+  if (threadIdx.x == 0) cycles[blockIdx.x] = end - start;
+}
+
 template <bool kInteger>
 __global__ void __launch_bounds__(kThreads) convert_loop(uint32_t* sink, long long* cycles) {
   uint32_t x[kChains];
-  for (int i = 0; i < kChains; ++i) x[i] = threadIdx.x * 0x01030507u + i;
-  __syncthreads();
-  const long long start = clock64();
-  for (int it = 0; it < kIters; ++it)
+  seed_chains(x);
+  timed(cycles, [&] {
+    for (int it = 0; it < kIters; ++it)
 #pragma unroll
-    for (int i = 0; i < kChains; ++i) {
-      if constexpr (kInteger) {
-        x[i] = e4m3x2_to_f16x2_scaled(byte_perm_sign(x[i], x[i] >> 3, 0xC480u));
-      } else {
-        uint32_t lo, hi;
-        e4m3x4_to_f16x2x2(x[i], lo, hi);
-        x[i] = lo ^ hi;
+      for (int i = 0; i < kChains; ++i) {
+        if constexpr (kInteger) {
+          x[i] = e4m3x2_to_f16x2_scaled(byte_perm_sign(x[i], x[i] >> 3, 0xC480u));
+        } else {
+          uint32_t lo, hi;
+          e4m3x4_to_f16x2x2(x[i], lo, hi);
+          x[i] = lo ^ hi;
+        }
       }
-    }
-  __syncthreads();
-  const long long end = clock64();
+  });
   uint32_t acc = 0;
   for (int i = 0; i < kChains; ++i) acc ^= x[i];
   if (acc == 0x12345678u) sink[0] = acc;  // keeps the loop alive
-  if (threadIdx.x == 0) cycles[blockIdx.x] = end - start;
 }
 
 enum class Mix { kMmaFixedB, kMmaOnly, kMmaAndConvert, kConvertOnly };
@@ -70,26 +83,23 @@ __global__ void __launch_bounds__(kMixThreads, 1) mix_loop(uint32_t* sink, long 
   const uint32_t a[4] = {0x3c003c00u, 0x38003800u ^ threadIdx.x, 0x34003400u, 0x30003000u};
   uint32_t x[kChains], folded = 0;
   float acc[kChains][4] = {};
-  for (int i = 0; i < kChains; ++i) x[i] = threadIdx.x * 0x01030507u + i;
-  __syncthreads();
-  const long long start = clock64();
-  for (int it = 0; it < kIters; ++it)
+  seed_chains(x);
+  timed(cycles, [&] {
+    for (int it = 0; it < kIters; ++it)
 #pragma unroll
-    for (int i = 0; i < kChains; ++i) {
-      // Raw registers as FP16 are finite here (exponent < 31), like converted E4M3 codes.
-      uint32_t b0 = x[i] & 0x3fff3fffu, b1 = (x[i] ^ 0x00ff00ffu) & 0x3fff3fffu;
-      if constexpr (kMix == Mix::kMmaFixedB) b0 = a[1], b1 = a[2];
-      if constexpr (kMix == Mix::kMmaAndConvert || kMix == Mix::kConvertOnly) e4m3x4_to_f16x2x2(x[i], b0, b1);
-      if constexpr (kMix == Mix::kConvertOnly) folded ^= b0 ^ b1;
-      else mma_f16_m16n8k16(acc[i], a, b0, b1);
-      x[i] = __funnelshift_l(x[i], x[i], 8);  // new codes each step (no hoisting)
-    }
-  __syncthreads();
-  const long long end = clock64();
+      for (int i = 0; i < kChains; ++i) {
+        // Raw registers as FP16 are finite here (exponent < 31), like converted E4M3 codes.
+        uint32_t b0 = x[i] & 0x3fff3fffu, b1 = (x[i] ^ 0x00ff00ffu) & 0x3fff3fffu;
+        if constexpr (kMix == Mix::kMmaFixedB) b0 = a[1], b1 = a[2];
+        if constexpr (kMix == Mix::kMmaAndConvert || kMix == Mix::kConvertOnly) e4m3x4_to_f16x2x2(x[i], b0, b1);
+        if constexpr (kMix == Mix::kConvertOnly) folded ^= b0 ^ b1;
+        else mma_f16_m16n8k16(acc[i], a, b0, b1);
+        x[i] = __funnelshift_l(x[i], x[i], 8);  // new codes each step (no hoisting)
+      }
+  });
   float total = 0.f;
   for (int i = 0; i < kChains; ++i) total += acc[i][0] + acc[i][1] + acc[i][2] + acc[i][3];
   if (total == 1234.5f || folded == 0x12345678u) sink[0] = folded;  // keeps the loop alive
-  if (threadIdx.x == 0) cycles[blockIdx.x] = end - start;
 }
 
 // Exits with the CUDA error's name: a benchmark that prints numbers must not print them after a failure.

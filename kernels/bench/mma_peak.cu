@@ -24,15 +24,6 @@ using namespace kvpatch::mla::device;
 
 constexpr int kChains = 8, kIters = 4096, kThreads = 512;
 
-// acc += A x B, E4M3 operands (4 codes per register), FP32 accumulation (sm_89+, SM90 and SM120).
-__device__ __forceinline__ void mma_e4m3_m16n8k32(float (&acc)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 enum class Form { kBf16, kF16, kE4m3 };
 
 template <Form kForm>
