@@ -109,6 +109,13 @@ __device__ __forceinline__ void group_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
+// Moves registers between warp groups (a whole warpgroup executes it; SM90 and SM120): the caller's
+// warps keep `kCount` per thread from here on, and ptxas allocates the code that follows to it.
+template <int kCount>
+__device__ __forceinline__ void registers_increase() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kCount)); }
+template <int kCount>
+__device__ __forceinline__ void registers_decrease() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kCount)); }
+
 // Programmatic dependent launch (SM90 and SM120): the primary grid lets its dependent grid start
 // launching; the dependent waits until the primary grid has completed and its writes are visible.
 // Both are no-ops when the launch did not ask for programmatic serialization.

@@ -4,7 +4,8 @@
 // pair), BF16 as stored (mma_operand.cuh says why the two give the tensor cores the same values).
 //
 // Fragment maps (g = lane / 4, c = lane % 4, as in the PTX mma fragment layouts):
-//  - Key (QK, B operand of m16n8k16, k = dims): k-slice q covers latent dims [128q, 128q + 128) in
+//  - Key (QK, B operand of m16n8k16, k = dims; a warp's tokens start at row r0, a multiple of 8,
+//    and n-tile n's column g is row r0 + 8 n + g): k-slice q covers latent dims [128q, 128q + 128) in
 //    8 k-steps and rope dims [16q, 16q + 16) in one. In k-step s the thread holds the dims
 //    base(s) + {0, 1} (b0) and base(s) + {2, 3} (b1), base(s) = 128q + 64 (s / 4) + 16c + 4 (s % 4);
 //    for the rope step, base = 16q + 4c. The query fragments use the same map.
@@ -12,7 +13,7 @@
 //    g is dim 64w + 8g + j. In token k-step i the thread holds tokens 16i + 2c + {0, 1} (b0) and
 //    16i + 2c + {8, 9} (b1).
 //
-// Every row a thread reads for keys (32 h + 8 n + g) or values (16 i + 2c + {0, 1, 8, 9}) has the same
+// Every row a thread reads for keys (r0 + 8 n + g) or values (16 i + 2c + {0, 1, 8, 9}) has the same
 // swizzle as n-tile 0 / k-step 0, so its byte offsets are computed once per thread (FragmentOffsets)
 // and each n-tile or k-step adds a compile-time constant: no address arithmetic per tile.
 #pragma once
@@ -26,7 +27,6 @@ namespace kvpatch::mla::device {
 
 inline constexpr int kKeySteps = 9;     // 8 latent k-steps + 1 rope k-step per k-slice
 inline constexpr int kValueTiles = 8;   // n8 tiles per warp in PV (64 dims)
-inline constexpr int kKeyRowsPerWarp = 32;  // tokens of one QK warp (a token half of the 64-token tile)
 
 // Per-thread byte offsets within a stage, for n-tile 0 (keys) and k-step 0 (values).
 struct FragmentOffsets {
@@ -53,10 +53,10 @@ struct KvTile<KvDtype::kFp8E4M3> {
 
   __device__ static int byte_offset(int row, int chunk) { return row * kRowBytes + 16 * physical_chunk(row, chunk); }
 
-  // Key rows 32 h + 8 n + g all have latent_xor 2 (g >> 1) and rope_xor g >> 1; value rows
+  // Key rows r0 + 8 n + g all have latent_xor 2 (g >> 1) and rope_xor g >> 1; value rows
   // 16 i + 2c + {0, 1, 8, 9} all have latent_xor 2c.
-  __device__ static FragmentOffsets offsets(int token_half, int k_slice, int warp, int g, int c) {
-    const int key_row = kKeyRowsPerWarp * token_half + g;
+  __device__ static FragmentOffsets offsets(int key_row0, int k_slice, int warp, int g, int c) {
+    const int key_row = key_row0 + g;
     FragmentOffsets o;
     o.key_a = byte_offset(key_row, 8 * k_slice + c);
     o.key_b = byte_offset(key_row, 8 * k_slice + 4 + c);
@@ -137,10 +137,10 @@ struct KvTile<KvDtype::kBf16> {
 
   __device__ static int byte_offset(int row, int chunk) { return row * kRowBytes + 16 * physical_chunk(row, chunk); }
 
-  // Key rows 32 h + 8 n + g all have XOR g; value rows 16 i + 2c + {0, 8} have 2c, + {1, 9} 2c + 1.
+  // Key rows r0 + 8 n + g all have XOR g; value rows 16 i + 2c + {0, 8} have 2c, + {1, 9} 2c + 1.
   // The second latent group (chunks + 8) and the second value row pair (+ 8 rows) keep the XOR.
-  __device__ static FragmentOffsets offsets(int token_half, int k_slice, int warp, int g, int c) {
-    const int key_row = kKeyRowsPerWarp * token_half + g;
+  __device__ static FragmentOffsets offsets(int key_row0, int k_slice, int warp, int g, int c) {
+    const int key_row = key_row0 + g;
     FragmentOffsets o;
     o.key_a = byte_offset(key_row, 16 * k_slice + 2 * c);
     o.key_b = byte_offset(key_row, 16 * k_slice + 2 * c + 1);

@@ -25,8 +25,22 @@ inline constexpr int kTileTokens = 64;       // tokens per pipeline stage and pe
 inline constexpr int kMTileRows = 16;
 KVPATCH_TILING_FN int block_rows(int m_tiles) { return kMTileRows * m_tiles; }
 inline constexpr int kMaxRows = block_rows(2);
-inline constexpr int kKSlices = 4;           // QK splits the 576 dims over 4 warps (128 latent + 16 rope)
-inline constexpr int kTokenHalves = 2;       // ... and the tile's 64 tokens over 2 warps (4 n8 tiles each)
+inline constexpr int kKSlices = 4;           // QK splits the 576 dims into 4 k-slices (128 latent + 16 rope)
+// A score warp covers slices_per_score_warp k-slices of score_warp_tokens tokens: a wide block's
+// warps one k-slice of 32 tokens (4 n8 tiles), a narrow block's warps two k-slices of 16 tokens
+// (2 n8 tiles). Then the softmax sums 2 partial scores instead of 4, QK stores half as many and
+// adds the latent and rope parts for half as many scores (H200, B=32 H=16 FP8: 32K 177.1 us, 16K
+// 94.1, B=64 8K 95.3 against 189.3 / 101.7 / 102.6 with one k-slice per warp, in one process).
+KVPATCH_TILING_FN int slices_per_score_warp(int m_tiles) { return m_tiles == 1 ? 2 : 1; }
+KVPATCH_TILING_FN int score_partials(int m_tiles) { return kKSlices / slices_per_score_warp(m_tiles); }
+KVPATCH_TILING_FN int score_warp_tokens(int m_tiles) { return kTileTokens * score_partials(m_tiles) / kWarps; }
+// Two k-slices of query are 72 registers: a narrow block moves registers from the value warps to
+// the score warps (setmaxnreg; SM90 and SM120 both have it), so that the 512 threads still share
+// 65,536. FP8: 160 for the score warps, 96 for the value warps (same session: 136 gave no gain, 152
+// half of it, 168 starved the value warps: 1.5-3x slower). BF16's value warps need more (1,152-byte
+// rows, 16-byte value reads): 136 / 120, the most without spills on sm_90a and sm_120a.
+KVPATCH_TILING_FN int score_registers(KvDtype dtype) { return dtype == KvDtype::kFp8E4M3 ? 160 : 136; }
+KVPATCH_TILING_FN int value_registers(KvDtype dtype) { return 2 * 128 - score_registers(dtype); }
 // Softmax: the score threads share the rows out, 16 threads per row of a narrow block (4 tokens
 // each), 8 per row of a wide one (8 tokens each).
 KVPATCH_TILING_FN int softmax_lanes_per_row(int m_tiles) { return kThreads / block_rows(m_tiles); }
@@ -143,6 +157,8 @@ static_assert(smem_layout(KvDtype::kBf16, 1).total <= kSmemLimitSm120);
 static_assert(smem_layout(KvDtype::kFp8E4M3, 4).total <= 227 * 1024);
 static_assert(smem_layout(KvDtype::kBf16, 2).total <= 227 * 1024);
 static_assert(wide_blocks_fit(227 * 1024) && !wide_blocks_fit(kSmemLimitSm120));
+static_assert(score_warp_tokens(1) % 8 == 0 && score_warp_tokens(2) == 32);
+static_assert(score_registers(KvDtype::kFp8E4M3) % 8 == 0 && score_registers(KvDtype::kBf16) % 8 == 0);
 static_assert(softmax_lanes_per_row(1) * softmax_tokens(1) == kTileTokens && softmax_tokens(1) % 4 == 0);
 static_assert(softmax_lanes_per_row(2) * softmax_tokens(2) == kTileTokens && softmax_tokens(2) == 8);
 

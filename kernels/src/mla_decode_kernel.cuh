@@ -8,12 +8,13 @@
 // pieces:
 //   score warps 0-7, per piece: the request's query into registers (a wide block's second m-tile
 //     into shared memory); per 64-token tile:
-//     QK:      warp (k-slice q = w % 4, token half = w / 4) multiplies its register-resident query
-//              slice with 32 tokens' keys; FP32 partial scores go to shared memory. A wide block's
-//              warps convert each key fragment once and use it for both m16 tiles: the first
-//              m-tile's query from registers, the second's from shared memory (ldmatrix);
+//     QK:      a narrow block's warp w multiplies its register-resident query slice (k-slices
+//              2 (w % 2) and 2 (w % 2) + 1) with 16 tokens' keys (w / 2); a wide block's warp (k-slice
+//              w % 4, 32 tokens w / 4) converts each key fragment once and uses it for both m16
+//              tiles: the first m-tile's query from registers, the second's from shared memory
+//              (ldmatrix). FP32 partial scores go to shared memory;
 //     softmax: 16 threads per head row (8 in a wide block), 4 tokens each (8), all in registers:
-//              sum the 4 partials in fixed order, row max by shuffles, update the running max /
+//              sum the 2 (4) partials in fixed order, row max by shuffles, update the running max /
 //              sum, write the probabilities (2-4 buffers, so later tiles' can be written while PV
 //              reads tile t's);
 //     and at the piece's end its rows' (sum, max) for the value warps;
@@ -159,14 +160,16 @@ __device__ __forceinline__ int query_dim(int k_slice, int s, int c) {
 // operands in shared memory, and each row's power-of-two shift (mma_operand.cuh).
 template <KvDtype kDtype, int kStages, int kMTiles>
 __device__ __forceinline__ void load_query(const DecodeParams& p, const BlockSmem<kDtype, kStages, kMTiles>& sm, int b,
-                                           int head0, int rows_here, uint32_t (&q_frag)[kKeySteps][4],
+                                           int head0, int rows_here,
+                                           uint32_t (&q_frag)[slices_per_score_warp(kMTiles) * kKeySteps][4],
                                            float (&latent_scale)[2], float (&rope_scale)[2],
                                            float (&unshift)[kMTiles][2]) {
   using Op = MmaOperand<kDtype>;
   constexpr int kRows = block_rows(kMTiles);
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, c = lane % 4;
-  const int k_slice = warp % kKSlices, token_half = warp / kKSlices;
+  constexpr int kSlices = slices_per_score_warp(kMTiles), kPartials = score_partials(kMTiles);
+  const int k_group = warp % kPartials, token_group = warp / kPartials;  // k-slices kSlices k_group + j
   // The rows go through the first score buffer (free between pieces: the caller's barrier).
   uint16_t* q_stage = reinterpret_cast<uint16_t*>(sm.scores);
   static_assert(kRows * kQueryRowElems * 2 <= kKSlices * kRows * kScoreStride * 4, "one score buffer holds the query");
@@ -178,35 +181,39 @@ __device__ __forceinline__ void load_query(const DecodeParams& p, const BlockSme
 #pragma unroll
   for (int half = 0; half < 2; ++half)
 #pragma unroll
-    for (int s = 0; s < kKeySteps; ++s) {
-      const uint2 pairs = quad(g + 8 * half, query_dim(k_slice, s, c));
-      q_frag[s][half] = pairs.x;      // a0 / a1: k-slots 2c, 2c + 1
-      q_frag[s][2 + half] = pairs.y;  // a2 / a3: k-slots 2c + 8, 2c + 9
-    }
-  // Each row's largest magnitude, from the 4 k-slice warps of one token half per m-tile, meets in
-  // slice_max.
+    for (int j = 0; j < kSlices; ++j)
+#pragma unroll
+      for (int s = 0; s < kKeySteps; ++s) {
+        const uint2 pairs = quad(g + 8 * half, query_dim(kSlices * k_group + j, s, c));
+        q_frag[kKeySteps * j + s][half] = pairs.x;      // a0 / a1: k-slots 2c, 2c + 1
+        q_frag[kKeySteps * j + s][2 + half] = pairs.y;  // a2 / a3: k-slots 2c + 8, 2c + 9
+      }
+  // Each row's largest magnitude, from the k-slice warps of the first token group per m-tile, meets
+  // in slice_max (a warp of two k-slices writes its maximum for both).
   if constexpr (Op::kScaledQuery) {
     auto publish = [&](int row, float max_abs) {
       max_abs = fmaxf(max_abs, __shfl_xor_sync(0xffffffffu, max_abs, 1));
       max_abs = fmaxf(max_abs, __shfl_xor_sync(0xffffffffu, max_abs, 2));
-      if (c == 0) sm.slice_max[k_slice * kRows + row] = max_abs;
+      if (c == 0)
+#pragma unroll
+        for (int j = 0; j < kSlices; ++j) sm.slice_max[(kSlices * k_group + j) * kRows + row] = max_abs;
     };
     auto pair_max = [](uint32_t pair) {
       return fmaxf(fabsf(__uint_as_float(pair << 16)), fabsf(__uint_as_float(pair & 0xFFFF0000u)));
     };
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      if (token_half == 0) {
+      if (token_group == 0) {
         float max_abs = 0.f;
 #pragma unroll
-        for (int s = 0; s < kKeySteps; ++s) max_abs = fmaxf(max_abs, fmaxf(pair_max(q_frag[s][half]), pair_max(q_frag[s][2 + half])));
+        for (int s = 0; s < kSlices * kKeySteps; ++s) max_abs = fmaxf(max_abs, fmaxf(pair_max(q_frag[s][half]), pair_max(q_frag[s][2 + half])));
         publish(g + 8 * half, max_abs);
       } else if (kMTiles == 2) {  // the second m-tile's rows
         const int row = kMTileRows + g + 8 * half;
         float max_abs = 0.f;
 #pragma unroll
         for (int s = 0; s < kKeySteps; ++s) {
-          const uint2 pairs = quad(row, query_dim(k_slice, s, c));
+          const uint2 pairs = quad(row, query_dim(k_group, s, c));
           max_abs = fmaxf(max_abs, fmaxf(pair_max(pairs.x), pair_max(pairs.y)));
         }
         publish(row, max_abs);
@@ -232,7 +239,7 @@ __device__ __forceinline__ void load_query(const DecodeParams& p, const BlockSme
         rope_scale[half] = p.kpe_scale * pow2(shift);
         const float q_scale = pow2(-shift);
 #pragma unroll
-        for (int s = 0; s < kKeySteps; ++s) {
+        for (int s = 0; s < kSlices * kKeySteps; ++s) {
           q_frag[s][half] = Op::query_pair(q_frag[s][half], q_scale);
           q_frag[s][2 + half] = Op::query_pair(q_frag[s][2 + half], q_scale);
         }
@@ -268,12 +275,16 @@ __device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSm
   constexpr int kStageBytes = stage_bytes(kDtype);
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, c = lane % 4;
-  const int k_slice = warp % kKSlices, token_half = warp / kKSlices;
-  const FragmentOffsets frag_offsets = Tile::offsets(token_half, k_slice, warp, g, c);
+  constexpr int kSlices = slices_per_score_warp(kMTiles), kPartials = score_partials(kMTiles);
+  constexpr int kWarpTokens = score_warp_tokens(kMTiles);
+  const int k_group = warp % kPartials, token_group = warp / kPartials;  // k-slices kSlices k_group + j
+  FragmentOffsets frag_offsets[kSlices];
+#pragma unroll
+  for (int j = 0; j < kSlices; ++j) frag_offsets[j] = Tile::offsets(kWarpTokens * token_group, kSlices * k_group + j, warp, g, c);
   uint32_t q_ops_address = 0;
   if constexpr (kMTiles == 2)
     q_ops_address = shared_address(sm.query_ops + ((lane & 7) + 8 * ((lane >> 3) & 1)) * kQueryStageStride +
-                                   16 * kKeySteps * k_slice + 8 * (lane >> 4));
+                                   16 * kKeySteps * k_group + 8 * (lane >> 4));
   constexpr int kLanesPerRow = softmax_lanes_per_row(kMTiles), kSoftmaxTokens = softmax_tokens(kMTiles);
   constexpr int kTokenGroups = kSoftmaxTokens / 4;  // 4 consecutive tokens, 4 * kLanesPerRow apart
   const int softmax_row = tid / kLanesPerRow;
@@ -293,7 +304,7 @@ __device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSm
   for (int k = 0; k < work.count; ++k) {
     const int next_end = k + 1 < work.count ? later_piece(work, k + 1).range.end : 0;  // in flight
     const int tiles = range.tiles();
-    uint32_t q_frag[kKeySteps][4];  // BF16 pairs as staged; converted to the operand type
+    uint32_t q_frag[kSlices * kKeySteps][4];  // BF16 pairs as staged; converted to the operand type
     float latent_scale[2], rope_scale[2], unshift[kMTiles][2];
     if (tiles > 0) {
       // Piece k - 1's last softmax may still read the score buffers the query goes through.
@@ -315,38 +326,48 @@ __device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSm
       if (tau == 0) KVPATCH_MARK(0, 3);  // the first tile has landed
       if (k == 1 && tile == 0) KVPATCH_MARK(0, 9);  // piece 1: its first tile has landed
 
-      // QK: partial scores over this warp's k-slice for its 32 tokens, four n8 tiles (unrolled).
+      // QK: partial scores over this warp's k-slices for its tokens, its n8 tiles unrolled.
       auto store_partial = [&](int row, int nt, float x, float y) {
-        const int col = kKeyRowsPerWarp * token_half + 8 * nt + 2 * c;
-        *reinterpret_cast<float2*>(scores + (k_slice * kRows + row) * kScoreStride + col) = make_float2(x, y);
+        const int col = kWarpTokens * token_group + 8 * nt + 2 * c;
+        *reinterpret_cast<float2*>(scores + (k_group * kRows + row) * kScoreStride + col) = make_float2(x, y);
       };
       if (KVPATCH_ABLATE != 1 && KVPATCH_ABLATE != 3) {
         if constexpr (kMTiles == 1) {
   #pragma unroll
-          for (int nt = 0; nt < kKeyRowsPerWarp / 8; ++nt) {
-            uint32_t key[kKeySteps][2];
-            load_key<kDtype>(stage, frag_offsets, nt, key);
-            // Two independent accumulation chains over the latent k-steps halve the mma latency chain.
-            float near[4] = {0.f, 0.f, 0.f, 0.f}, far[4] = {0.f, 0.f, 0.f, 0.f}, rope[4] = {0.f, 0.f, 0.f, 0.f};
+          for (int nt = 0; nt < kWarpTokens / 8; ++nt) {
+            uint32_t key[kSlices][kKeySteps][2];
   #pragma unroll
-            for (int s = 0; s < 4; ++s) {
-              Op::mma(near, q_frag[s], key[s][0], key[s][1]);
-              Op::mma(far, q_frag[4 + s], key[4 + s][0], key[4 + s][1]);
-            }
-            Op::mma(rope, q_frag[8], key[8][0], key[8][1]);
+            for (int j = 0; j < kSlices; ++j) load_key<kDtype>(stage, frag_offsets[j], nt, key[j]);
+            // Per k-slice two independent accumulation chains over the latent k-steps ("near": the
+            // first 4, "far": the last 4) halve the mma latency chain; the rope k-steps apart.
+            float near[kSlices][4] = {}, far[kSlices][4] = {}, rope[4] = {0.f, 0.f, 0.f, 0.f};
+  #pragma unroll
+            for (int s = 0; s < 4; ++s)
+  #pragma unroll
+              for (int j = 0; j < kSlices; ++j) {
+                Op::mma(near[j], q_frag[kKeySteps * j + s], key[j][s][0], key[j][s][1]);
+                Op::mma(far[j], q_frag[kKeySteps * j + 4 + s], key[j][4 + s][0], key[j][4 + s][1]);
+              }
+  #pragma unroll
+            for (int j = 0; j < kSlices; ++j) Op::mma(rope, q_frag[kKeySteps * j + 8], key[j][8][0], key[j][8][1]);
+            auto latent = [&](int e) {
+              float sum = near[0][e] + far[0][e];
+  #pragma unroll
+              for (int j = 1; j < kSlices; ++j) sum += near[j][e] + far[j][e];
+              return sum;
+            };
   #pragma unroll
             for (int half = 0; half < 2; ++half)
-              store_partial(g + 8 * half, nt,
-                            latent_scale[half] * (near[2 * half] + far[2 * half]) + rope_scale[half] * rope[2 * half],
-                            latent_scale[half] * (near[2 * half + 1] + far[2 * half + 1]) + rope_scale[half] * rope[2 * half + 1]);
+              store_partial(g + 8 * half, nt, latent_scale[half] * latent(2 * half) + rope_scale[half] * rope[2 * half],
+                            latent_scale[half] * latent(2 * half + 1) + rope_scale[half] * rope[2 * half + 1]);
           }
         } else {
           // Each key fragment is converted once and multiplied with both m-tiles' query: per n8 tile
           // one accumulator per m-tile over the 8 latent k-steps, then the rope k-step apart (its
           // scale differs).
-          float acc[kKeyRowsPerWarp / 8][2][4];
+          float acc[kWarpTokens / 8][2][4];
   #pragma unroll
-          for (int nt = 0; nt < kKeyRowsPerWarp / 8; ++nt)
+          for (int nt = 0; nt < kWarpTokens / 8; ++nt)
   #pragma unroll
             for (int e = 0; e < 4; ++e) acc[nt][0][e] = 0.f, acc[nt][1][e] = 0.f;
   #pragma unroll
@@ -355,9 +376,9 @@ __device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSm
   #pragma unroll
             for (int j = 0; j < 2; ++j) ldmatrix_x4(q_second[j], q_ops_address + 32 * (2 * pair + j));
   #pragma unroll
-            for (int nt = 0; nt < kKeyRowsPerWarp / 8; ++nt) {
+            for (int nt = 0; nt < kWarpTokens / 8; ++nt) {
               uint32_t key[2][2];
-              Tile::load_key_pair(stage, frag_offsets, nt, pair, key);
+              Tile::load_key_pair(stage, frag_offsets[0], nt, pair, key);
   #pragma unroll
               for (int j = 0; j < 2; ++j) {
                 Op::mma(acc[nt][0], q_frag[2 * pair + j], key[j][0], key[j][1]);
@@ -368,9 +389,9 @@ __device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSm
           uint32_t q_rope[4];
           ldmatrix_x4(q_rope, q_ops_address + 32 * 8);
   #pragma unroll
-          for (int nt = 0; nt < kKeyRowsPerWarp / 8; ++nt) {
+          for (int nt = 0; nt < kWarpTokens / 8; ++nt) {
             uint32_t key[2];
-            Tile::load_key_rope(stage, frag_offsets, nt, key);
+            Tile::load_key_rope(stage, frag_offsets[0], nt, key);
             float rope[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
             Op::mma(rope[0], q_frag[8], key[0], key[1]);
             Op::mma(rope[1], q_rope, key[0], key[1]);
@@ -395,7 +416,7 @@ __device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSm
   #pragma unroll
         for (int t = 0; t < kSoftmaxTokens; ++t) s[t] = 0.f;
   #pragma unroll
-        for (int q = 0; q < kKSlices; ++q)
+        for (int q = 0; q < kPartials; ++q)
   #pragma unroll
           for (int k = 0; k < kTokenGroups; ++k) {
             const float4 part = *reinterpret_cast<const float4*>(scores + (q * kRows + softmax_row) * kScoreStride +
@@ -715,10 +736,15 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   }
   __syncthreads();  // the barriers are initialized
 
+  // Narrow blocks' score warps hold two k-slices of query: registers move to them from the value
+  // warps (mla_decode_config.h).
+  constexpr bool kMoveRegisters = slices_per_score_warp(kMTiles) == 2;
   if (threadIdx.x < kThreads) {
+    if constexpr (kMoveRegisters) registers_increase<score_registers(kDtype)>();
     score_warps(p, sm, work, head0, rows_here);
     return;
   }
+  if constexpr (kMoveRegisters) registers_decrease<value_registers(kDtype)>();
   value_warps(p, sm, work, head0, rows_here, partial_out, partial_lse);
   KVPATCH_MARK(0, 5);  // outputs stored
 }
