@@ -73,10 +73,12 @@ inline constexpr int kBlocksPerSm = 1;
 KVPATCH_TILING_FN int request_tiles(int len) { return len <= 0 ? 0 : (len + kTileTokens - 1) / kTileTokens; }
 KVPATCH_TILING_FN int capped_splits(int tiles, int cap) { return tiles <= cap ? 1 : (tiles + cap - 1) / cap; }
 // What a block pays, in tile-times, to go from one piece of KV to the next request's (its query
-// staged, the first piece's output stored): H200, B=32 H=16 8K, 31-32 tiles per block in two pieces
-// against 32 in one, +2.6 us (~2 tiles). A length-aware schedule shares tiles evenly only when that
-// beats one piece per block by more than these switches cost.
-inline constexpr int kPieceSwitchTiles = 2;
+// staged, the first piece's output stored). H200, v12 (timeline.cu, B=32 H=16 32K): the value warps
+// wait 2.6 us and the score warps 3.8 us for the next query, against ~1.3 us per tile; and in one
+// process one piece per block (125 + 3 > 128 tiles) took 175.2 us against 177.1 with even shares.
+// (v11's tiles took ~1.4 us: 2 tiles then.) A length-aware schedule shares tiles evenly only when
+// that beats one piece per block by more than these switches cost.
+inline constexpr int kPieceSwitchTiles = 3;
 
 KVPATCH_TILING_FN int kv_elem_bytes(KvDtype dtype) { return dtype == KvDtype::kFp8E4M3 ? 1 : 2; }
 KVPATCH_TILING_FN int kv_row_bytes(KvDtype dtype) { return kRowBytesFp8 * kv_elem_bytes(dtype); }
