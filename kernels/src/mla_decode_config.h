@@ -115,6 +115,8 @@ inline constexpr int kPieceStatSlots = 2;
 struct SmemLayout {
   size_t kv_offset = 0;        // [stages][kTileTokens][row bytes], 16-byte chunks swizzled per row
   size_t score_offset = 0;     // [score buffers][kKSlices][rows][kScoreStride] FP32 partial scores
+                               // (narrow blocks fill score_partials = 2 of the kKSlices; the first
+                               // buffer also stages a piece's query, which needs all of it)
   size_t prob_offset = 0;      // [prob buffers][rows][kProbStride] 16-bit probabilities
   size_t row_stat_offset = 0;  // [row_stat_floats(prob buffers)][rows] FP32
   size_t query_offset = 0;     // wide blocks: [16][kQueryStageStride] second m-tile's query operands
