@@ -10,6 +10,8 @@
 // SPLITS forces a uniform plan; without it, plan_decode's plan (a length-aware plan's split table is
 // made once before the runs, as once per decode step). KVPATCH_SUSTAIN_S=N adds ~N seconds of
 // back-to-back launches at the end (for sampling clocks and power; kernels/bench/power_sample.sh).
+// KVPATCH_NO_FLUSH=1 skips the L2 flush before each run; KVPATCH_WARM_DATA=1 reads the query and the
+// page ids back into L2 after it (does the prologue wait on its data, or on something else?).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -46,10 +48,13 @@ const char* kDecodeMarks[] = {"entry", "query and first page ids landed", "first
                               "last tile done", "outputs stored", "request and split known",
                               "piece 1: score warps want its query", "piece 1: its query loaded",
                               "piece 1: its first tile landed", "piece 0: last PV done", "piece 0: output stored",
-                              "piece 1: first probabilities in"};
+                              "piece 1: first probabilities in", "barriers initialized", "score: registers moved",
+                              "score: query in shared memory", "score: slice maxima published",
+                              "value: registers moved", "value: first page ids landed",
+                              "piece 0: row sums read"};
 constexpr int kDecodeMarkCount = sizeof(kDecodeMarks) / sizeof(kDecodeMarks[0]);
 // Intervals within one block (blocks holding both marks): what a piece switch costs each warp group.
-constexpr int kIntervals[][2] = {{3, 4}, {7, 8}, {8, 9}, {10, 11}, {10, 12}};
+constexpr int kIntervals[][2] = {{3, 4}, {7, 8}, {8, 9}, {10, 19}, {19, 11}, {10, 12}};
 const char* kMergeMarks[] = {"entry", "decode grid complete", "stored"};
 
 void print_marks(const char* kernel, const std::vector<uint64_t>& host, int blocks, int marks, const char* const* names,
@@ -155,7 +160,11 @@ int main(int argc, char** argv) {
   for (int run = 0; run < runs; ++run) {
     std::vector<uint64_t> zeros(timeline.size(), 0);
     CHECK(cudaMemcpyToSymbol(device::kvpatch_timeline, zeros.data(), zeros.size() * 8));
-    read_all<<<4 * sms, 512>>>(d_flush, kFlushBytes / sizeof(int4), d_sink);
+    if (!std::getenv("KVPATCH_NO_FLUSH")) read_all<<<4 * sms, 512>>>(d_flush, kFlushBytes / sizeof(int4), d_sink);
+    if (std::getenv("KVPATCH_WARM_DATA")) {  // the query and page ids back in L2 (the code stays out)
+      read_all<<<sms, 512>>>(reinterpret_cast<const int4*>(d_q), q.size() * 2 / sizeof(int4), d_sink);
+      read_all<<<sms, 512>>>(reinterpret_cast<const int4*>(d_indices), indices.size() * 4 / sizeof(int4), d_sink);
+    }
     CHECK(cudaEventRecord(start));
     CHECK(launch_decode(p, plan, d_ws, nullptr, /*schedule_ready=*/length_aware));
     CHECK(cudaEventRecord(stop));

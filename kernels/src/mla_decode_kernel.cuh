@@ -177,6 +177,7 @@ __device__ __forceinline__ void load_query(const DecodeParams& p, const BlockSme
   cp_async_commit();
   cp_async_wait<0>();
   group_barrier(kScoreGroupBarrier, kThreads);
+  KVPATCH_MARK(0, 15);  // the query is in shared memory
   auto quad = [&](int row, int d) { return *reinterpret_cast<const uint2*>(q_stage + row * kQueryRowElems + d); };
 #pragma unroll
   for (int half = 0; half < 2; ++half)
@@ -221,6 +222,7 @@ __device__ __forceinline__ void load_query(const DecodeParams& p, const BlockSme
     }
   }
   group_barrier(kScoreGroupBarrier, kThreads);  // slice maxima published
+  KVPATCH_MARK(0, 16);  // the slice maxima are published
   auto row_shift = [&](int row) {
     if constexpr (!Op::kScaledQuery) return 0;
     return query_shift(fmaxf(fmaxf(sm.slice_max[row], sm.slice_max[kRows + row]),
@@ -494,6 +496,7 @@ __device__ __forceinline__ void store_piece(const DecodeParams& p, const BlockSm
     row_max[rows] = sm.piece_stats[(2 * slot + 1) * kRows + row];
   }
   mbarrier_arrive(sm.stats_empty(slot));
+  if (piece_index == 0) KVPATCH_MARK(0, 19);  // piece 0: its row sums are read
 #pragma unroll
   for (int rows = 0; rows < 2 * kMTiles; ++rows) {
     const int m = rows / 2, half = rows % 2;
@@ -616,6 +619,7 @@ __device__ __forceinline__ void value_warps(const DecodeParams& p, const BlockSm
   cp_async_commit();
   cp_async_wait<0>();
   group_barrier(kValueGroupBarrier, kThreads);  // the first tiles' page ids landed
+  KVPATCH_MARK(0, 18);  // value warps: the first page ids landed
   for (int tile = 0; tile < kStages && tile < total_tiles; ++tile) issue_tile(static_cast<unsigned>(tile));
   KVPATCH_MARK(0, 2);  // the first tiles' copies are issued
 
@@ -740,11 +744,14 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   // warps (mla_decode_config.h).
   constexpr bool kMoveRegisters = slices_per_score_warp(kMTiles) == 2;
   if (threadIdx.x < kThreads) {
+    KVPATCH_MARK(0, 13);  // the barriers are initialized
     if constexpr (kMoveRegisters) registers_increase<score_registers(kDtype)>();
+    KVPATCH_MARK(0, 14);  // score warps: registers moved
     score_warps(p, sm, work, head0, rows_here);
     return;
   }
   if constexpr (kMoveRegisters) registers_decrease<value_registers(kDtype)>();
+  KVPATCH_MARK(0, 17);  // value warps: registers moved
   value_warps(p, sm, work, head0, rows_here, partial_out, partial_lse);
   KVPATCH_MARK(0, 5);  // outputs stored
 }
