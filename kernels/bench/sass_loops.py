@@ -8,7 +8,7 @@ Each loop's "stall cycles" sums the fixed issue delays ptxas wrote into its inst
 bits (bits 41-44 of the second 64-bit word on SM70-SM90): a lower bound on one warp's cycles per
 pass, ignoring waits on loads and barriers. In the thirteenth session's builds the QK loop's sum
 ranked the measured kernel times: 977 (12% slower than shipped), 724 (5% slower), 687 (the same),
-678 (as shipped), 646 (0.1-0.5% faster in an A/B run: not kept). A longer QK loop costs time; a
+678 (as shipped), 646 (0.2-0.7% faster in an A/B run: not kept). A longer QK loop costs time; a
 shorter one buys little (the score warps wait on the value warps' loads).
 
 Usage:
