@@ -36,34 +36,32 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&frag)[4], uint32_t addres
                : "r"(address));
 }
 
-// acc += A (16x16, row) * B (16x8, col); BF16 operands, FP32 accumulation.
+// The mma.sync forms below differ only in their instruction (an asm string must be a literal, so
+// the shared operand lists come from this macro): acc += A (16 x k, row) * B (k x 8, col), FP32
+// accumulation in place, A in 4 registers and B in 2 per thread.
+#define KVPATCH_MMA_SYNC(instruction)                                                                     \
+  asm volatile(instruction " {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"        \
+               : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])                                 \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1))
+
+// BF16 operands, k = 16.
 __device__ __forceinline__ void mma_bf16_m16n8k16(float (&acc)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  KVPATCH_MMA_SYNC("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32");
 }
 
-// acc += A * B with FP16 operands, FP32 accumulation (the FP8 path: see mma_operand.cuh).
+// FP16 operands, k = 16 (the FP8 path: see mma_operand.cuh).
 __device__ __forceinline__ void mma_f16_m16n8k16(float (&acc)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  KVPATCH_MMA_SYNC("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32");
 }
 
-// acc += A * B with E4M3 operands (4 codes per register, k = 32), FP32 accumulation (sm_89+). Not
-// used by the decode kernel: sm_90a has no such instruction (ptxas emulates it with F2FP, two FP16
-// mma and FP32 adds), sm_120a runs it as one QMMA. kernels/bench/mma_peak.cu times it.
+// E4M3 operands (4 codes per register, k = 32; sm_89+). Not used by the decode kernel: sm_90a has
+// no such instruction (ptxas emulates it with F2FP, two FP16 mma and FP32 adds), sm_120a runs it as
+// one QMMA. kernels/bench/mma_peak.cu times it.
 __device__ __forceinline__ void mma_e4m3_m16n8k32(float (&acc)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  KVPATCH_MMA_SYNC("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32");
 }
+
+#undef KVPATCH_MMA_SYNC
 
 // Two E4M3 codes in the low 16 bits (low byte -> low half) to two FP16, exactly, in one instruction
 // (sm_89+): every E4M3 value, subnormals included, is a normal FP16, and NaN stays NaN.
