@@ -48,6 +48,8 @@ if [[ "$what" == bench || "$what" == all || "$what" == quick ]]; then
   PYTHONUNBUFFERED=1 python3 kernels/bench/bench_decode.py --lib "$build/kernels/libkvpatch_mla_capi.so" \
     --out "$out" "$@" 2>&1 | tee "$out/bench.log" | tail -30
 fi
-# Few files travel back from the GPU machine: bundle the profiles.
+# Few files travel back from the GPU machine (8 per call): bundle the profiles, then every log into
+# one archive whose name sorts first, so the memcheck and SM120-depth logs come back too.
 ls "$out"/ncu_*.txt >/dev/null 2>&1 && tar -C "$out" -czf "$out/ncu.tgz" $(cd "$out" && ls ncu_*.txt) && rm -f "$out"/ncu_*.txt
+(cd "$out" && ls *.log >/dev/null 2>&1 && tar -czf 0-logs.tgz *.log)
 exit $status
