@@ -9,9 +9,11 @@ bits (bits 41-44 of the second 64-bit word on SM70-SM90): a lower bound on one w
 pass, ignoring waits on loads and barriers. In the thirteenth session's builds the QK loop's sum
 ranked the measured kernel times: 977 (12% slower than shipped), 724 (5% slower), 687 (the same),
 678 (as shipped), 646 (0.2-0.7% faster in an A/B run: not kept). A longer QK loop costs time; a
-shorter one buys little (the score warps wait on the value warps' loads). The value loop is the
-critical one: a build that reordered it at a lower sum (961 against 966, same order 0.711) was
-1.5-3% slower (fourteenth session), so for it the order similarity is the check.
+shorter one buys little (the score warps wait on the value warps' loads). The fourteenth session
+found the sums a poor guide otherwise: a value loop reordered at a lower sum (961 against 966,
+order 0.711) was 1.5-3% slower, and a QK loop at 685 (order 0.930, value loop unchanged) 5-6%
+slower, while others at 619-650 cost nothing. Only loops at order 1.000 are safe to assume
+unchanged; anything else needs a GPU A/B (kernels/bench/ab.sh).
 
 Usage:
   sass_loops.py KERNEL.sass|KERNEL.cubin                  the loops that hold mma instructions
