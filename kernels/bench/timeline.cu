@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
     std::vector<uint64_t> zeros(timeline.size(), 0);
     CHECK(cudaMemcpyToSymbol(device::kvpatch_timeline, zeros.data(), zeros.size() * 8));
     if (!std::getenv("KVPATCH_NO_FLUSH")) read_all<<<4 * sms, 512>>>(d_flush, kFlushBytes / sizeof(int4), d_sink);
-    if (std::getenv("KVPATCH_WARM_DATA")) {  // the query and page ids back in L2 (the code stays out)
+    if (std::getenv("KVPATCH_WARM_DATA")) {  // the query and page ids read back into L2 (the flush evicted them)
       read_all<<<sms, 512>>>(reinterpret_cast<const int4*>(d_q), q.size() * 2 / sizeof(int4), d_sink);
       read_all<<<sms, 512>>>(reinterpret_cast<const int4*>(d_indices), indices.size() * 4 / sizeof(int4), d_sink);
     }

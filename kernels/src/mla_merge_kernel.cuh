@@ -1,6 +1,6 @@
 // Merge pass of split-KV decode: out = sum_s 2^lse_s * out_s / sum_s 2^lse_s, lse = log2 of the
 // denominator, over request b's partials first_b .. first_b + n_b - 1 (mla_schedule.cuh: uniform
-// plans b * splits and splits; length-aware plans the table the decode grid wrote). Empty splits
+// plans b * splits and splits; length-aware plans the table mla_schedule_kernel wrote). Empty splits
 // carry lse -inf and drop out; a NaN split makes the row NaN. Requests with one split were written
 // by the decode kernel and are skipped.
 //
