@@ -4,7 +4,7 @@
 # (CUDA toolkit only), runs the small GPU tests on the working tree, then times the two libraries in
 # alternating processes (A B A B) on the same shapes, so drift shows as the A-A and B-B spread.
 # Usage (repo root, GPU machine): bash kernels/bench/ab.sh REF_DIR -- [bench_decode.py args]
-# Results: $OUT/0-ab.tgz (ab-{a,b}-{1,2}/bench.* and the logs); the logs also lie beside it.
+# Results: $OUT/ab-{a,b}-{1,2}/bench.* and the logs, all of them also in $OUT/0-ab.tgz.
 set -uo pipefail
 ref="$1"; shift
 [[ "${1:-}" == "--" ]] && shift
@@ -29,6 +29,7 @@ for round in 1 2; do
       --out "$out/ab-$side-$round" "$@" 2>&1 | sed -E -f kernels/bench/brief.sed
   done
 done
-# Few files travel back from the GPU machine (8 per call): both sides' results and every log in one
-# archive whose name sorts first (without it, only side A's first results came back).
-(cd "$out" && tar -czf 0-ab.tgz ab-*.log ab-[ab]-[12] && rm -rf ab-[ab]-[12])
+# Few files travel back from the GPU machine (8 per call, in name order): both sides' results and
+# every log also in one archive whose name sorts first (without it, only side A's first results
+# came back).
+(cd "$out" && tar -czf 0-ab.tgz ab-*.log ab-[ab]-[12])

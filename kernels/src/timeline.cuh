@@ -11,7 +11,7 @@ namespace kvpatch::mla::device {
 
 inline constexpr int kTimelineBlocks = 8192, kTimelineMarks = 24;
 // [0]: decode blocks, [1]: merge blocks; block = x + gridDim.x * (y + gridDim.y * z). Marks 0-22 are
-// times in ns (0-18 used); the last slot holds the block's SM + 1.
+// times in ns (0-19 used); the last slot holds the block's SM + 1.
 __device__ uint64_t kvpatch_timeline[2][kTimelineBlocks][kTimelineMarks];
 
 __device__ __forceinline__ void timeline_mark(int kernel, int mark) {
