@@ -9,13 +9,23 @@
 Ragged batches (rows marked "ragged") are not the issue's shapes and are left out.
 Prints a Markdown table, one line per (target, shape): the measured value, the FP8 kernel time the
 target asks for against the measured one (and, for the BF16 ratio, the share of the copy that time
-would be), and met / NOT met.
+would be), and met / NOT met. Then, per check not met, what any mma.sync kernel would need to meet
+it: the time the tensor cores alone take at the H200's mma.sync rate (the issue allows mma.sync,
+not wgmma), the time the KV bytes take at the copy bandwidth, the benchmark's timing floor, and the
+share of the allowed time (less the floor) that the tensor cores would have to be busy.
 No GPU or PyTorch needed: usage: targets.py results/bench.json [> targets.md]
 """
 import json
 import sys
 
 MEMORY_BOUND_BYTES = 256 << 20
+ROW_BYTES_FP8 = 576              # one token's latent + rope bytes
+FLOP_PER_TOKEN_HEAD = 2 * 1088   # QK over 576 dims and PV over 512, a multiply-add each
+# FP16 m16n8k16 mma.sync on the H200 with a new B operand per mma, as the decode kernel feeds it:
+# 631-637 TFLOP/s with one B register throughout (kernels/bench/mma_peak.cu) times 192.6 / 265.5
+# cycles per step (kernels/bench/convert_throughput.cu, fixed against fresh operands); NOTES.md,
+# eleventh session.
+MMA_SYNC_TFLOPS = 461
 
 
 def us(ms):
@@ -29,9 +39,20 @@ def needs(fp8_ms, limit_ms, note=""):
     return f"<= {us(limit_ms)}{note} (now {us(fp8_ms)}{gap})"
 
 
+def floors(result, row, limit_ms):
+    """(mma us, copy us, tensor-core share) for one check: the least times the tensor cores and the
+    DRAM take for the row's work, and how busy the tensor cores must be within the time the target
+    allows less the timing floor."""
+    tokens = row["variants"]["fp8"]["bytes"] / ROW_BYTES_FP8
+    mma_us = tokens * row["heads"] * FLOP_PER_TOKEN_HEAD / (MMA_SYNC_TFLOPS * 1e6)
+    copy_us = row["variants"]["fp8"]["bytes"] / (result["copy_gbps"] * 1e3)
+    usable_us = 1000 * limit_ms - result["meta"].get("timing_floor_us", 0.0)
+    return mma_us, copy_us, mma_us / usable_us if usable_us > 0 else float("inf")
+
+
 def checks(result):
-    """Yields (target, shape label, measured text, needed text, met) for every shape a target
-    applies to."""
+    """Yields (target, shape label, measured text, needed text, met, row, allowed ms) for every
+    shape a target applies to."""
     copy = result["copy_gbps"]
     for r in result["rows"]:
         if r.get("ragged"):  # extra rows, not among the issue's shapes
@@ -46,20 +67,20 @@ def checks(result):
 
         if r["heads"] <= 32 and fp8["bytes"] >= MEMORY_BOUND_BYTES:
             yield ("memory-bound: >= 80% of copy", label, f"{pct:.0f}%", needs(fp8["ms"], at_share(0.8)),
-                   pct >= 80)
+                   pct >= 80, r, at_share(0.8))
             if "fi_fp8" in v:
                 ratio = v["fi_fp8"]["ms"] / fp8["ms"]
                 yield ("memory-bound: latency <= FlashInfer fa3 FP8", label, f"{ratio:.2f}x faster",
-                       needs(fp8["ms"], v["fi_fp8"]["ms"]), ratio >= 1)
+                       needs(fp8["ms"], v["fi_fp8"]["ms"]), ratio >= 1, r, v["fi_fp8"]["ms"])
         if r["context"] >= 32768:
             ratio = v["bf16"]["ms"] / fp8["ms"]
             limit = v["bf16"]["ms"] / 1.8
             share = 100 * fp8["bytes"] / (limit * copy * 1e6)
             yield (">= 32K: FP8 >= 1.8x the BF16 kernel", label, f"{ratio:.2f}x",
-                   needs(fp8["ms"], limit, f", {share:.0f}% of copy"), ratio >= 1.8)
+                   needs(fp8["ms"], limit, f", {share:.0f}% of copy"), ratio >= 1.8, r, limit)
         if r["batch"] == 1 and r["context"] >= 131072:
             yield ("one 128K request: >= 60% of copy", label, f"{pct:.0f}%", needs(fp8["ms"], at_share(0.6)),
-                   pct >= 60)
+                   pct >= 60, r, at_share(0.6))
 
 
 def markdown(result):
@@ -67,9 +88,22 @@ def markdown(result):
     lines = [f"# Issue 3 targets — {result['meta']['gpu']}, {result['meta']['date']} "
              f"(copy {result['copy_gbps']:.0f} GB/s)", "",
              "| target | shape | measured | FP8 time it needs | |", "|---|---|---|---|---|"]
-    lines += [f"| {t} | {s} | {m} | {n} | {'met' if ok else 'NOT met'} |" for t, s, m, n, ok in rows]
-    met = sum(ok for *_, ok in rows)
+    lines += [f"| {t} | {s} | {m} | {n} | {'met' if ok else 'NOT met'} |" for t, s, m, n, ok, _, _ in rows]
+    met = sum(row[4] for row in rows)
     lines += ["", f"{met} of {len(rows)} checks met."]
+    missed = [row for row in rows if not row[4]]
+    if missed:
+        floor = result["meta"].get("timing_floor_us", 0.0)
+        lines += ["", f"What any mma.sync kernel needs for the checks not met: tensor cores at "
+                  f"{MMA_SYNC_TFLOPS} TFLOP/s (the H200's FP16 mma.sync rate with fresh operands) and "
+                  f"DRAM at the copy bandwidth; a launch also pays the {floor:.1f} us timing floor.", "",
+                  "| target | shape | time allowed | tensor cores alone | KV bytes at copy speed "
+                  "| tensor cores busy then | busy now |", "|---|---|---|---|---|---|---|"]
+        for t, s, _, _, _, row, limit in missed:
+            mma_us, copy_us, busy = floors(result, row, limit)
+            busy_now = floors(result, row, row["variants"]["fp8"]["ms"])[2]
+            lines.append(f"| {t} | {s} | {us(limit)} | {mma_us:.1f} us | {copy_us:.1f} us | {100 * busy:.0f}% "
+                         f"| {100 * busy_now:.0f}% |")
     return "\n".join(lines) + "\n"
 
 

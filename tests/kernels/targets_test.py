@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """kernels/bench/targets.py against a small bench.json made here: which checks apply to which
-shapes, met / NOT met at the edges, and the FP8 time each target asks for."""
+shapes, met / NOT met at the edges, the FP8 time each target asks for, and what an mma.sync kernel
+would need for the checks not met."""
 import importlib.util
 import pathlib
 import sys
@@ -42,13 +43,16 @@ WIDE = row("b32_h64", 32, 64, 32768, 1.0, 1.0)
 RAGGED = row("ragged", 32, 16, 32768, 10.0, 1.0, ragged=True)
 
 
-def result(*rows):
-    return {"meta": {"gpu": "test GPU", "date": "2026-11-29"}, "copy_gbps": COPY_GBPS, "rows": list(rows)}
+def result(*rows, timing_floor_us=None):
+    meta = {"gpu": "test GPU", "date": "2026-11-29"}
+    if timing_floor_us is not None:
+        meta["timing_floor_us"] = timing_floor_us
+    return {"meta": meta, "copy_gbps": COPY_GBPS, "rows": list(rows)}
 
 
 class TargetsTest(unittest.TestCase):
     def checks(self, *rows):
-        return {(t, s): (m, n, ok) for t, s, m, n, ok in targets.checks(result(*rows))}
+        return {(t, s): (m, n, ok) for t, s, m, n, ok, *_ in targets.checks(result(*rows))}
 
     def test_memory_bound_shape_meets_at_the_edge(self):
         got = self.checks(MEMORY_BOUND_MET)
@@ -89,7 +93,22 @@ class TargetsTest(unittest.TestCase):
     def test_markdown_counts_the_checks_met(self):
         text = targets.markdown(result(MEMORY_BOUND_MET, MEMORY_BOUND_SLOW))
         self.assertIn("| target | shape | measured | FP8 time it needs | |", text)
-        self.assertTrue(text.endswith("3 of 5 checks met.\n"))
+        self.assertIn("\n3 of 5 checks met.\n", text)
+
+    def test_floors_of_the_checks_not_met(self):
+        # B=32 H=32 16K at 50% of the copy: 524,288 tokens x 32 heads x 2,176 flop = 36.5 GFLOP, so
+        # 79.2 us of tensor cores at 461 TFLOP/s; 302 MB at 4,000 GB/s is 75.5 us.
+        slow = row("b32_h32", 32, 32, 16384, at_share(32, 16384, 0.5), 1.0)
+        text = targets.markdown(result(slow, MEMORY_BOUND_MET, timing_floor_us=3.0))
+        table = text.split("What any mma.sync kernel needs")[1]
+        self.assertIn("3.0 us timing floor", table)
+        allowed_us = 1000 * at_share(32, 16384, 0.8)  # 94.4 us
+        mma_us = 32 * 16384 * 32 * 2176 / 461e6
+        busy, busy_now = mma_us / (allowed_us - 3.0), mma_us / (1000 * at_share(32, 16384, 0.5) - 3.0)
+        self.assertIn(f"| memory-bound: >= 80% of copy | b32_h32 ctx=16384 | {allowed_us:.1f} us | {mma_us:.1f} us "
+                      f"| 75.5 us | {100 * busy:.0f}% | {100 * busy_now:.0f}% |", table)
+        self.assertNotIn("b32_h16", table)  # its checks are met
+        self.assertNotIn("What any mma.sync kernel needs", targets.markdown(result(MEMORY_BOUND_MET)))
 
 
 if __name__ == "__main__":
