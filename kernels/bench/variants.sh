@@ -4,9 +4,10 @@
 # tests on each (correctness and FP8/BF16 parity must hold for a variant to count), then times
 # each on the same shapes. The first variant is timed again at the end to show run-to-run noise.
 # Usage (repo root, GPU machine): bash kernels/bench/variants.sh "FLAGS_A" "FLAGS_B" ... -- [bench_decode.py args]
-# A variant whose small tests fail or hang (a deadlocked kernel: 90 s; a small run takes ~10 s) is not timed. Everything
-# printed also goes to $OUT/0-variants.txt, and the results and logs into $OUT/0-variants.tgz: the
-# GPU machine returns 8 files per call, and a call that runs past its limit returns no stdout.
+# A variant whose small tests fail or hang (a deadlocked kernel: 90 s; a small run takes ~10 s) is
+# not timed. Everything printed also goes to $OUT/0-variants.txt, and the results and logs into
+# $OUT/0-variants.tgz: the GPU machine returns 8 files per call, and a call that runs past its
+# limit returns no stdout.
 set -uo pipefail
 out="${OUT:-/tmp/kvpatch-out}"
 mkdir -p "$out"
