@@ -17,6 +17,7 @@ No GPU or PyTorch needed: usage: targets.py results/bench.json [> targets.md]
 """
 import json
 import sys
+from typing import NamedTuple
 
 MEMORY_BOUND_BYTES = 256 << 20
 ROW_BYTES_FP8 = 576              # one token's latent + rope bytes
@@ -50,9 +51,18 @@ def floors(result, row, limit_ms):
     return mma_us, copy_us, mma_us / usable_us if usable_us > 0 else float("inf")
 
 
+class Check(NamedTuple):
+    target: str
+    shape: str
+    measured: str
+    needed: str
+    met: bool
+    row: dict          # the bench.json row it was checked on
+    allowed_ms: float  # the FP8 time the target allows
+
+
 def checks(result):
-    """Yields (target, shape label, measured text, needed text, met, row, allowed ms) for every
-    shape a target applies to."""
+    """Yields a Check for every shape a target applies to."""
     copy = result["copy_gbps"]
     for r in result["rows"]:
         if r.get("ragged"):  # extra rows, not among the issue's shapes
@@ -66,20 +76,20 @@ def checks(result):
             return fp8["bytes"] / (share * copy * 1e6)
 
         if r["heads"] <= 32 and fp8["bytes"] >= MEMORY_BOUND_BYTES:
-            yield ("memory-bound: >= 80% of copy", label, f"{pct:.0f}%", needs(fp8["ms"], at_share(0.8)),
+            yield Check("memory-bound: >= 80% of copy", label, f"{pct:.0f}%", needs(fp8["ms"], at_share(0.8)),
                    pct >= 80, r, at_share(0.8))
             if "fi_fp8" in v:
                 ratio = v["fi_fp8"]["ms"] / fp8["ms"]
-                yield ("memory-bound: latency <= FlashInfer fa3 FP8", label, f"{ratio:.2f}x faster",
+                yield Check("memory-bound: latency <= FlashInfer fa3 FP8", label, f"{ratio:.2f}x faster",
                        needs(fp8["ms"], v["fi_fp8"]["ms"]), ratio >= 1, r, v["fi_fp8"]["ms"])
         if r["context"] >= 32768:
             ratio = v["bf16"]["ms"] / fp8["ms"]
             limit = v["bf16"]["ms"] / 1.8
             share = 100 * fp8["bytes"] / (limit * copy * 1e6)
-            yield (">= 32K: FP8 >= 1.8x the BF16 kernel", label, f"{ratio:.2f}x",
+            yield Check(">= 32K: FP8 >= 1.8x the BF16 kernel", label, f"{ratio:.2f}x",
                    needs(fp8["ms"], limit, f", {share:.0f}% of copy"), ratio >= 1.8, r, limit)
         if r["batch"] == 1 and r["context"] >= 131072:
-            yield ("one 128K request: >= 60% of copy", label, f"{pct:.0f}%", needs(fp8["ms"], at_share(0.6)),
+            yield Check("one 128K request: >= 60% of copy", label, f"{pct:.0f}%", needs(fp8["ms"], at_share(0.6)),
                    pct >= 60, r, at_share(0.6))
 
 
@@ -88,10 +98,10 @@ def markdown(result):
     lines = [f"# Issue 3 targets — {result['meta']['gpu']}, {result['meta']['date']} "
              f"(copy {result['copy_gbps']:.0f} GB/s)", "",
              "| target | shape | measured | FP8 time it needs | |", "|---|---|---|---|---|"]
-    lines += [f"| {t} | {s} | {m} | {n} | {'met' if ok else 'NOT met'} |" for t, s, m, n, ok, _, _ in rows]
-    met = sum(row[4] for row in rows)
+    lines += [f"| {c.target} | {c.shape} | {c.measured} | {c.needed} | {'met' if c.met else 'NOT met'} |" for c in rows]
+    met = sum(c.met for c in rows)
     lines += ["", f"{met} of {len(rows)} checks met."]
-    missed = [row for row in rows if not row[4]]
+    missed = [c for c in rows if not c.met]
     if missed:
         floor = result["meta"].get("timing_floor_us", 0.0)
         lines += ["", f"What any mma.sync kernel needs for the checks not met: tensor cores at "
@@ -99,11 +109,11 @@ def markdown(result):
                   f"DRAM at the copy bandwidth; a launch also pays the {floor:.1f} us timing floor.", "",
                   "| target | shape | time allowed | tensor cores alone | KV bytes at copy speed "
                   "| tensor cores busy then | busy now |", "|---|---|---|---|---|---|---|"]
-        for t, s, _, _, _, row, limit in missed:
-            mma_us, copy_us, busy = floors(result, row, limit)
-            busy_now = floors(result, row, row["variants"]["fp8"]["ms"])[2]
-            lines.append(f"| {t} | {s} | {us(limit)} | {mma_us:.1f} us | {copy_us:.1f} us | {100 * busy:.0f}% "
-                         f"| {100 * busy_now:.0f}% |")
+        for c in missed:
+            mma_us, copy_us, busy = floors(result, c.row, c.allowed_ms)
+            busy_now = floors(result, c.row, c.row["variants"]["fp8"]["ms"])[2]
+            lines.append(f"| {c.target} | {c.shape} | {us(c.allowed_ms)} | {mma_us:.1f} us | {copy_us:.1f} us "
+                         f"| {100 * busy:.0f}% | {100 * busy_now:.0f}% |")
     return "\n".join(lines) + "\n"
 
 
