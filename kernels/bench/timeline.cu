@@ -4,6 +4,8 @@
 // each mark's earliest / median / latest time over the blocks, in microseconds from the first
 // block's entry, next to the launch's CUDA-event time; then intervals within a block (the steady
 // tiles, and what a piece switch costs each warp group, where an even-shares plan has switches).
+// Each run's line also gives the SM clock the median block ran its tiles at (%clock64 cycles over
+// %globaltimer nanoseconds between the same two marks).
 // Build and run (repo root, GPU machine):
 //   nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -DKVPATCH_TIMELINE -Ikernels/include \
 //     -Ikernels/src kernels/bench/timeline.cu -o /tmp/timeline && /tmp/timeline 32 16 32768 [RUNS] [SPLITS]
@@ -70,6 +72,21 @@ void print_marks(const char* kernel, const std::vector<uint64_t>& host, int bloc
     std::printf("  %-6s %-32s min %7.2f  median %7.2f  max %7.2f us  (%zu blocks)\n", kernel, names[m], t.front(),
                 t[t.size() / 2], t.back(), t.size());
   }
+}
+
+// The median over decode blocks of the SM clock (GHz) between the score warps' "first tile landed"
+// and "last tile done" marks (one thread, one SM: cycles over nanoseconds). 0 when no block has both.
+double steady_clock_ghz(const std::vector<uint64_t>& times, const std::vector<uint64_t>& cycles, int blocks) {
+  std::vector<double> ghz;
+  for (int blk = 0; blk < blocks; ++blk) {
+    const size_t at = static_cast<size_t>(blk) * device::kTimelineMarks;
+    const uint64_t t0 = times[at + 3], t1 = times[at + 4];
+    if (t0 == 0 || t1 <= t0) continue;
+    ghz.push_back(static_cast<double>(cycles[at + 4] - cycles[at + 3]) / static_cast<double>(t1 - t0));
+  }
+  if (ghz.empty()) return 0.0;
+  std::sort(ghz.begin(), ghz.end());
+  return ghz[ghz.size() / 2];
 }
 
 }  // namespace timeline
@@ -153,6 +170,8 @@ int main(int argc, char** argv) {
   CHECK(cudaEventCreate(&start));
   CHECK(cudaEventCreate(&stop));
   std::vector<uint64_t> timeline(2 * static_cast<size_t>(device::kTimelineBlocks) * device::kTimelineMarks);
+  std::vector<uint64_t> cycles(timeline.size());
+  std::vector<double> run_ms, run_clock;
   float ms = 0.f;
   // A length-aware plan's split table once, as a decode step would before its layers; the runs
   // time the layers' launches (decode + merge).
@@ -171,7 +190,14 @@ int main(int argc, char** argv) {
     CHECK(cudaEventSynchronize(stop));
     CHECK(cudaEventElapsedTime(&ms, start, stop));
     CHECK(cudaMemcpyFromSymbol(timeline.data(), device::kvpatch_timeline, timeline.size() * 8));
+    CHECK(cudaMemcpyFromSymbol(cycles.data(), device::kvpatch_cycles, cycles.size() * 8));
+    run_ms.push_back(ms * 1000.f);
+    run_clock.push_back(steady_clock_ghz(timeline, cycles, decode_blocks));
   }
+  std::printf("per run: CUDA events (us) and the median decode block's SM clock from its first tile landed to its "
+              "last tile done (GHz):");
+  for (size_t i = 0; i < run_ms.size(); ++i) std::printf(" %.1f/%.3f", run_ms[i], run_clock[i]);
+  std::printf("\n");
   const uint64_t* decode = timeline.data();
   const uint64_t* merge = decode + static_cast<size_t>(device::kTimelineBlocks) * device::kTimelineMarks;
   uint64_t origin = UINT64_MAX;
