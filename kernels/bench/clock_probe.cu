@@ -3,7 +3,8 @@
 // mma with conversions, mma in half the warps while the other half read DRAM, a DRAM read, or
 // nanosleep), and thread 0 of each block reads %clock64 and %globaltimer at its start and end. Cycles
 // over nanoseconds is the clock that block ran at; the median over blocks is printed per launch, for
-// a short launch (~100 us, like one decode layer) and a long one (~20 ms), each after 200 ms idle.
+// a short launch (~100 us, like one decode layer) and a long one (200 times as many iterations),
+// each after 200 ms idle.
 // Then the clock's course within one launch of mma work, from three starting states.
 // Why: timeline.cu showed the decode kernel's blocks running at ~1.72 GHz in single launches from
 // an idle H200 whose maximum is 1.98 GHz, so the question is which work brings the clock down.

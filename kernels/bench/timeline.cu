@@ -76,13 +76,14 @@ void print_marks(const char* kernel, const std::vector<uint64_t>& host, int bloc
 
 // The median over decode blocks of the SM clock (GHz) between the score warps' "first tile landed"
 // and "last tile done" marks (one thread, one SM: cycles over nanoseconds). 0 when no block has both.
+constexpr int kFirstTileLanded = 3, kLastTileDone = 4;  // indices into kDecodeMarks
 double steady_clock_ghz(const std::vector<uint64_t>& times, const std::vector<uint64_t>& cycles, int blocks) {
   std::vector<double> ghz;
   for (int blk = 0; blk < blocks; ++blk) {
-    const size_t at = static_cast<size_t>(blk) * device::kTimelineMarks;
-    const uint64_t t0 = times[at + 3], t1 = times[at + 4];
-    if (t0 == 0 || t1 <= t0) continue;
-    ghz.push_back(static_cast<double>(cycles[at + 4] - cycles[at + 3]) / static_cast<double>(t1 - t0));
+    const size_t first = static_cast<size_t>(blk) * device::kTimelineMarks + kFirstTileLanded;
+    const size_t last = static_cast<size_t>(blk) * device::kTimelineMarks + kLastTileDone;
+    if (times[first] == 0 || times[last] <= times[first]) continue;
+    ghz.push_back(static_cast<double>(cycles[last] - cycles[first]) / static_cast<double>(times[last] - times[first]));
   }
   if (ghz.empty()) return 0.0;
   std::sort(ghz.begin(), ghz.end());

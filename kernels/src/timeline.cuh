@@ -1,7 +1,8 @@
 // Timing experiments only (kernels/bench/timeline.cu): with KVPATCH_TIMELINE defined, thread 0 of
-// every decode and merge block (and of the decode block's second warp group) stores %globaltimer (and
-// %clock64) at marked points, so one launch's fixed costs (launch skew, prologue, first tile, epilogue, merge) can
-// be read per block. Never set in a normal build: there every mark compiles to nothing.
+// every decode and merge block (and of the decode block's second warp group) stores %globaltimer and
+// %clock64 at marked points, so one launch's fixed costs (launch skew, prologue, first tile,
+// epilogue, merge) and the SM clock can be read per block. Never set in a normal build: there every
+// mark compiles to nothing.
 #pragma once
 
 #ifdef KVPATCH_TIMELINE
