@@ -18,18 +18,10 @@
 #include <thread>
 #include <vector>
 
+#include "cuda_check.h"
 #include "device_primitives.cuh"
 
 using namespace kvpatch::mla::device;
-
-#define CHECK(call)                                                                               \
-  do {                                                                                            \
-    const cudaError_t err_ = (call);                                                              \
-    if (err_ != cudaSuccess) {                                                                    \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(err_)); \
-      std::exit(1);                                                                               \
-    }                                                                                             \
-  } while (0)
 
 constexpr int kThreads = 512, kChains = 8;
 

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "cuda_check.h"
 #include "device_primitives.cuh"
 
 using namespace kvpatch::mla::device;
@@ -59,15 +60,6 @@ __global__ void __launch_bounds__(kThreads) mma_loop(float* sink, uint32_t seed)
   for (int c = 0; c < kChains; ++c) total += acc[c][0] + acc[c][1] + acc[c][2] + acc[c][3];
   if (total == 1234.5f) *sink = total;  // keeps the mma chains
 }
-
-#define CHECK(call)                                                                        \
-  do {                                                                                     \
-    const cudaError_t err_ = (call);                                                       \
-    if (err_ != cudaSuccess) {                                                             \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(err_));  \
-      std::exit(1);                                                                        \
-    }                                                                                      \
-  } while (0)
 
 template <Form kForm>
 double tflops(int sms, float* sink) {

@@ -24,20 +24,12 @@
 #include <random>
 #include <vector>
 
+#include "cuda_check.h"
 #include "mla_decode_launch.cu"  // one translation unit: the marks' __device__ buffer lives here
 
 namespace timeline {
 
 using namespace kvpatch::mla;
-
-#define CHECK(call)                                                                               \
-  do {                                                                                            \
-    const cudaError_t err_ = (call);                                                              \
-    if (err_ != cudaSuccess) {                                                                    \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(err_)); \
-      std::exit(1);                                                                               \
-    }                                                                                             \
-  } while (0)
 
 __global__ void read_all(const int4* data, size_t n, int* sink) {
   int acc = 0;
