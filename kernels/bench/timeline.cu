@@ -13,7 +13,8 @@
 // made once before the runs, as once per decode step). KVPATCH_SUSTAIN_S=N adds ~N seconds of
 // back-to-back launches at the end (for sampling clocks and power; kernels/bench/power_sample.sh).
 // KVPATCH_NO_FLUSH=1 skips the L2 flush before each run; KVPATCH_WARM_DATA=1 reads the query and the
-// page ids back into L2 after it (does the prologue wait on its data, or on something else?).
+// page ids back into L2 after it (does the prologue wait on its data, or on something else?);
+// KVPATCH_SLOT_POOL=N maps every token to one of N slots (the KV mostly from the L2).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -105,6 +106,16 @@ int main(int argc, char** argv) {
   std::iota(indices.begin(), indices.end(), 0);
   std::shuffle(indices.begin(), indices.end(), rng);
   indices.resize(static_cast<size_t>(tokens));
+  // KVPATCH_SLOT_POOL=N: every token reads one of N slots instead (N x 576 B small enough for the
+  // L2, the KV then comes mostly from the L2): the same instructions without DRAM's latency and power.
+  if (const char* pool = std::getenv("KVPATCH_SLOT_POOL")) {
+    const int64_t n = std::atoll(pool);
+    if (n < 1 || n > slots) {
+      std::fprintf(stderr, "KVPATCH_SLOT_POOL=%s: give a slot count from 1 to %lld\n", pool, static_cast<long long>(slots));
+      return 2;
+    }
+    for (auto& index : indices) index = static_cast<int32_t>(rng() % static_cast<uint64_t>(n));
+  }
   std::vector<int32_t> indptr(batch + 1), lens(batch, ctx);
   for (int b = 0; b <= batch; ++b) indptr[b] = b * ctx;
   std::vector<uint16_t> q(static_cast<size_t>(batch) * heads * kRow);
