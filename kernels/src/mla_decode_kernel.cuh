@@ -552,7 +552,8 @@ __device__ __forceinline__ void value_warps(const DecodeParams& p, const BlockSm
   const int g = lane / 4, c = lane % 4;
   const int total_tiles = work.total_tiles;
 
-  // ---- KV loader: 8 threads per token row. Page ids come from a ring in shared memory that
+  // ---- KV loader: a row per warp instruction (FP8) or 8 threads per row (BF16), below. Page ids
+  // come from a ring in shared memory that
   // threads 0-63 fill kStages tiles ahead (with an earlier KV tile), so no tile waits on a
   // dependent global load; next to each page id they write the token's slot within its page (-1:
   // past the piece's end), so the loader needs no piece bookkeeping. ----
