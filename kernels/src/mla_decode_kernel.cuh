@@ -553,10 +553,10 @@ __device__ __forceinline__ void value_warps(const DecodeParams& p, const BlockSm
   const int total_tiles = work.total_tiles;
 
   // ---- KV loader: a row per warp instruction (FP8) or 8 threads per row (BF16), below. Page ids
-  // come from a ring in shared memory that
-  // threads 0-63 fill kStages tiles ahead (with an earlier KV tile), so no tile waits on a
-  // dependent global load; next to each page id they write the token's slot within its page (-1:
-  // past the piece's end), so the loader needs no piece bookkeeping. ----
+  // come from a ring in shared memory that threads 0-63 fill kStages tiles ahead (with an earlier
+  // KV tile), so no tile waits on a dependent global load; next to each page id they write the
+  // token's slot within its page (-1: past the piece's end), so the loader needs no piece
+  // bookkeeping. ----
   const int64_t ckv_stride = p.ckv_stride_slot * kv_elem_bytes(kDtype);
   const int64_t kpe_stride = p.kpe_stride_slot * kv_elem_bytes(kDtype);
   // Pages are powers of two (the launcher checks): shifts and masks, no division or branch.
