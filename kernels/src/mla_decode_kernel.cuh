@@ -604,28 +604,32 @@ __device__ __forceinline__ void value_warps(const DecodeParams& p, const BlockSm
   [[maybe_unused]] const uint32_t rows8_dst = shared_address(sm.kv_stages) + 8 * warp * Tile::kRowBytes + 16 * lane;
   [[maybe_unused]] const uint32_t rope8_dst =
       shared_address(sm.kv_stages) + (8 * warp + lane / 4) * Tile::kRowBytes + 16 * (Tile::kCkvChunks + lane % 4);
-  [[maybe_unused]] const int rope8_chunk = (lane % 4) ^ ((lane >> 3) & 3);  // logical rope chunk of rope8_dst
+  // The logical rope chunk rope8_dst holds: (lane % 4) ^ rope_xor(8w + lane / 4), where the XOR
+  // depends only on the row mod 8, so it is ((lane / 4) >> 1) & 3.
+  [[maybe_unused]] const int rope8_chunk = (lane % 4) ^ ((lane >> 3) & 3);
   // Tile `tile` and the page ids of tile + kStages; the stage's full barrier gets this thread's
   // arrival once they land (and, from threads 0-63, once the in-page slots are written).
   auto issue_tile = [&](unsigned tile) {
     const int stage_index = static_cast<int>(tile % kStages);
     if constexpr (kRowPerCopy) {
-      const int entry = (tile % kPageRing) * kTileTokens + 8 * warp + (lane & 7);
-      const int in_page = sm.page_slot[entry];
-      const bool valid = in_page >= 0;
-      const int64_t slot = valid ? (static_cast<int64_t>(sm.page_ring[entry]) << page_shift) + in_page : 0;
-      const uint8_t* ckv_row = static_cast<const uint8_t*>(p.ckv) + slot * ckv_stride;
-      const uint8_t* kpe_row = static_cast<const uint8_t*>(p.kpe) + slot * kpe_stride;
-      const uint32_t valid_rows = __ballot_sync(0xffffffffu, valid);  // bit k: row 8w + k (lanes k, k + 8, ...)
-      const uint32_t stage_offset = stage_index * kStageBytes;
+      if (KVPATCH_ABLATE != 2) {
+        const int entry = (tile % kPageRing) * kTileTokens + 8 * warp + (lane & 7);
+        const int in_page = sm.page_slot[entry];
+        const bool valid = in_page >= 0;
+        const int64_t slot = valid ? (static_cast<int64_t>(sm.page_ring[entry]) << page_shift) + in_page : 0;
+        const uint8_t* ckv_row = static_cast<const uint8_t*>(p.ckv) + slot * ckv_stride;
+        const uint8_t* kpe_row = static_cast<const uint8_t*>(p.kpe) + slot * kpe_stride;
+        const uint32_t valid_rows = __ballot_sync(0xffffffffu, valid);  // bit k: row 8w + k (lanes k, k + 8, ...)
+        const uint32_t stage_offset = stage_index * kStageBytes;
 #pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        const uint8_t* src = reinterpret_cast<const uint8_t*>(__shfl_sync(0xffffffffu, reinterpret_cast<uintptr_t>(ckv_row), k));
-        const int x = 2 * ((k >> 1) & 3);  // latent_xor(8w + k)
-        cp_async_16(rows8_dst + stage_offset + k * Tile::kRowBytes, src + 16 * (lane ^ x), (valid_rows >> k) & 1);
+        for (int k = 0; k < 8; ++k) {  // row 8w + k, whose XOR is row k's
+          const uint8_t* src = reinterpret_cast<const uint8_t*>(__shfl_sync(0xffffffffu, reinterpret_cast<uintptr_t>(ckv_row), k));
+          cp_async_16(rows8_dst + stage_offset + k * Tile::kRowBytes, src + 16 * (lane ^ Tile::latent_xor(k)),
+                      (valid_rows >> k) & 1);
+        }
+        const uint8_t* rope_src = reinterpret_cast<const uint8_t*>(__shfl_sync(0xffffffffu, reinterpret_cast<uintptr_t>(kpe_row), lane / 4));
+        cp_async_16(rope8_dst + stage_offset, rope_src + 16 * rope8_chunk, (valid_rows >> (lane / 4)) & 1);
       }
-      const uint8_t* rope_src = reinterpret_cast<const uint8_t*>(__shfl_sync(0xffffffffu, reinterpret_cast<uintptr_t>(kpe_row), lane / 4));
-      cp_async_16(rope8_dst + stage_offset, rope_src + 16 * rope8_chunk, (valid_rows >> (lane / 4)) & 1);
     } else if (KVPATCH_ABLATE != 2) {
       const uint32_t stage = dst_a + stage_index * kStageBytes;
       const int entry = (tile % kPageRing) * kTileTokens + row_a;
