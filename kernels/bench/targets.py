@@ -77,20 +77,20 @@ def checks(result):
 
         if r["heads"] <= 32 and fp8["bytes"] >= MEMORY_BOUND_BYTES:
             yield Check("memory-bound: >= 80% of copy", label, f"{pct:.0f}%", needs(fp8["ms"], at_share(0.8)),
-                   pct >= 80, r, at_share(0.8))
+                        pct >= 80, r, at_share(0.8))
             if "fi_fp8" in v:
                 ratio = v["fi_fp8"]["ms"] / fp8["ms"]
                 yield Check("memory-bound: latency <= FlashInfer fa3 FP8", label, f"{ratio:.2f}x faster",
-                       needs(fp8["ms"], v["fi_fp8"]["ms"]), ratio >= 1, r, v["fi_fp8"]["ms"])
+                            needs(fp8["ms"], v["fi_fp8"]["ms"]), ratio >= 1, r, v["fi_fp8"]["ms"])
         if r["context"] >= 32768:
             ratio = v["bf16"]["ms"] / fp8["ms"]
             limit = v["bf16"]["ms"] / 1.8
             share = 100 * fp8["bytes"] / (limit * copy * 1e6)
             yield Check(">= 32K: FP8 >= 1.8x the BF16 kernel", label, f"{ratio:.2f}x",
-                   needs(fp8["ms"], limit, f", {share:.0f}% of copy"), ratio >= 1.8, r, limit)
+                        needs(fp8["ms"], limit, f", {share:.0f}% of copy"), ratio >= 1.8, r, limit)
         if r["batch"] == 1 and r["context"] >= 131072:
             yield Check("one 128K request: >= 60% of copy", label, f"{pct:.0f}%", needs(fp8["ms"], at_share(0.6)),
-                   pct >= 60, r, at_share(0.6))
+                        pct >= 60, r, at_share(0.6))
 
 
 def markdown(result):

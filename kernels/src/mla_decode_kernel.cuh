@@ -581,19 +581,13 @@ __device__ __forceinline__ void value_warps(const DecodeParams& p, const BlockSm
   // BF16, 8 threads per row: each cp.async instruction of a warp fills 128 contiguous bytes of each
   // of 4 rows (the ideal 4 shared-memory wavefronts for 1,152-byte rows). Thread t copies rows t / 8
   // and t / 8 + 32: the latent eighth `sub8` of each, and one rope chunk of each.
-  const int row_a = tid / 8, sub8 = tid % 8;
-  constexpr int kRopeChunks = Tile::kRowChunks - Tile::kCkvChunks;
-  static_assert(kRopeChunks == 4 || kRopeChunks == 8);
-  // Per-thread constants (rows row_a and row_a + 32 share their swizzle): the source offsets of the
-  // latent eighth and of the rope chunk, and the destination offsets within a stage.
-  const int rope_chunk = sub8 % kRopeChunks;  // physical; it holds logical chunk rope_chunk ^ rope_xor
-  // This thread's first source chunk of slot 0's latent and rope parts (slot s: + s x stride).
-  const uint8_t* ckv_src = static_cast<const uint8_t*>(p.ckv) + 16 * (sub8 ^ Tile::latent_xor(row_a));
-  const uint8_t* kpe_src = static_cast<const uint8_t*>(p.kpe) + 16 * (rope_chunk ^ Tile::rope_xor(row_a));
-  // 4 rope chunks (FP8 rows, whose copies now take the row-per-copy path below): threads 4-7 of a
-  // row would copy row_b's rope.
-  const bool rope_row_b = kRopeChunks == 4 && sub8 >= 4;
-  const uint32_t dst_a = shared_address(sm.kv_stages) + row_a * Tile::kRowBytes;
+  // Per-thread constants (rows row_a and row_a + 32 share their swizzle): this thread's first source
+  // chunk of slot 0's latent and rope parts (slot s: + s x stride), and its destination row. Its
+  // rope chunk is physical chunk sub8 of the 8, holding logical chunk sub8 ^ rope_xor.
+  [[maybe_unused]] const int row_a = tid / 8, sub8 = tid % 8;
+  [[maybe_unused]] const uint8_t* ckv_src = static_cast<const uint8_t*>(p.ckv) + 16 * (sub8 ^ Tile::latent_xor(row_a));
+  [[maybe_unused]] const uint8_t* kpe_src = static_cast<const uint8_t*>(p.kpe) + 16 * (sub8 ^ Tile::rope_xor(row_a));
+  [[maybe_unused]] const uint32_t dst_a = shared_address(sm.kv_stages) + row_a * Tile::kRowBytes;
   // FP8 copies a row per instruction instead: a warp's cp.async fills one row's whole latent part
   // (512 contiguous bytes; H200, B=32 H=16 16K: 92.4 us against 93.7 / 94.1 with 128 bytes of 4
   // rows, same process). Warp w copies rows 8w .. 8w + 7: lane l computes row 8w + (l & 7)'s source
@@ -631,6 +625,7 @@ __device__ __forceinline__ void value_warps(const DecodeParams& p, const BlockSm
         cp_async_16(rope8_dst + stage_offset, rope_src + 16 * rope8_chunk, (valid_rows >> (lane / 4)) & 1);
       }
     } else if (KVPATCH_ABLATE != 2) {
+      static_assert(Tile::kRowChunks - Tile::kCkvChunks == 8, "BF16 rows: 8 rope chunks, one per thread of a row");
       const uint32_t stage = dst_a + stage_index * kStageBytes;
       const int entry = (tile % kPageRing) * kTileTokens + row_a;
 #pragma unroll
@@ -640,8 +635,7 @@ __device__ __forceinline__ void value_warps(const DecodeParams& p, const BlockSm
         const int64_t slot = valid ? (static_cast<int64_t>(sm.page_ring[entry + 32 * half]) << page_shift) + in_page : 0;
         const uint32_t dst_row = stage + 32 * half * Tile::kRowBytes;
         copy_row_latent<Tile::kCkvChunks>(dst_row + 16 * sub8, ckv_src + slot * ckv_stride, valid);
-        if (kRopeChunks == 8 || rope_row_b == (half == 1))
-          cp_async_16(dst_row + 16 * (Tile::kCkvChunks + rope_chunk), kpe_src + slot * kpe_stride, valid);
+        cp_async_16(dst_row + 16 * (Tile::kCkvChunks + sub8), kpe_src + slot * kpe_stride, valid);
       }
     }
     issue_page_ids(tile + kStages);
