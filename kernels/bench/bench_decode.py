@@ -340,7 +340,7 @@ def write_markdown(rows, copy_gbps, meta, path):
         cells = [f"{v[k]['ms'] * 1e3:.1f}" if k in v else "-" for k in keys]
         ratios = [f"{v[k]['ms'] / fp8:.2f}" if k in v else "-" for k in ratio_keys]
         lines.append(f"| {r['shape']} | {r['batch']} | {r['heads']} | {r['context']} | {plan_text(r)} | " + " | ".join(cells) +
-                     f" | {v['fp8']['gbps']:.0f} | {100 * v['fp8']['gbps'] * 1e9 / copy_gbps:.0f}% | " + " | ".join(ratios) +
+                     f" | {v['fp8']['gbps']:.0f} | {100 * v['fp8']['gbps'] * 1e9 / copy_gbps:.1f}% | " + " | ".join(ratios) +
                      f" | {'yes' if r['fp8_bf16_bit_identical'] else 'NO'} |")
     for r in rows:  # FlashInfer failures, with the reason (later shapes of a variant that never ran say "skipped")
         for k in r:
@@ -439,7 +439,7 @@ def main():
         v = row["variants"]
         print(f"{name:9s} B={row['batch']:<3d} H={heads:<3d} ctx={row['context']:<6d} plan={plan_text(row):<12s} " +
               " ".join(f"{k}={v[k]['ms'] * 1e3:8.1f}us/{v[k]['gbps']:5.0f}GB/s" for k in v) +
-              f" fp8%copy={100 * v['fp8']['gbps'] * 1e9 / copy_gbps:.0f}% bit-identical={row['fp8_bf16_bit_identical']}"
+              f" fp8%copy={100 * v['fp8']['gbps'] * 1e9 / copy_gbps:.1f}% bit-identical={row['fp8_bf16_bit_identical']}"
               + "".join(f" {k}={row[k]}" for k in row if k.startswith("fi_")), flush=True)
     result = {"meta": meta, "copy_gbps": copy_gbps / 1e9, "rows": rows}
     with open(os.path.join(args.out, "bench.json"), "w") as f:
