@@ -64,6 +64,12 @@ inline constexpr int kScheduleThreads = 256;  // mla_schedule_kernel: one thread
 inline constexpr int kMergeThreads = 128;
 inline constexpr int kMergeMaxSlices = 16;  // 32 dims: 8 lanes x 16 groups of splits
 inline constexpr int kMergeRegisterSplits = 16;  // one slice and up to 16 splits: summed in registers
+// Split partials keep each 64-dim block in the decode kernel's store order: position 16 k + 4 c + i
+// holds dim 16 c + 4 k + i, where c is the storing lane's place in its quad (lanes of one row) and
+// k its k-th float4. One store instruction then writes 64 contiguous bytes of each row, whole
+// 32-byte sectors, instead of 16 bytes 64 apart. The merge maps positions back to dims; the map
+// swaps two 2-bit fields, so it is its own inverse.
+KVPATCH_TILING_FN int partial_position(int dim) { return (dim & ~63) | ((dim & 12) << 2) | ((dim >> 2) & 12) | (dim & 3); }
 inline constexpr int kCastThreads = 256;               // cast kernels: no shared memory
 // One 16-warp block per SM (128 registers per thread fill the register file).
 inline constexpr int kBlocksPerSm = 1;

@@ -529,9 +529,14 @@ __device__ __forceinline__ void store_piece(const DecodeParams& p, const BlockSm
       if (p.lse && warp == 0 && c == 0) p.lse[static_cast<int64_t>(b) * p.num_heads + head] = lse;
     } else {
       const int64_t part = static_cast<int64_t>(piece.part) * p.num_heads + head;
-      float4* dst = reinterpret_cast<float4*>(partial_out + part * kHeadDimCkv + dim0);
+      // In store order (partial_position): dims dim0 + 4 k .. + 3 go to position 64 w + 16 k + 4 c,
+      // so the quad's 4 lanes fill 64 contiguous bytes per instruction. (Dims in place, 16 B per
+      // lane 64 B apart: H200, one 128K request 33.5 / 34.8 us against 32.3 / 32.3, B=32 H=32 16K
+      // 156.6 against 153.5 / 152.3, same process.)
+      float* dst = partial_out + part * kHeadDimCkv + partial_position(dim0);
 #pragma unroll
-      for (int k = 0; k < 4; ++k) dst[k] = make_float4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
+      for (int k = 0; k < 4; ++k)
+        *reinterpret_cast<float4*>(dst + 16 * k) = make_float4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
       if (warp == 0 && c == 0) partial_lse[part] = lse;
     }
   }

@@ -9,7 +9,9 @@
 // (head, request) and 512 / slices dims (the launcher picks the slices so that small batches still
 // fill the GPU): 4 dims per lane. With one slice and at most kMergeRegisterSplits splits each thread
 // sums all splits in registers; otherwise the slices' spare lanes form `slices` groups that sum
-// splits s = group, group + slices, ... side by side, added in a fixed order at the end.
+// splits s = group, group + slices, ... side by side, added in a fixed order at the end. Partials
+// are in the decode kernel's store order (tiling::partial_position), so a lane's 4 partial
+// positions are 4 consecutive dims elsewhere in the row; out is written in dim order.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -147,7 +149,8 @@ __global__ void __launch_bounds__(kMergeThreads)
       for (int k = 1; k < slices; ++k) add_weighted(acc, 1.f, group_sums[k * lanes + lane]);
     }
   }
-  store_merged(p, b, head, dim, acc, weight_sum, base, blockIdx.z == 0 && lane == 0);
+  // `dim` indexes the partials, which are in the decode kernel's store order: out's dims are mapped.
+  store_merged(p, b, head, tiling::partial_position(dim), acc, weight_sum, base, blockIdx.z == 0 && lane == 0);
   KVPATCH_MARK(1, 2);  // stored
 }
 
