@@ -1,7 +1,8 @@
 // The host side of the split plan (no GPU needed): which kind of plan and block width plan_decode
 // picks, and length-aware schedules: one piece per block against a brute-force search for the
 // smallest tile cap, even shares against a tile-by-tile brute force, and the choice between them.
-// gpu_decode_test checks that the schedule kernel writes the same table on the device.
+// gpu_decode_test checks that the schedule kernel writes the same table on the device. Last, the
+// order the split partials are stored in.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -214,4 +215,23 @@ TEST_CASE("length-aware, even shares: random batches, empty requests, fewer tile
   }
   check_shares({0, 0, 0}, 132);  // every request empty: block 0 writes their zeros
   check_shares({0, 64, 0}, 4);
+}
+
+// The split partials' store order (mla_decode_config.h): the decode kernel stores dims dim0 + 4 k
+// .. + 3 of lane (g, c) at partial_position(dim0 + 4 k), dim0 = 64 w + 16 c, and the merge writes
+// out through the same map, so it must be a permutation within each 64-dim block, its own inverse,
+// keep 4 consecutive dims together, and give a quad's k-th stores 64 contiguous bytes.
+TEST_CASE("split partials' store order: a permutation per 64-dim block, its own inverse, a quad's stores contiguous") {
+  std::set<int> seen;
+  for (int dim = 0; dim < kHeadDimCkv; ++dim) {
+    const int pos = tiling::partial_position(dim);
+    CHECK(pos / 64 == dim / 64);
+    CHECK(tiling::partial_position(pos) == dim);
+    CHECK(tiling::partial_position(dim - dim % 4) + dim % 4 == pos);
+    seen.insert(pos);
+  }
+  CHECK(seen.size() == static_cast<size_t>(kHeadDimCkv));
+  for (int warp = 0; warp < 8; ++warp)
+    for (int k = 0; k < 4; ++k)
+      for (int c = 0; c < 4; ++c) CHECK(tiling::partial_position(64 * warp + 16 * c + 4 * k) == 64 * warp + 16 * k + 4 * c);
 }
