@@ -37,7 +37,8 @@ def us(ms):
 def needs(fp8_ms, limit_ms, note=""):
     """The FP8 time a target allows against the measured one, and the cut it would take."""
     cut = 100 * (1 - limit_ms / fp8_ms)
-    gap = f", {cut:.1f}% less time" if 0 < cut < 1 else f", {cut:.0f}% less time" if cut > 0 else ""
+    digits = 1 if cut < 1 else 0  # a cut under 1% would round to "0%"
+    gap = f", {cut:.{digits}f}% less time" if cut > 0 else ""
     return f"<= {us(limit_ms)}{note} (now {us(fp8_ms)}{gap})"
 
 

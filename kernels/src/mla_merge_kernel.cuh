@@ -72,7 +72,8 @@ __global__ void __launch_bounds__(kMergeThreads)
   __shared__ float4 group_sums[kMergeThreads];
   const int head = blockIdx.x, b = blockIdx.y, slices = gridDim.z;
   const int lanes = kMergeThreads / slices, group = threadIdx.x / lanes, lane = threadIdx.x % lanes;
-  const int dim = blockIdx.z * (kHeadDimCkv / slices) + 4 * lane;
+  // This lane's 4 partial positions (the decode kernel's store order, not dims).
+  const int position = blockIdx.z * (kHeadDimCkv / slices) + 4 * lane;
   KVPATCH_MARK(1, 0);  // entry
   grid_dependency_wait();
   KVPATCH_MARK(1, 1);  // the decode grid has completed
@@ -84,7 +85,7 @@ __global__ void __launch_bounds__(kMergeThreads)
   if (n <= 1) return;  // the decode kernel wrote this request's output
 
   const float* lse_column = partial_lse + static_cast<int64_t>(first) * p.num_heads + head;
-  const float* column = partial_out + (static_cast<int64_t>(first) * p.num_heads + head) * kHeadDimCkv + dim;
+  const float* column = partial_out + (static_cast<int64_t>(first) * p.num_heads + head) * kHeadDimCkv + position;
   const int64_t split_stride = static_cast<int64_t>(p.num_heads) * kHeadDimCkv;
   float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
   float base = 0.f, weight_sum = 0.f;
@@ -149,8 +150,7 @@ __global__ void __launch_bounds__(kMergeThreads)
       for (int k = 1; k < slices; ++k) add_weighted(acc, 1.f, group_sums[k * lanes + lane]);
     }
   }
-  // `dim` indexes the partials, which are in the decode kernel's store order: out's dims are mapped.
-  store_merged(p, b, head, tiling::partial_position(dim), acc, weight_sum, base, blockIdx.z == 0 && lane == 0);
+  store_merged(p, b, head, tiling::partial_position(position), acc, weight_sum, base, blockIdx.z == 0 && lane == 0);
   KVPATCH_MARK(1, 2);  // stored
 }
 
