@@ -50,7 +50,8 @@ const char* kDecodeMarks[] = {"entry", "query and first page ids landed", "first
 constexpr int kDecodeMarkCount = sizeof(kDecodeMarks) / sizeof(kDecodeMarks[0]);
 // Intervals within one block (blocks holding both marks): what a piece switch costs each warp group.
 constexpr int kIntervals[][2] = {{3, 4}, {7, 8}, {8, 9}, {10, 19}, {19, 11}, {10, 12}};
-const char* kMergeMarks[] = {"entry", "decode grid complete", "stored"};
+const char* kMergeMarks[] = {"entry", "decode grid complete", "stored", "splits known", "LSEs in", "partials summed"};
+constexpr int kMergeMarkCount = sizeof(kMergeMarks) / sizeof(kMergeMarks[0]);
 
 void print_marks(const char* kernel, const std::vector<uint64_t>& host, int blocks, int marks, const char* const* names,
                  uint64_t origin) {
@@ -223,7 +224,7 @@ int main(int argc, char** argv) {
                 kDecodeMarks[to], d.front(), d[d.size() / 2], d.back(), d.size());
   }
   print_marks("merge", std::vector<uint64_t>(merge, merge + static_cast<size_t>(merge_blocks) * device::kTimelineMarks),
-              merge_blocks, 3, kMergeMarks, origin);
+              merge_blocks, kMergeMarkCount, kMergeMarks, origin);
   // Per SM: when its first and its last decode block finished the last tile. A wide first-to-last
   // gap on one SM is the two co-resident blocks progressing unevenly; a wide spread of the last
   // finishes across SMs is SM-level imbalance.
