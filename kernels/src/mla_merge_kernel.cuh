@@ -10,9 +10,9 @@
 // launcher picks the slices so that small batches still fill the GPU): 4 dims per lane. With one
 // slice and at most kMergeRegisterSplits splits each thread sums all splits in registers; otherwise
 // the slices' spare lanes form `slices` groups that sum splits s = group, group + slices, ... side
-// by side, added in a fixed order at the end. Partials
-// are in the decode kernel's store order (tiling::partial_position), so a lane's 4 partial
-// positions are 4 consecutive dims elsewhere in the row; out is written in dim order.
+// by side, added in a fixed order at the end. Partials are in the decode kernel's store order
+// (tiling::partial_position), so a lane's 4 partial positions are 4 consecutive dims elsewhere in
+// the row; out is written in dim order.
 #pragma once
 
 #include <cuda_runtime.h>
