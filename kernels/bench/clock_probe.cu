@@ -8,7 +8,7 @@
 // Then the clock's course within one launch of mma work, from three starting states.
 // Why: timeline.cu showed the decode kernel's blocks running at ~1.72 GHz in single launches from
 // an idle H200 whose maximum is 1.98 GHz, so the question is which work brings the clock down.
-// Build and run (GPU machine): nvcc -O3 -arch=sm_90a -Ikernels/src kernels/bench/clock_probe.cu -o /tmp/cp && /tmp/cp
+// Build and run (GPU machine): nvcc -O3 -arch=sm_90a -Ikernels/include -Ikernels/src kernels/bench/clock_probe.cu -o /tmp/cp && /tmp/cp
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "cuda_check.h"
+#include "kvpatch/cuda_check.h"
 #include "device_primitives.cuh"
 
 using namespace kvpatch::mla::device;
@@ -177,20 +177,20 @@ Kernel kernel_for(Work w) {
 
 int main() {
   int device = 0, sms = 0;
-  CHECK(cudaGetDevice(&device));
-  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  KVPATCH_CUDA_CHECK(cudaGetDevice(&device));
+  KVPATCH_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   constexpr size_t kReadBytes = size_t{256} << 20;
   int4* data = nullptr;
   float* sink = nullptr;
   Stamp* stamps = nullptr;
-  CHECK(cudaMalloc(&data, kReadBytes));
-  CHECK(cudaMemset(data, 1, kReadBytes));
-  CHECK(cudaMalloc(&sink, 4));
-  CHECK(cudaMalloc(&stamps, sms * sizeof(Stamp)));
+  KVPATCH_CUDA_CHECK(cudaMalloc(&data, kReadBytes));
+  KVPATCH_CUDA_CHECK(cudaMemset(data, 1, kReadBytes));
+  KVPATCH_CUDA_CHECK(cudaMalloc(&sink, 4));
+  KVPATCH_CUDA_CHECK(cudaMalloc(&stamps, sms * sizeof(Stamp)));
   std::vector<Stamp> host(sms);
   cudaEvent_t start, stop;
-  CHECK(cudaEventCreate(&start));
-  CHECK(cudaEventCreate(&stop));
+  KVPATCH_CUDA_CHECK(cudaEventCreate(&start));
+  KVPATCH_CUDA_CHECK(cudaEventCreate(&stop));
   std::printf("%-24s %-6s %10s %10s   (median SM clock over %d blocks, one block per SM)\n", "work", "launch", "time us",
               "SM GHz", sms);
   for (int w = 0; w <= static_cast<int>(Work::kSleep); ++w) {
@@ -200,35 +200,35 @@ int main() {
     int iters = 256;
     float ms = 0.f;
     kernel_for(work)<<<sms, kThreads>>>(1, data, kReadBytes / sizeof(int4), sink, stamps);
-    CHECK(cudaDeviceSynchronize());
+    KVPATCH_CUDA_CHECK(cudaDeviceSynchronize());
     for (int pass = 0; pass < 3; ++pass) {
       const bool is_long = pass == 2;
       const int launch_iters = is_long ? iters * 200 : iters;
       const size_t reads = kReadBytes / sizeof(int4) * (is_long ? 200 : 1);
       std::this_thread::sleep_for(std::chrono::milliseconds(200));  // back to idle clocks and power
       const unsigned long long zero = 0;
-      CHECK(cudaMemcpyToSymbol(g_read_bytes, &zero, sizeof(zero)));
-      CHECK(cudaEventRecord(start));
+      KVPATCH_CUDA_CHECK(cudaMemcpyToSymbol(g_read_bytes, &zero, sizeof(zero)));
+      KVPATCH_CUDA_CHECK(cudaEventRecord(start));
       if (work == Work::kRead && is_long) {
         for (int r = 0; r < 200; ++r) kernel_for(work)<<<sms, kThreads>>>(launch_iters, data, reads / 200, sink, stamps);
       } else {
         const bool reads = work == Work::kRead || work == Work::kMmaWhileReading;
         kernel_for(work)<<<sms, kThreads>>>(launch_iters, data, reads ? kReadBytes / sizeof(int4) : 0, sink, stamps);
       }
-      CHECK(cudaEventRecord(stop));
-      CHECK(cudaEventSynchronize(stop));
-      CHECK(cudaEventElapsedTime(&ms, start, stop));
+      KVPATCH_CUDA_CHECK(cudaEventRecord(stop));
+      KVPATCH_CUDA_CHECK(cudaEventSynchronize(stop));
+      KVPATCH_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
       if (pass == 0) {  // calibration: scale the iterations to ~100 us
         if (work != Work::kRead) iters = std::max(1, static_cast<int>(iters * 0.1f / std::max(ms, 1e-3f)));
         continue;
       }
-      CHECK(cudaMemcpy(host.data(), stamps, sms * sizeof(Stamp), cudaMemcpyDeviceToHost));
+      KVPATCH_CUDA_CHECK(cudaMemcpy(host.data(), stamps, sms * sizeof(Stamp), cudaMemcpyDeviceToHost));
       std::vector<double> ghz;
       for (const Stamp& s : host)
         if (s.ns1 > s.ns0) ghz.push_back(static_cast<double>(s.cycles1 - s.cycles0) / static_cast<double>(s.ns1 - s.ns0));
       std::sort(ghz.begin(), ghz.end());
       unsigned long long read_bytes = 0;
-      CHECK(cudaMemcpyFromSymbol(&read_bytes, g_read_bytes, sizeof(read_bytes)));
+      KVPATCH_CUDA_CHECK(cudaMemcpyFromSymbol(&read_bytes, g_read_bytes, sizeof(read_bytes)));
       char note[64] = "";
       if (work == Work::kRead && is_long) std::snprintf(note, sizeof(note), "   (the last of 200 reads)");
       if (work == Work::kMmaWhileReading) std::snprintf(note, sizeof(note), "   (read %.0f GB/s)", read_bytes / (ms * 1e6));
@@ -242,19 +242,19 @@ int main() {
   // and right after another mma launch (as a layer's GEMMs would leave the GPU in a server).
   unsigned long long* ramp_out = nullptr;
   const size_t ramp_words = static_cast<size_t>(sms) * kRampSamples * 2;
-  CHECK(cudaMalloc(&ramp_out, ramp_words * 8));
+  KVPATCH_CUDA_CHECK(cudaMalloc(&ramp_out, ramp_words * 8));
   std::vector<unsigned long long> ramp_host(ramp_words);
   constexpr int kRampIters = 16;  // ~2.5 us per sample at 16 warps per SM, ~1 ms in all
   ramp<<<sms, kThreads>>>(1, sink, ramp_out);  // module load
-  CHECK(cudaDeviceSynchronize());
+  KVPATCH_CUDA_CHECK(cudaDeviceSynchronize());
   const char* starts[] = {"after 200 ms idle", "right after a 256 MB read", "right after an mma launch"};
   for (int start_kind = 0; start_kind < 3; ++start_kind) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     if (start_kind == 1) kernel_for(Work::kRead)<<<sms, kThreads>>>(0, data, kReadBytes / sizeof(int4), sink, stamps);
     if (start_kind == 2) ramp<<<sms, kThreads>>>(kRampIters, sink, ramp_out);
     ramp<<<sms, kThreads>>>(kRampIters, sink, ramp_out);
-    CHECK(cudaDeviceSynchronize());
-    CHECK(cudaMemcpy(ramp_host.data(), ramp_out, ramp_words * 8, cudaMemcpyDeviceToHost));
+    KVPATCH_CUDA_CHECK(cudaDeviceSynchronize());
+    KVPATCH_CUDA_CHECK(cudaMemcpy(ramp_host.data(), ramp_out, ramp_words * 8, cudaMemcpyDeviceToHost));
     // Per block, the clock between consecutive samples, bucketed by the time since that block's
     // first sample; the median over blocks per bucket.
     const double edges_us[] = {0, 10, 20, 40, 80, 160, 320, 640, 1280, 1e9};

@@ -10,7 +10,7 @@
 // are stored (no conversion), if it runs at least as fast as FP16 and keeps FP32 sums exact.
 // (sm_90a has no E4M3 mma.sync instruction: ptxas emits F2FP conversions, two FP16 HMMA from zero
 // and FP32 adds; sm_120a emits one QMMA.16832. Read the SASS with cuobjdump -sass.)
-// Build and run (GPU machine): nvcc -O3 -arch=sm_90a -Ikernels/src kernels/bench/mma_peak.cu -o /tmp/mp && /tmp/mp
+// Build and run (GPU machine): nvcc -O3 -arch=sm_90a -Ikernels/include -Ikernels/src kernels/bench/mma_peak.cu -o /tmp/mp && /tmp/mp
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -18,7 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "cuda_check.h"
+#include "kvpatch/cuda_check.h"
 #include "device_primitives.cuh"
 
 using namespace kvpatch::mla::device;
@@ -65,17 +65,17 @@ template <Form kForm>
 double tflops(int sms, float* sink) {
   const int blocks = sms;  // one 16-warp block per SM, as the decode kernel runs
   cudaEvent_t start, stop;
-  CHECK(cudaEventCreate(&start));
-  CHECK(cudaEventCreate(&stop));
+  KVPATCH_CUDA_CHECK(cudaEventCreate(&start));
+  KVPATCH_CUDA_CHECK(cudaEventCreate(&stop));
   mma_loop<kForm><<<blocks, kThreads>>>(sink, 1);  // warm-up
   float best = 1e30f;
   for (int run = 0; run < 5; ++run) {
-    CHECK(cudaEventRecord(start));
+    KVPATCH_CUDA_CHECK(cudaEventRecord(start));
     mma_loop<kForm><<<blocks, kThreads>>>(sink, 7u + run);
-    CHECK(cudaEventRecord(stop));
-    CHECK(cudaEventSynchronize(stop));
+    KVPATCH_CUDA_CHECK(cudaEventRecord(stop));
+    KVPATCH_CUDA_CHECK(cudaEventSynchronize(stop));
     float ms = 0.f;
-    CHECK(cudaEventElapsedTime(&ms, start, stop));
+    KVPATCH_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
     best = std::min(best, ms);
   }
   const double mmas = static_cast<double>(blocks) * (kThreads / 32) * kIters * kChains;
@@ -118,10 +118,10 @@ void probe(const char* name, float* out) {
     const float want = 1.f + std::ldexp(1.f, -k);
     float got = 0.f;
     accumulate_probe<kForm><<<1, 32>>>(1.f, i, j, -1, -1, out);
-    CHECK(cudaMemcpy(&got, out, sizeof got, cudaMemcpyDeviceToHost));
+    KVPATCH_CUDA_CHECK(cudaMemcpy(&got, out, sizeof got, cudaMemcpyDeviceToHost));
     if (got == want && exact_a == k - 1) exact_a = k;
     accumulate_probe<kForm><<<1, 32>>>(0.f, 0, 0, i, j, out);
-    CHECK(cudaMemcpy(&got, out, sizeof got, cudaMemcpyDeviceToHost));
+    KVPATCH_CUDA_CHECK(cudaMemcpy(&got, out, sizeof got, cudaMemcpyDeviceToHost));
     if (got == want && exact_b == k - 1) exact_b = k;
   }
   std::printf("  %-5s 1 + 2^-k exact up to k = %d with C = 1 and one product (of %d tried), %d with two products\n",
@@ -130,11 +130,11 @@ void probe(const char* name, float* out) {
 
 int main() {
   int device = 0, sms = 0, clock_khz = 0;
-  CHECK(cudaGetDevice(&device));
-  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device));
+  KVPATCH_CUDA_CHECK(cudaGetDevice(&device));
+  KVPATCH_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  KVPATCH_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device));
   float* sink = nullptr;
-  CHECK(cudaMalloc(&sink, sizeof(float)));
+  KVPATCH_CUDA_CHECK(cudaMalloc(&sink, sizeof(float)));
   const double bf16 = tflops<Form::kBf16>(sms, sink), f16 = tflops<Form::kF16>(sms, sink);
   const double e4m3 = tflops<Form::kE4m3>(sms, sink);
   std::printf("%d SMs, max clock %.0f MHz: mma.sync FP32-accumulate: m16n8k16 BF16 %.1f TFLOP/s, FP16 %.1f TFLOP/s; "

@@ -25,7 +25,7 @@
 #include <random>
 #include <vector>
 
-#include "cuda_check.h"
+#include "kvpatch/cuda_check.h"
 #include "mla_decode_launch.cu"  // one translation unit: the marks' __device__ buffer lives here
 
 namespace timeline {
@@ -123,8 +123,8 @@ int main(int argc, char** argv) {
   for (auto& v : q) v = static_cast<uint16_t>(0x3c00 + (rng() & 0x3ff) - 0x200);  // BF16 in ~[0.5, 2)
 
   int device = 0, sms = 0;
-  CHECK(cudaGetDevice(&device));
-  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  KVPATCH_CUDA_CHECK(cudaGetDevice(&device));
+  KVPATCH_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   DecodePlan plan = plan_decode(batch, heads, ctx, sms);
   if (argc > 5) plan = uniform_plan(batch, heads, std::atoi(argv[5]));  // another split count than the planner's
 
@@ -136,22 +136,22 @@ int main(int argc, char** argv) {
   int4* d_flush = nullptr;
   int* d_sink = nullptr;
   constexpr size_t kFlushBytes = size_t{256} << 20;
-  CHECK(cudaMalloc(&d_kv, kv.size()));
-  CHECK(cudaMalloc(&d_indices, indices.size() * 4));
-  CHECK(cudaMalloc(&d_indptr, indptr.size() * 4));
-  CHECK(cudaMalloc(&d_lens, lens.size() * 4));
-  CHECK(cudaMalloc(&d_q, q.size() * 2));
-  CHECK(cudaMalloc(&d_out, static_cast<size_t>(batch) * heads * kHeadDimCkv * 2));
-  CHECK(cudaMalloc(&d_lse, static_cast<size_t>(batch) * heads * 4));
-  CHECK(cudaMalloc(&d_ws, std::max<size_t>(plan.workspace_bytes, 16)));
-  CHECK(cudaMalloc(&d_flush, kFlushBytes));
-  CHECK(cudaMalloc(&d_sink, 4));
-  CHECK(cudaMemcpy(d_kv, kv.data(), kv.size(), cudaMemcpyHostToDevice));
-  CHECK(cudaMemcpy(d_indices, indices.data(), indices.size() * 4, cudaMemcpyHostToDevice));
-  CHECK(cudaMemcpy(d_indptr, indptr.data(), indptr.size() * 4, cudaMemcpyHostToDevice));
-  CHECK(cudaMemcpy(d_lens, lens.data(), lens.size() * 4, cudaMemcpyHostToDevice));
-  CHECK(cudaMemcpy(d_q, q.data(), q.size() * 2, cudaMemcpyHostToDevice));
-  CHECK(cudaMemset(d_flush, 1, kFlushBytes));
+  KVPATCH_CUDA_CHECK(cudaMalloc(&d_kv, kv.size()));
+  KVPATCH_CUDA_CHECK(cudaMalloc(&d_indices, indices.size() * 4));
+  KVPATCH_CUDA_CHECK(cudaMalloc(&d_indptr, indptr.size() * 4));
+  KVPATCH_CUDA_CHECK(cudaMalloc(&d_lens, lens.size() * 4));
+  KVPATCH_CUDA_CHECK(cudaMalloc(&d_q, q.size() * 2));
+  KVPATCH_CUDA_CHECK(cudaMalloc(&d_out, static_cast<size_t>(batch) * heads * kHeadDimCkv * 2));
+  KVPATCH_CUDA_CHECK(cudaMalloc(&d_lse, static_cast<size_t>(batch) * heads * 4));
+  KVPATCH_CUDA_CHECK(cudaMalloc(&d_ws, std::max<size_t>(plan.workspace_bytes, 16)));
+  KVPATCH_CUDA_CHECK(cudaMalloc(&d_flush, kFlushBytes));
+  KVPATCH_CUDA_CHECK(cudaMalloc(&d_sink, 4));
+  KVPATCH_CUDA_CHECK(cudaMemcpy(d_kv, kv.data(), kv.size(), cudaMemcpyHostToDevice));
+  KVPATCH_CUDA_CHECK(cudaMemcpy(d_indices, indices.data(), indices.size() * 4, cudaMemcpyHostToDevice));
+  KVPATCH_CUDA_CHECK(cudaMemcpy(d_indptr, indptr.data(), indptr.size() * 4, cudaMemcpyHostToDevice));
+  KVPATCH_CUDA_CHECK(cudaMemcpy(d_lens, lens.data(), lens.size() * 4, cudaMemcpyHostToDevice));
+  KVPATCH_CUDA_CHECK(cudaMemcpy(d_q, q.data(), q.size() * 2, cudaMemcpyHostToDevice));
+  KVPATCH_CUDA_CHECK(cudaMemset(d_flush, 1, kFlushBytes));
 
   DecodeParams p;
   p.q_nope = d_q, p.q_nope_stride_b = int64_t{heads} * kRow, p.q_nope_stride_h = kRow;
@@ -172,30 +172,30 @@ int main(int argc, char** argv) {
     return 2;
   }
   cudaEvent_t start, stop;
-  CHECK(cudaEventCreate(&start));
-  CHECK(cudaEventCreate(&stop));
+  KVPATCH_CUDA_CHECK(cudaEventCreate(&start));
+  KVPATCH_CUDA_CHECK(cudaEventCreate(&stop));
   std::vector<uint64_t> timeline(2 * static_cast<size_t>(device::kTimelineBlocks) * device::kTimelineMarks);
   std::vector<uint64_t> cycles(timeline.size());
   std::vector<double> run_ms, run_clock;
   float ms = 0.f;
   // A length-aware plan's split table once, as a decode step would before its layers; the runs
   // time the layers' launches (decode + merge).
-  if (length_aware) CHECK(launch_decode_schedule(p, plan, d_ws, nullptr));
+  if (length_aware) KVPATCH_CUDA_CHECK(launch_decode_schedule(p, plan, d_ws, nullptr));
   for (int run = 0; run < runs; ++run) {
     std::vector<uint64_t> zeros(timeline.size(), 0);
-    CHECK(cudaMemcpyToSymbol(device::kvpatch_timeline, zeros.data(), zeros.size() * 8));
+    KVPATCH_CUDA_CHECK(cudaMemcpyToSymbol(device::kvpatch_timeline, zeros.data(), zeros.size() * 8));
     if (!std::getenv("KVPATCH_NO_FLUSH")) read_all<<<4 * sms, 512>>>(d_flush, kFlushBytes / sizeof(int4), d_sink);
     if (std::getenv("KVPATCH_WARM_DATA")) {  // the query and page ids read back into L2 (the flush evicted them)
       read_all<<<sms, 512>>>(reinterpret_cast<const int4*>(d_q), q.size() * 2 / sizeof(int4), d_sink);
       read_all<<<sms, 512>>>(reinterpret_cast<const int4*>(d_indices), indices.size() * 4 / sizeof(int4), d_sink);
     }
-    CHECK(cudaEventRecord(start));
-    CHECK(launch_decode(p, plan, d_ws, nullptr, /*schedule_ready=*/length_aware));
-    CHECK(cudaEventRecord(stop));
-    CHECK(cudaEventSynchronize(stop));
-    CHECK(cudaEventElapsedTime(&ms, start, stop));
-    CHECK(cudaMemcpyFromSymbol(timeline.data(), device::kvpatch_timeline, timeline.size() * 8));
-    CHECK(cudaMemcpyFromSymbol(cycles.data(), device::kvpatch_cycles, cycles.size() * 8));
+    KVPATCH_CUDA_CHECK(cudaEventRecord(start));
+    KVPATCH_CUDA_CHECK(launch_decode(p, plan, d_ws, nullptr, /*schedule_ready=*/length_aware));
+    KVPATCH_CUDA_CHECK(cudaEventRecord(stop));
+    KVPATCH_CUDA_CHECK(cudaEventSynchronize(stop));
+    KVPATCH_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    KVPATCH_CUDA_CHECK(cudaMemcpyFromSymbol(timeline.data(), device::kvpatch_timeline, timeline.size() * 8));
+    KVPATCH_CUDA_CHECK(cudaMemcpyFromSymbol(cycles.data(), device::kvpatch_cycles, cycles.size() * 8));
     run_ms.push_back(ms * 1000.f);
     run_clock.push_back(steady_clock_ghz(timeline, cycles, decode_blocks));
   }
@@ -268,15 +268,15 @@ int main(int argc, char** argv) {
     int launches = 0;
     float total_ms = 0.f;
     while (total_ms < seconds * 1000.0) {
-      CHECK(cudaEventRecord(start));
+      KVPATCH_CUDA_CHECK(cudaEventRecord(start));
       for (int i = 0; i < kBatchLaunches; ++i) {
         if (read_only) read_all<<<4 * sms, 512>>>(d_flush, kFlushBytes / sizeof(int4), d_sink);
-        else CHECK(launch_decode(p, plan, d_ws, nullptr, length_aware));
+        else KVPATCH_CUDA_CHECK(launch_decode(p, plan, d_ws, nullptr, length_aware));
       }
-      CHECK(cudaGetLastError());
-      CHECK(cudaEventRecord(stop));
-      CHECK(cudaEventSynchronize(stop));
-      CHECK(cudaEventElapsedTime(&ms, start, stop));
+      KVPATCH_CUDA_CHECK(cudaGetLastError());
+      KVPATCH_CUDA_CHECK(cudaEventRecord(stop));
+      KVPATCH_CUDA_CHECK(cudaEventSynchronize(stop));
+      KVPATCH_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
       total_ms += ms, launches += kBatchLaunches;
     }
     std::printf("sustained %s: %d launches back to back in %.2f s, %.1f us each\n",

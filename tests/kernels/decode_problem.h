@@ -14,6 +14,7 @@
 #include <random>
 #include <vector>
 
+#include "kvpatch/cuda_check.h"
 #include "kvpatch/mla_decode.h"
 #include "kvpatch/numeric.h"
 
@@ -23,15 +24,6 @@ using kvpatch::mla::DecodeParams;
 using kvpatch::mla::kHeadDimCkv;
 using kvpatch::mla::kHeadDimKpe;
 using kvpatch::mla::KvDtype;
-
-#define KV_CUDA_CHECK(expr)                                                                          \
-  do {                                                                                               \
-    const cudaError_t kv_err = (expr);                                                               \
-    if (kv_err != cudaSuccess) {                                                                     \
-      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(kv_err)); \
-      std::exit(1);                                                                                  \
-    }                                                                                                \
-  } while (0)
 
 // Nearest E4M3 code to x (finite codes only).
 inline uint8_t nearest_e4m3(float x) {
@@ -67,12 +59,12 @@ struct DeviceBuffer {
     if (ptr) cudaFree(ptr);
     ptr = nullptr;
     count = n;
-    if (n) KV_CUDA_CHECK(cudaMalloc(&ptr, n * sizeof(T)));
+    if (n) KVPATCH_CUDA_CHECK(cudaMalloc(&ptr, n * sizeof(T)));
   }
-  void upload(const std::vector<T>& host) { KV_CUDA_CHECK(cudaMemcpy(ptr, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice)); }
+  void upload(const std::vector<T>& host) { KVPATCH_CUDA_CHECK(cudaMemcpy(ptr, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice)); }
   std::vector<T> download() const {
     std::vector<T> host(count);
-    if (count) KV_CUDA_CHECK(cudaMemcpy(host.data(), ptr, count * sizeof(T), cudaMemcpyDeviceToHost));
+    if (count) KVPATCH_CUDA_CHECK(cudaMemcpy(host.data(), ptr, count * sizeof(T), cudaMemcpyDeviceToHost));
     return host;
   }
   ~DeviceBuffer() { if (ptr) cudaFree(ptr); }

@@ -52,14 +52,14 @@ struct DeviceProblem {
       : q_nope(pr.q_nope.size() + query_offset_elems), q_pe(pr.q_pe.size()), pool(pr.pool.size()),
         pool_bf16(pr.pool.size()), indptr(pr.indptr.size()), indices(std::max<size_t>(pr.indices.size(), 1)),
         lens(std::max<size_t>(pr.lens.size(), 1)), query_offset(query_offset_elems) {
-    KV_CUDA_CHECK(cudaMemcpy(q_nope.ptr + query_offset, pr.q_nope.data(), pr.q_nope.size() * sizeof(uint16_t),
+    KVPATCH_CUDA_CHECK(cudaMemcpy(q_nope.ptr + query_offset, pr.q_nope.data(), pr.q_nope.size() * sizeof(uint16_t),
                              cudaMemcpyHostToDevice));
     if (!pr.q_pe.empty()) q_pe.upload(pr.q_pe);
     pool.upload(pr.pool);
     indptr.upload(pr.indptr);
     if (!pr.indices.empty()) indices.upload(pr.indices);
     if (!pr.lens.empty()) lens.upload(pr.lens);
-    KV_CUDA_CHECK(mla::launch_cast_fp8_to_bf16(pool.ptr, pool_bf16.ptr, pr.pool.size(), nullptr));
+    KVPATCH_CUDA_CHECK(mla::launch_cast_fp8_to_bf16(pool.ptr, pool_bf16.ptr, pr.pool.size(), nullptr));
   }
   mla::DecodeParams params(const Problem& pr, KvDtype dtype, void* out, float* lse) const {
     const void* kv = dtype == KvDtype::kFp8E4M3 ? static_cast<const void*>(pool.ptr) : pool_bf16.ptr;
@@ -73,21 +73,21 @@ RunResult run_kernel(const Problem& pr, const DeviceProblem& dp, KvDtype dtype, 
                      bool separate_schedule = false) {
   DeviceBuffer<uint16_t> out(pr.out_elems());
   DeviceBuffer<float> lse(std::max(pr.batch * pr.shape.num_heads, 1));
-  KV_CUDA_CHECK(cudaMemset(out.ptr, 0xFF, out.count * sizeof(uint16_t)));  // NaN poison
-  KV_CUDA_CHECK(cudaMemset(lse.ptr, 0xFF, lse.count * sizeof(float)));
+  KVPATCH_CUDA_CHECK(cudaMemset(out.ptr, 0xFF, out.count * sizeof(uint16_t)));  // NaN poison
+  KVPATCH_CUDA_CHECK(cudaMemset(lse.ptr, 0xFF, lse.count * sizeof(float)));
   DeviceBuffer<uint8_t> workspace(std::max<size_t>(plan.workspace_bytes, 1));
   const mla::DecodeParams params = dp.params(pr, dtype, out.ptr, lse.ptr);
-  if (separate_schedule) KV_CUDA_CHECK(mla::launch_decode_schedule(params, plan, workspace.ptr, nullptr));
-  KV_CUDA_CHECK(mla::launch_decode(params, plan, workspace.ptr, nullptr, separate_schedule));
-  KV_CUDA_CHECK(cudaDeviceSynchronize());
+  if (separate_schedule) KVPATCH_CUDA_CHECK(mla::launch_decode_schedule(params, plan, workspace.ptr, nullptr));
+  KVPATCH_CUDA_CHECK(mla::launch_decode(params, plan, workspace.ptr, nullptr, separate_schedule));
+  KVPATCH_CUDA_CHECK(cudaDeviceSynchronize());
   return {out.download(), lse.download()};
 }
 
 mla::ReferenceOutput run_naive(const Problem& pr, const DeviceProblem& dp) {
   DeviceBuffer<float> out(static_cast<size_t>(pr.batch) * pr.shape.num_heads * kHeadDimCkv);
   DeviceBuffer<float> lse(static_cast<size_t>(pr.batch) * pr.shape.num_heads);
-  KV_CUDA_CHECK(mla::launch_naive_decode(dp.params(pr, KvDtype::kFp8E4M3, nullptr, nullptr), out.ptr, lse.ptr, nullptr));
-  KV_CUDA_CHECK(cudaDeviceSynchronize());
+  KVPATCH_CUDA_CHECK(mla::launch_naive_decode(dp.params(pr, KvDtype::kFp8E4M3, nullptr, nullptr), out.ptr, lse.ptr, nullptr));
+  KVPATCH_CUDA_CHECK(cudaDeviceSynchronize());
   return {out.download(), lse.download()};
 }
 
@@ -168,8 +168,8 @@ bool bit_identical(const Problem& pr, const RunResult& a, const RunResult& b, co
 
 int sm_count() {
   int device = 0, count = 0;
-  KV_CUDA_CHECK(cudaGetDevice(&device));
-  KV_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+  KVPATCH_CUDA_CHECK(cudaGetDevice(&device));
+  KVPATCH_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
   return count;
 }
 
@@ -185,8 +185,8 @@ void check_split_table(const Problem& pr, const DeviceProblem& dp, int blocks) {
   const mla::DecodePlan plan = mla::length_aware_plan(pr.batch, pr.shape.num_heads, blocks);
   DeviceBuffer<uint16_t> out(pr.out_elems());
   DeviceBuffer<uint8_t> workspace(plan.workspace_bytes);
-  KV_CUDA_CHECK(mla::launch_decode(dp.params(pr, KvDtype::kFp8E4M3, out.ptr, nullptr), plan, workspace.ptr, nullptr));
-  KV_CUDA_CHECK(cudaDeviceSynchronize());
+  KVPATCH_CUDA_CHECK(mla::launch_decode(dp.params(pr, KvDtype::kFp8E4M3, out.ptr, nullptr), plan, workspace.ptr, nullptr));
+  KVPATCH_CUDA_CHECK(cudaDeviceSynchronize());
   const std::vector<uint8_t> bytes = workspace.download();
   // The workspace ends with the work table (8 ints per block, 4 per request), then 2 ints per request.
   const size_t table_ints = 8 * static_cast<size_t>(blocks) + 4 * pr.batch + 2 * pr.batch;
@@ -351,8 +351,8 @@ void check_page_size_contract() {
 // matrix below runs the wide instances there.
 void check_head_rows() {
   int device = 0, smem = 0;
-  KV_CUDA_CHECK(cudaGetDevice(&device));
-  KV_CUDA_CHECK(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  KVPATCH_CUDA_CHECK(cudaGetDevice(&device));
+  KVPATCH_CUDA_CHECK(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   const char* rows_env = std::getenv("KVPATCH_HEAD_ROWS");
   const char* shallow_env = std::getenv("KVPATCH_SHALLOW_PIPELINE");
   const bool narrow_asked = (rows_env && std::strcmp(rows_env, "16") == 0) || (shallow_env && std::strcmp(shallow_env, "1") == 0);
