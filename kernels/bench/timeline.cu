@@ -14,6 +14,8 @@
 // back-to-back launches at the end (for sampling clocks and power; kernels/bench/power_sample.sh).
 // KVPATCH_NO_FLUSH=1 skips the L2 flush before each run; KVPATCH_WARM_DATA=1 reads the query and the
 // page ids back into L2 after it (does the prologue wait on its data, or on something else?);
+// KVPATCH_WARM_CODE=1 launches the same kernels on a two-split 128-token request of other data after
+// the flush, so that their code, and only their code, is in the L2 (does it wait on instruction fetch?);
 // KVPATCH_SLOT_POOL=N maps every token to one of N slots (the KV mostly from the L2).
 #include <cuda_runtime.h>
 
@@ -152,6 +154,26 @@ int main(int argc, char** argv) {
   KVPATCH_CUDA_CHECK(cudaMemcpy(d_lens, lens.data(), lens.size() * 4, cudaMemcpyHostToDevice));
   KVPATCH_CUDA_CHECK(cudaMemcpy(d_q, q.data(), q.size() * 2, cudaMemcpyHostToDevice));
   KVPATCH_CUDA_CHECK(cudaMemset(d_flush, 1, kFlushBytes));
+  // KVPATCH_WARM_CODE: a 128-token request whose query, page ids and slots no timed token uses.
+  constexpr int kWarmTokens = 128;
+  int32_t *d_warm_indptr = nullptr, *d_warm_lens = nullptr, *d_warm_indices = nullptr;
+  uint16_t* d_warm_q = nullptr;
+  uint8_t* d_warm_kv = nullptr;
+  {
+    const std::vector<int32_t> warm_indptr{0, kWarmTokens}, warm_lens{kWarmTokens};
+    std::vector<int32_t> warm_indices(kWarmTokens);
+    std::iota(warm_indices.begin(), warm_indices.end(), 0);
+    KVPATCH_CUDA_CHECK(cudaMalloc(&d_warm_indptr, 8));
+    KVPATCH_CUDA_CHECK(cudaMalloc(&d_warm_lens, 4));
+    KVPATCH_CUDA_CHECK(cudaMalloc(&d_warm_indices, kWarmTokens * 4));
+    KVPATCH_CUDA_CHECK(cudaMalloc(&d_warm_q, static_cast<size_t>(heads) * kRow * 2));
+    KVPATCH_CUDA_CHECK(cudaMalloc(&d_warm_kv, static_cast<size_t>(kWarmTokens) * kRow));
+    KVPATCH_CUDA_CHECK(cudaMemcpy(d_warm_indptr, warm_indptr.data(), 8, cudaMemcpyHostToDevice));
+    KVPATCH_CUDA_CHECK(cudaMemcpy(d_warm_lens, warm_lens.data(), 4, cudaMemcpyHostToDevice));
+    KVPATCH_CUDA_CHECK(cudaMemcpy(d_warm_indices, warm_indices.data(), kWarmTokens * 4, cudaMemcpyHostToDevice));
+    KVPATCH_CUDA_CHECK(cudaMemcpy(d_warm_q, q.data(), static_cast<size_t>(heads) * kRow * 2, cudaMemcpyHostToDevice));
+    KVPATCH_CUDA_CHECK(cudaMemcpy(d_warm_kv, kv.data(), static_cast<size_t>(kWarmTokens) * kRow, cudaMemcpyHostToDevice));
+  }
 
   DecodeParams p;
   p.q_nope = d_q, p.q_nope_stride_b = int64_t{heads} * kRow, p.q_nope_stride_h = kRow;
@@ -162,6 +184,16 @@ int main(int argc, char** argv) {
   p.batch = batch, p.num_heads = heads, p.page_size = 1;
   p.sm_scale = 0.0416f, p.ckv_scale = 1.f, p.kpe_scale = 1.f;
   p.out = d_out, p.out_stride_b = int64_t{heads} * kHeadDimCkv, p.out_stride_h = kHeadDimCkv, p.lse = d_lse;
+
+  DecodeParams warm = p;
+  warm.q_nope = d_warm_q, warm.q_nope_stride_b = int64_t{heads} * kRow;
+  warm.q_pe = d_warm_q + kHeadDimCkv, warm.q_pe_stride_b = int64_t{heads} * kRow;
+  warm.ckv = d_warm_kv, warm.kpe = d_warm_kv + kHeadDimCkv;
+  warm.kv_indptr = d_warm_indptr, warm.kv_indices = d_warm_indices, warm.kv_len = d_warm_lens, warm.batch = 1;
+  const DecodePlan warm_plan = uniform_plan(1, heads, 2, plan_head_rows(plan, heads));
+  const bool warm_code = std::getenv("KVPATCH_WARM_CODE") != nullptr;
+  void* d_warm_ws = nullptr;  // its own: a length-aware plan's table lives in d_ws
+  KVPATCH_CUDA_CHECK(cudaMalloc(&d_warm_ws, std::max<size_t>(warm_plan.workspace_bytes, 16)));
 
   const bool length_aware = plan.num_splits == 0;
   const int decode_blocks = head_groups(heads, plan_head_rows(plan, heads)) * (length_aware ? plan.blocks : plan.num_splits * batch);
@@ -185,6 +217,10 @@ int main(int argc, char** argv) {
     std::vector<uint64_t> zeros(timeline.size(), 0);
     KVPATCH_CUDA_CHECK(cudaMemcpyToSymbol(device::kvpatch_timeline, zeros.data(), zeros.size() * 8));
     if (!std::getenv("KVPATCH_NO_FLUSH")) read_all<<<4 * sms, 512>>>(d_flush, kFlushBytes / sizeof(int4), d_sink);
+    if (warm_code) {  // then its marks are cleared again
+      KVPATCH_CUDA_CHECK(launch_decode(warm, warm_plan, d_warm_ws, nullptr));
+      KVPATCH_CUDA_CHECK(cudaMemcpyToSymbol(device::kvpatch_timeline, zeros.data(), zeros.size() * 8));
+    }
     if (std::getenv("KVPATCH_WARM_DATA")) {  // the query and page ids read back into L2 (the flush evicted them)
       read_all<<<sms, 512>>>(reinterpret_cast<const int4*>(d_q), q.size() * 2 / sizeof(int4), d_sink);
       read_all<<<sms, 512>>>(reinterpret_cast<const int4*>(d_indices), indices.size() * 4 / sizeof(int4), d_sink);
