@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -86,6 +87,45 @@ double steady_clock_ghz(const std::vector<uint64_t>& times, const std::vector<ui
   return ghz[ghz.size() / 2];
 }
 
+template <class T>
+T* upload(const T* host, size_t count) {
+  T* device = nullptr;
+  KVPATCH_CUDA_CHECK(cudaMalloc(&device, count * sizeof(T)));
+  KVPATCH_CUDA_CHECK(cudaMemcpy(device, host, count * sizeof(T), cudaMemcpyHostToDevice));
+  return device;
+}
+
+// KVPATCH_WARM_CODE: the timed launch's kernels on a 128-token, two-split request whose query, page
+// ids, slots and workspace no timed token uses, so that running it after the flush puts their code,
+// and next to nothing else, in the L2.
+struct CodeWarmer {
+  DecodeParams params;
+  DecodePlan plan;
+  void* workspace = nullptr;  // its own: a length-aware plan's table lives in the timed workspace
+};
+
+CodeWarmer make_code_warmer(const DecodeParams& timed, int head_rows, const std::vector<uint16_t>& q,
+                            const std::vector<uint8_t>& kv) {
+  constexpr int kTokens = 128, kRow = kHeadDimCkv + kHeadDimKpe;
+  const int heads = timed.num_heads;
+  const int32_t indptr[] = {0, kTokens}, lens[] = {kTokens};
+  std::vector<int32_t> indices(kTokens);
+  std::iota(indices.begin(), indices.end(), 0);
+  const uint16_t* query = upload(q.data(), static_cast<size_t>(heads) * kRow);  // its own copy of request 0's
+  const uint8_t* slots = upload(kv.data(), static_cast<size_t>(kTokens) * kRow);
+  CodeWarmer w;
+  w.params = timed;
+  w.params.q_nope = query, w.params.q_nope_stride_b = int64_t{heads} * kRow;
+  w.params.q_pe = query + kHeadDimCkv, w.params.q_pe_stride_b = int64_t{heads} * kRow;
+  w.params.ckv = slots, w.params.kpe = slots + kHeadDimCkv;
+  w.params.kv_indptr = upload(indptr, 2), w.params.kv_len = upload(lens, 1);
+  w.params.kv_indices = upload(indices.data(), indices.size());
+  w.params.batch = 1;
+  w.plan = uniform_plan(1, heads, 2, head_rows);
+  KVPATCH_CUDA_CHECK(cudaMalloc(&w.workspace, std::max<size_t>(w.plan.workspace_bytes, 16)));
+  return w;
+}
+
 }  // namespace timeline
 
 int main(int argc, char** argv) {
@@ -130,50 +170,23 @@ int main(int argc, char** argv) {
   DecodePlan plan = plan_decode(batch, heads, ctx, sms);
   if (argc > 5) plan = uniform_plan(batch, heads, std::atoi(argv[5]));  // another split count than the planner's
 
-  uint8_t* d_kv = nullptr;
-  int32_t *d_indices = nullptr, *d_indptr = nullptr, *d_lens = nullptr;
-  uint16_t *d_q = nullptr, *d_out = nullptr;
+  const uint8_t* d_kv = upload(kv.data(), kv.size());
+  const int32_t* d_indices = upload(indices.data(), indices.size());
+  const int32_t* d_indptr = upload(indptr.data(), indptr.size());
+  const int32_t* d_lens = upload(lens.data(), lens.size());
+  const uint16_t* d_q = upload(q.data(), q.size());
+  uint16_t* d_out = nullptr;
   float* d_lse = nullptr;
   void* d_ws = nullptr;
   int4* d_flush = nullptr;
   int* d_sink = nullptr;
   constexpr size_t kFlushBytes = size_t{256} << 20;
-  KVPATCH_CUDA_CHECK(cudaMalloc(&d_kv, kv.size()));
-  KVPATCH_CUDA_CHECK(cudaMalloc(&d_indices, indices.size() * 4));
-  KVPATCH_CUDA_CHECK(cudaMalloc(&d_indptr, indptr.size() * 4));
-  KVPATCH_CUDA_CHECK(cudaMalloc(&d_lens, lens.size() * 4));
-  KVPATCH_CUDA_CHECK(cudaMalloc(&d_q, q.size() * 2));
   KVPATCH_CUDA_CHECK(cudaMalloc(&d_out, static_cast<size_t>(batch) * heads * kHeadDimCkv * 2));
   KVPATCH_CUDA_CHECK(cudaMalloc(&d_lse, static_cast<size_t>(batch) * heads * 4));
   KVPATCH_CUDA_CHECK(cudaMalloc(&d_ws, std::max<size_t>(plan.workspace_bytes, 16)));
   KVPATCH_CUDA_CHECK(cudaMalloc(&d_flush, kFlushBytes));
   KVPATCH_CUDA_CHECK(cudaMalloc(&d_sink, 4));
-  KVPATCH_CUDA_CHECK(cudaMemcpy(d_kv, kv.data(), kv.size(), cudaMemcpyHostToDevice));
-  KVPATCH_CUDA_CHECK(cudaMemcpy(d_indices, indices.data(), indices.size() * 4, cudaMemcpyHostToDevice));
-  KVPATCH_CUDA_CHECK(cudaMemcpy(d_indptr, indptr.data(), indptr.size() * 4, cudaMemcpyHostToDevice));
-  KVPATCH_CUDA_CHECK(cudaMemcpy(d_lens, lens.data(), lens.size() * 4, cudaMemcpyHostToDevice));
-  KVPATCH_CUDA_CHECK(cudaMemcpy(d_q, q.data(), q.size() * 2, cudaMemcpyHostToDevice));
   KVPATCH_CUDA_CHECK(cudaMemset(d_flush, 1, kFlushBytes));
-  // KVPATCH_WARM_CODE: a 128-token request whose query, page ids and slots no timed token uses.
-  constexpr int kWarmTokens = 128;
-  int32_t *d_warm_indptr = nullptr, *d_warm_lens = nullptr, *d_warm_indices = nullptr;
-  uint16_t* d_warm_q = nullptr;
-  uint8_t* d_warm_kv = nullptr;
-  {
-    const std::vector<int32_t> warm_indptr{0, kWarmTokens}, warm_lens{kWarmTokens};
-    std::vector<int32_t> warm_indices(kWarmTokens);
-    std::iota(warm_indices.begin(), warm_indices.end(), 0);
-    KVPATCH_CUDA_CHECK(cudaMalloc(&d_warm_indptr, 8));
-    KVPATCH_CUDA_CHECK(cudaMalloc(&d_warm_lens, 4));
-    KVPATCH_CUDA_CHECK(cudaMalloc(&d_warm_indices, kWarmTokens * 4));
-    KVPATCH_CUDA_CHECK(cudaMalloc(&d_warm_q, static_cast<size_t>(heads) * kRow * 2));
-    KVPATCH_CUDA_CHECK(cudaMalloc(&d_warm_kv, static_cast<size_t>(kWarmTokens) * kRow));
-    KVPATCH_CUDA_CHECK(cudaMemcpy(d_warm_indptr, warm_indptr.data(), 8, cudaMemcpyHostToDevice));
-    KVPATCH_CUDA_CHECK(cudaMemcpy(d_warm_lens, warm_lens.data(), 4, cudaMemcpyHostToDevice));
-    KVPATCH_CUDA_CHECK(cudaMemcpy(d_warm_indices, warm_indices.data(), kWarmTokens * 4, cudaMemcpyHostToDevice));
-    KVPATCH_CUDA_CHECK(cudaMemcpy(d_warm_q, q.data(), static_cast<size_t>(heads) * kRow * 2, cudaMemcpyHostToDevice));
-    KVPATCH_CUDA_CHECK(cudaMemcpy(d_warm_kv, kv.data(), static_cast<size_t>(kWarmTokens) * kRow, cudaMemcpyHostToDevice));
-  }
 
   DecodeParams p;
   p.q_nope = d_q, p.q_nope_stride_b = int64_t{heads} * kRow, p.q_nope_stride_h = kRow;
@@ -185,15 +198,8 @@ int main(int argc, char** argv) {
   p.sm_scale = 0.0416f, p.ckv_scale = 1.f, p.kpe_scale = 1.f;
   p.out = d_out, p.out_stride_b = int64_t{heads} * kHeadDimCkv, p.out_stride_h = kHeadDimCkv, p.lse = d_lse;
 
-  DecodeParams warm = p;
-  warm.q_nope = d_warm_q, warm.q_nope_stride_b = int64_t{heads} * kRow;
-  warm.q_pe = d_warm_q + kHeadDimCkv, warm.q_pe_stride_b = int64_t{heads} * kRow;
-  warm.ckv = d_warm_kv, warm.kpe = d_warm_kv + kHeadDimCkv;
-  warm.kv_indptr = d_warm_indptr, warm.kv_indices = d_warm_indices, warm.kv_len = d_warm_lens, warm.batch = 1;
-  const DecodePlan warm_plan = uniform_plan(1, heads, 2, plan_head_rows(plan, heads));
-  const bool warm_code = std::getenv("KVPATCH_WARM_CODE") != nullptr;
-  void* d_warm_ws = nullptr;  // its own: a length-aware plan's table lives in d_ws
-  KVPATCH_CUDA_CHECK(cudaMalloc(&d_warm_ws, std::max<size_t>(warm_plan.workspace_bytes, 16)));
+  std::optional<CodeWarmer> warmer;
+  if (std::getenv("KVPATCH_WARM_CODE")) warmer = make_code_warmer(p, plan_head_rows(plan, heads), q, kv);
 
   const bool length_aware = plan.num_splits == 0;
   const int decode_blocks = head_groups(heads, plan_head_rows(plan, heads)) * (length_aware ? plan.blocks : plan.num_splits * batch);
@@ -217,8 +223,8 @@ int main(int argc, char** argv) {
     std::vector<uint64_t> zeros(timeline.size(), 0);
     KVPATCH_CUDA_CHECK(cudaMemcpyToSymbol(device::kvpatch_timeline, zeros.data(), zeros.size() * 8));
     if (!std::getenv("KVPATCH_NO_FLUSH")) read_all<<<4 * sms, 512>>>(d_flush, kFlushBytes / sizeof(int4), d_sink);
-    if (warm_code) {  // then its marks are cleared again
-      KVPATCH_CUDA_CHECK(launch_decode(warm, warm_plan, d_warm_ws, nullptr));
+    if (warmer) {  // then its marks are cleared again
+      KVPATCH_CUDA_CHECK(launch_decode(warmer->params, warmer->plan, warmer->workspace, nullptr));
       KVPATCH_CUDA_CHECK(cudaMemcpyToSymbol(device::kvpatch_timeline, zeros.data(), zeros.size() * 8));
     }
     if (std::getenv("KVPATCH_WARM_DATA")) {  // the query and page ids read back into L2 (the flush evicted them)
