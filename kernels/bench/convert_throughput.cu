@@ -6,16 +6,16 @@
 // an m16n8k16 FP16 mma whose B operand is (a) the same throughout, (b) a new register each step,
 // (c) two F2FP results, or (d) the two F2FP alone. Why: if (c) takes as long as (b) + (d), the conversion and the tensor core take
 // turns, and the kernel's 2 conversions per mma cost tensor time, not only issue slots.
-// Build and run (GPU machine): nvcc -O3 -arch=sm_90a -Ikernels/src kernels/bench/convert_throughput.cu -o /tmp/ct && /tmp/ct
+// Build and run (GPU machine): nvcc -O3 -arch=sm_90a -Ikernels/include -Ikernels/src kernels/bench/convert_throughput.cu -o /tmp/ct && /tmp/ct
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <vector>
 
 #include "device_primitives.cuh"
+#include "kvpatch/cuda_check.h"
 
 using namespace kvpatch::mla::device;
 
@@ -102,27 +102,20 @@ __global__ void __launch_bounds__(kMixThreads, 1) mix_loop(uint32_t* sink, long 
   if (total == 1234.5f || folded == 0x12345678u) sink[0] = folded;  // keeps the loop alive
 }
 
-// Exits with the CUDA error's name: a benchmark that prints numbers must not print them after a failure.
-void check(cudaError_t err, const char* what) {
-  if (err == cudaSuccess) return;
-  std::fprintf(stderr, "convert_throughput: %s: %s\n", what, cudaGetErrorString(err));
-  std::exit(1);
-}
-
 // Runs `launch(sink, cycles)` twice (the first warms up) and returns the most cycles any of its
 // `blocks` blocks took in the second run.
 template <typename Launch>
 long long worst_block_cycles(int blocks, Launch launch) {
   uint32_t* sink;
   long long* cycles;
-  check(cudaMalloc(&sink, 4), "cudaMalloc");
-  check(cudaMalloc(&cycles, blocks * sizeof(long long)), "cudaMalloc");
+  KVPATCH_CUDA_CHECK(cudaMalloc(&sink, 4));
+  KVPATCH_CUDA_CHECK(cudaMalloc(&cycles, blocks * sizeof(long long)));
   launch(sink, cycles);
   launch(sink, cycles);
-  check(cudaGetLastError(), "launch");
-  check(cudaDeviceSynchronize(), "kernel");
+  KVPATCH_CUDA_CHECK(cudaGetLastError());
+  KVPATCH_CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<long long> host(blocks);
-  check(cudaMemcpy(host.data(), cycles, blocks * sizeof(long long), cudaMemcpyDeviceToHost), "cudaMemcpy");
+  KVPATCH_CUDA_CHECK(cudaMemcpy(host.data(), cycles, blocks * sizeof(long long), cudaMemcpyDeviceToHost));
   cudaFree(sink);
   cudaFree(cycles);
   return *std::max_element(host.begin(), host.end());
