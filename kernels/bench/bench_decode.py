@@ -81,7 +81,9 @@ class Kvpatch:
         # kvpatch_mla_plan_uniform and take no block count.
         self.length_aware_abi = hasattr(self.lib, "kvpatch_mla_plan_uniform")
         # Libraries before wide blocks lack kvpatch_mla_abi_version and take no head rows.
-        self.rows_abi = hasattr(self.lib, "kvpatch_mla_abi_version") and self.lib.kvpatch_mla_abi_version() >= 3
+        version = self.lib.kvpatch_mla_abi_version() if hasattr(self.lib, "kvpatch_mla_abi_version") else 0
+        self.rows_abi = version >= 3
+        self.programmatic_abi = version >= 4  # MODE_PROGRAMMATIC in decode()'s mode
         ip, sp = c.POINTER(c.c_int), c.POINTER(c.c_size_t)
         rows_out = [ip] if self.rows_abi else []
         self.lib.kvpatch_mla_plan.argtypes = [c.c_int] * 4 + ([ip, ip, sp] if self.length_aware_abi else [ip, sp]) + rows_out
@@ -117,8 +119,11 @@ class Kvpatch:
     def workspace_bytes(self, batch, heads, splits):
         return self.lib.kvpatch_mla_workspace_bytes(batch, heads, splits)
 
+    MODE_PROGRAMMATIC = 4
+
     def decode(self, q_nope, q_pe, kv, kv_dtype, indptr, indices, lens, out, lse, sm_scale, plan, ws, mode=0):
-        """mode: 0 launch_decode, 1 with schedule_ready, 2 launch_decode_schedule (length-aware plans)."""
+        """mode: 0 launch_decode, 1 with schedule_ready, 2 launch_decode_schedule (length-aware plans);
+        plus MODE_PROGRAMMATIC: launched as a programmatic dependent of the previous kernel (ABI 4)."""
         elem = kv.element_size()
         kpe_ptr = kv.data_ptr() + 512 * elem
         stream = torch.cuda.current_stream().cuda_stream

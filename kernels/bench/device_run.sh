@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One full GPU-machine pass for the kernels: build (CUDA toolkit only), GPU tests, compute-sanitizer
 # memcheck on the small matrix, sm_90a resource report, benchmark. Logs and results go to $OUT.
-# Usage (repo root, on the GPU machine): bash kernels/bench/device_run.sh [tests|bench|profile|quick|all] [bench args...]
-# quick = small GPU tests + ncu stall profile + benchmark.
+# Usage (repo root, on the GPU machine): bash kernels/bench/device_run.sh [tests|bench|profile|quick|replay|all] [bench args...]
+# quick = small GPU tests + ncu stall profile + benchmark; replay = the target shapes timed isolated and
+# as CUDA-graph replay (replay_decode.py; the bench args go to it).
 set -uo pipefail
 what="${1:-all}"; shift || true
 out="${OUT:-/tmp/kvpatch-out}"
@@ -47,6 +48,11 @@ fi
 if [[ "$what" == bench || "$what" == all || "$what" == quick ]]; then
   PYTHONUNBUFFERED=1 python3 kernels/bench/bench_decode.py --lib "$build/kernels/libkvpatch_mla_capi.so" \
     --out "$out" "$@" 2>&1 | tee "$out/bench.log" | tail -30
+fi
+if [[ "$what" == replay ]]; then
+  PYTHONUNBUFFERED=1 python3 kernels/bench/replay_decode.py --lib "$build/kernels/libkvpatch_mla_capi.so" \
+    --out "$out" "$@" 2>&1 | tee "$out/replay.log" | tail -60
+  [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
 fi
 # Few files travel back from the GPU machine (8 per call): bundle the profiles, then every log into
 # one archive whose name sorts first, so the memcheck and SM120-depth logs come back too.

@@ -11,8 +11,9 @@ using kvpatch::mla::KvDtype;
 extern "C" {
 
 // The ABI's version, for bench_decode.py: 3 added head_rows to the plans and the launch (libraries
-// without this function take none; without kvpatch_mla_plan_uniform, no block count either).
-int kvpatch_mla_abi_version() { return 3; }
+// without this function take none; without kvpatch_mla_plan_uniform, no block count either); 4 the
+// programmatic launch bit of kvpatch_mla_decode's mode.
+int kvpatch_mla_abi_version() { return 4; }
 
 // num_splits 0 with blocks > 0: a length-aware plan (kvpatch/mla_decode_launch.h).
 int kvpatch_mla_plan(int batch, int num_heads, int max_kv_len, int sm_count, int* num_splits, int* blocks,
@@ -37,7 +38,9 @@ size_t kvpatch_mla_workspace_bytes(int batch, int num_heads, int num_splits) {
 }
 
 // kv_dtype: 0 = FP8 E4M3, 1 = BF16 (kvpatch::mla::KvDtype). Strides in elements. mode: 0 = launch_decode,
-// 1 = launch_decode with schedule_ready, 2 = launch_decode_schedule only (length-aware plans).
+// 1 = launch_decode with schedule_ready, 2 = launch_decode_schedule only (length-aware plans); plus
+// kModeProgrammatic: launch_decode with LaunchOptions::programmatic.
+constexpr int kModeProgrammatic = 4;
 int kvpatch_mla_decode(const void* q_nope, long long q_nope_stride_b, long long q_nope_stride_h, const void* q_pe,
                        long long q_pe_stride_b, long long q_pe_stride_h, const void* ckv, long long ckv_stride_slot,
                        const void* kpe, long long kpe_stride_slot, int kv_dtype, const int* kv_indptr,
@@ -57,8 +60,12 @@ int kvpatch_mla_decode(const void* q_nope, long long q_nope_stride_b, long long 
   DecodePlan plan;
   plan.num_splits = num_splits, plan.blocks = blocks, plan.workspace_bytes = workspace_bytes, plan.head_rows = head_rows;
   const auto s = static_cast<cudaStream_t>(stream);
+  kvpatch::mla::LaunchOptions options;
+  options.programmatic = (mode & kModeProgrammatic) != 0;
+  mode &= ~kModeProgrammatic;
+  options.schedule_ready = mode == 1;
   return mode == 2 ? kvpatch::mla::launch_decode_schedule(p, plan, workspace, s)
-                   : kvpatch::mla::launch_decode(p, plan, workspace, s, /*schedule_ready=*/mode == 1);
+                   : kvpatch::mla::launch_decode(p, plan, workspace, s, options);
 }
 
 int kvpatch_mla_cast_fp8_to_bf16(const void* src, void* dst, size_t n, void* stream) {

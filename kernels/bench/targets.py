@@ -53,6 +53,24 @@ def floors(result, row, limit_ms):
     return mma_us, copy_us, mma_us / usable_us if usable_us > 0 else float("inf")
 
 
+def memory_bound(heads, fp8_bytes):
+    """The issue's memory-bound shapes: H <= 32 and at least 256 MB of FP8 KV read."""
+    return heads <= 32 and fp8_bytes >= MEMORY_BOUND_BYTES
+
+
+def long_context(context):
+    return context >= 32768
+
+
+def single_128k(batch, context):
+    return batch == 1 and context >= 131072
+
+
+def applies(batch, heads, context, fp8_bytes):
+    """Whether any of the targets applies to a uniform shape (replay_decode.py times only these)."""
+    return memory_bound(heads, fp8_bytes) or long_context(context) or single_128k(batch, context)
+
+
 class Check(NamedTuple):
     target: str
     shape: str
@@ -77,20 +95,20 @@ def checks(result):
         def at_share(share):  # the FP8 time at `share` of the copy bandwidth (GB/s, so bytes / 1e6)
             return fp8["bytes"] / (share * copy * 1e6)
 
-        if r["heads"] <= 32 and fp8["bytes"] >= MEMORY_BOUND_BYTES:
+        if memory_bound(r["heads"], fp8["bytes"]):
             yield Check("memory-bound: >= 80% of copy", label, f"{pct:.1f}%", needs(fp8["ms"], at_share(0.8)),
                         pct >= 80, r, at_share(0.8))
             if "fi_fp8" in v:
                 ratio = v["fi_fp8"]["ms"] / fp8["ms"]
                 yield Check("memory-bound: latency <= FlashInfer fa3 FP8", label, f"{ratio:.2f}x faster",
                             needs(fp8["ms"], v["fi_fp8"]["ms"]), ratio >= 1, r, v["fi_fp8"]["ms"])
-        if r["context"] >= 32768:
+        if long_context(r["context"]):
             ratio = v["bf16"]["ms"] / fp8["ms"]
             limit = v["bf16"]["ms"] / 1.8
             share = 100 * fp8["bytes"] / (limit * copy * 1e6)
             yield Check(">= 32K: FP8 >= 1.8x the BF16 kernel", label, f"{ratio:.2f}x",
                         needs(fp8["ms"], limit, f", {share:.0f}% of copy"), ratio >= 1.8, r, limit)
-        if r["batch"] == 1 and r["context"] >= 131072:
+        if single_128k(r["batch"], r["context"]):
             yield Check("one 128K request: >= 60% of copy", label, f"{pct:.1f}%", needs(fp8["ms"], at_share(0.6)),
                         pct >= 60, r, at_share(0.6))
 

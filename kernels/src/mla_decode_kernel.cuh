@@ -748,8 +748,9 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   using Smem = BlockSmem<kDtype, kStages, kMTiles>;
   constexpr int kRows = Smem::kRows;
   const Smem sm(smem);
-  // A length-aware plan's table may come from mla_schedule_kernel launched just before, as this
-  // grid's programmatic primary: wait for it (a no-op in any other launch).
+  // This grid's programmatic primary, when it has one, is mla_schedule_kernel (a length-aware plan's
+  // table) or the caller's kernel (LaunchOptions::programmatic: it may write the query or the KV):
+  // wait for it before any read of an input or any write (a no-op in any other launch).
   grid_dependency_wait();
   const BlockPieces work = work_table != nullptr ? table_pieces(work_table) : uniform_pieces(p);
   KVPATCH_MARK(0, 6);  // the block knows its pieces

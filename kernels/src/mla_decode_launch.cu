@@ -91,7 +91,7 @@ struct LaunchConfig {
 
 template <KvDtype kDtype, int kStages, int kMTiles>
 cudaError_t launch_instance(const DecodeParams& p, dim3 grid, float* partial_out, float* partial_lse,
-                            const int4* work_table, bool after_schedule, cudaStream_t stream) {
+                            const int4* work_table, bool programmatic, cudaStream_t stream) {
   constexpr size_t smem = smem_layout(kDtype, kStages, kMTiles).total;
   auto* kernel = &device::mla_decode_kernel<kDtype, kStages, kMTiles>;
   static std::once_flag configured;
@@ -100,9 +100,9 @@ cudaError_t launch_instance(const DecodeParams& p, dim3 grid, float* partial_out
     configure_error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   });
   if (configure_error != cudaSuccess) return configure_error;
-  // Right after mla_schedule_kernel: a programmatic dependent, so its blocks launch while the
-  // schedule runs and wait for its table at griddepcontrol.wait.
-  const LaunchConfig launch(grid, kBlockThreads, smem, stream, after_schedule);
+  // programmatic (right after mla_schedule_kernel, or when the caller asks): its blocks launch while
+  // the previous kernel drains and wait for it at griddepcontrol.wait.
+  const LaunchConfig launch(grid, kBlockThreads, smem, stream, programmatic);
   return cudaLaunchKernelEx(&launch.config, kernel, p, partial_out, partial_lse, work_table);
 }
 
@@ -110,16 +110,16 @@ cudaError_t launch_instance(const DecodeParams& p, dim3 grid, float* partial_out
 // deepest narrow pipeline the device's shared memory per block holds (SM90: 227 KB, SM120: 99 KB).
 template <KvDtype kDtype>
 cudaError_t launch_dtype(const DecodeParams& p, int head_rows, dim3 grid, float* partial_out, float* partial_lse,
-                         const int4* work_table, bool after_schedule, cudaStream_t stream) {
+                         const int4* work_table, bool programmatic, cudaStream_t stream) {
   if (head_rows == kMaxRows)
     return launch_instance<kDtype, max_stages(kDtype, 2), 2>(p, grid, partial_out, partial_lse, work_table,
-                                                              after_schedule, stream);
+                                                              programmatic, stream);
   size_t smem_optin = 0;
   if (const cudaError_t err = device_smem_optin(smem_optin); err != cudaSuccess) return err;
   constexpr int kDeep = max_stages(kDtype), kShallow = min_stages(kDtype);
   return stages_for(kDtype, smem_optin) == kDeep && !shallow_pipeline_forced()
-             ? launch_instance<kDtype, kDeep, 1>(p, grid, partial_out, partial_lse, work_table, after_schedule, stream)
-             : launch_instance<kDtype, kShallow, 1>(p, grid, partial_out, partial_lse, work_table, after_schedule, stream);
+             ? launch_instance<kDtype, kDeep, 1>(p, grid, partial_out, partial_lse, work_table, programmatic, stream)
+             : launch_instance<kDtype, kShallow, 1>(p, grid, partial_out, partial_lse, work_table, programmatic, stream);
 }
 
 bool aligned16(const void* pointer, int64_t stride_bytes) {
@@ -380,9 +380,10 @@ cudaError_t check_launch(const DecodeParams& p, const DecodePlan& plan, const vo
   return cudaSuccess;
 }
 
-cudaError_t launch_schedule(const DecodeParams& p, const DecodePlan& plan, const Workspace& w, cudaStream_t stream) {
-  device::mla_schedule_kernel<<<1, kScheduleThreads, 0, stream>>>(p, plan.blocks, w.work_table, w.request_parts);
-  return cudaGetLastError();
+cudaError_t launch_schedule(const DecodeParams& p, const DecodePlan& plan, const Workspace& w, cudaStream_t stream,
+                            bool programmatic = false) {
+  const LaunchConfig launch(dim3(1), kScheduleThreads, 0, stream, programmatic);
+  return cudaLaunchKernelEx(&launch.config, device::mla_schedule_kernel, p, plan.blocks, w.work_table, w.request_parts);
 }
 
 }  // namespace
@@ -396,19 +397,29 @@ cudaError_t launch_decode_schedule(const DecodeParams& p, const DecodePlan& plan
 
 cudaError_t launch_decode(const DecodeParams& p, const DecodePlan& plan, void* workspace, cudaStream_t stream,
                           bool schedule_ready) {
+  LaunchOptions options;
+  options.schedule_ready = schedule_ready;
+  return launch_decode(p, plan, workspace, stream, options);
+}
+
+cudaError_t launch_decode(const DecodeParams& p, const DecodePlan& plan, void* workspace, cudaStream_t stream,
+                          const LaunchOptions& options) {
   int rows = 0;
   if (const cudaError_t err = check_launch(p, plan, workspace, rows); err != cudaSuccess || p.batch == 0) return err;
   const bool length_aware = plan.num_splits == 0;
   const Workspace w = carve(workspace, p, plan);
-  const bool after_schedule = length_aware && !schedule_ready;
+  const bool after_schedule = length_aware && !options.schedule_ready;
   if (after_schedule)
-    if (const cudaError_t err = launch_schedule(p, plan, w, stream); err != cudaSuccess) return err;
+    if (const cudaError_t err = launch_schedule(p, plan, w, stream, options.programmatic); err != cudaSuccess) return err;
+  // The decode grid is a programmatic dependent of the schedule kernel when one runs first, else of
+  // the previous kernel in the stream when the caller asks for it.
+  const bool programmatic = after_schedule || options.programmatic;
   const int groups = head_groups(p.num_heads, rows);
   const dim3 grid = length_aware ? dim3(groups, plan.blocks) : dim3(groups, plan.num_splits, p.batch);
   const cudaError_t err =
       p.kv_dtype == KvDtype::kFp8E4M3
-          ? launch_dtype<KvDtype::kFp8E4M3>(p, rows, grid, w.partial_out, w.partial_lse, w.work_table, after_schedule, stream)
-          : launch_dtype<KvDtype::kBf16>(p, rows, grid, w.partial_out, w.partial_lse, w.work_table, after_schedule, stream);
+          ? launch_dtype<KvDtype::kFp8E4M3>(p, rows, grid, w.partial_out, w.partial_lse, w.work_table, programmatic, stream)
+          : launch_dtype<KvDtype::kBf16>(p, rows, grid, w.partial_out, w.partial_lse, w.work_table, programmatic, stream);
   if (err != cudaSuccess || plan.num_splits == 1) return err;
   // Programmatic dependent launch: the merge grid's launch overlaps the decode grid's tail.
   const LaunchConfig merge(dim3(p.num_heads, p.batch, merge_slices(p.batch, p.num_heads)), kMergeThreads, 0, stream,

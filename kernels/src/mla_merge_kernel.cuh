@@ -90,6 +90,10 @@ __global__ void __launch_bounds__(kMergeThreads)
   KVPATCH_MARK(1, 3);  // the request's splits are known
   grid_dependency_wait();
   KVPATCH_MARK(1, 1);  // the decode grid has completed
+  // A next kernel launched programmatically (the next layer's decode with LaunchOptions::programmatic)
+  // may launch once every block of this grid is running or gone; it waits for this grid's completion
+  // before it reads anything, so its launch overlaps this grid's work.
+  grid_dependents_launch();
 
   const float* lse_column = partial_lse + static_cast<int64_t>(first) * p.num_heads + head;
   const float* column = partial_out + (static_cast<int64_t>(first) * p.num_heads + head) * kHeadDimCkv + position;

@@ -26,6 +26,7 @@
 #include <climits>
 #include <cstdint>
 
+#include "device_primitives.cuh"
 #include "kvpatch/mla_decode.h"
 #include "mla_decode_config.h"
 
@@ -223,6 +224,9 @@ __global__ void __launch_bounds__(kScheduleThreads)
   __shared__ int lens[kMaxLengthAwareBatch], page_offsets[kMaxLengthAwareBatch], first_tile[kMaxLengthAwareBatch];
   __shared__ int first_block[kMaxLengthAwareBatch + 1], last_block[kMaxLengthAwareBatch];
   __shared__ int most_pieces;
+  // Launched programmatically after the caller's kernel (LaunchOptions::programmatic): kv_len and
+  // the tables may be that kernel's to write (a no-op in any other launch).
+  grid_dependency_wait();
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, batch = p.batch;
   const bool has_request = tid < batch;
   const int len = has_request ? p.kv_len[tid] : 0, tiles = request_tiles(len);

@@ -148,7 +148,8 @@ Errors compare(const Problem& pr, const RunResult& got, const mla::ReferenceOutp
   return e;
 }
 
-bool bit_identical(const Problem& pr, const RunResult& a, const RunResult& b, const std::string& label) {
+bool bit_identical(const Problem& pr, const RunResult& a, const RunResult& b, const std::string& label,
+                   const std::string& what = "FP8 vs BF16-on-cast") {
   size_t diff_out = 0, diff_lse = 0;
   for (int r = 0; r < pr.batch; ++r)
     for (int h = 0; h < pr.shape.num_heads; ++h) {
@@ -162,7 +163,7 @@ bool bit_identical(const Problem& pr, const RunResult& a, const RunResult& b, co
       diff_lse += std::memcmp(&lx, &ly, sizeof lx) != 0 && !(std::isnan(lx) && std::isnan(ly));
     }
   if (diff_out || diff_lse)
-    fail(label + ": FP8 vs BF16-on-cast differ in " + std::to_string(diff_out) + " outputs, " + std::to_string(diff_lse) + " LSEs");
+    fail(label + ": " + what + " differ in " + std::to_string(diff_out) + " outputs, " + std::to_string(diff_lse) + " LSEs");
   return diff_out == 0 && diff_lse == 0;
 }
 
@@ -371,7 +372,108 @@ void check_head_rows() {
   if (long_plan.head_rows != expected) fail("B=32 H=32 16K should run blocks of " + std::to_string(expected) + " heads");
 }
 
+// Stands in for the kernel a server runs just before attention (the query's projection, the new
+// token's KV write): it lets programmatic dependents launch at once, waits ~200 us, then copies the
+// real query and KV pool over poisoned ones.
+__global__ void late_writer(const uint8_t* pool_src, uint8_t* pool, size_t pool_bytes, const uint16_t* q_src,
+                            uint16_t* q, size_t q_elems, const uint16_t* q_pe_src, uint16_t* q_pe, size_t q_pe_elems) {
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  if (threadIdx.x == 0) {
+    long long start = 0, now = 0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    while (now - start < 200000);
+  }
+  __syncthreads();
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < pool_bytes; i += stride) pool[i] = pool_src[i];
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < q_elems; i += stride) q[i] = q_src[i];
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < q_pe_elems; i += stride) q_pe[i] = q_pe_src[i];
+}
+
+// A programmatic dependent that does not wait: what a grid that read its inputs before
+// griddepcontrol.wait would see.
+__global__ void eager_reader(const uint16_t* q, uint16_t* seen) { *seen = *q; }
+
+// LaunchOptions::programmatic: launched right after late_writer, two launches in a row on one
+// workspace (the second's blocks may launch while the first's merge runs), each must give the bits
+// of a launch in stream order. Without the waits they would read the poisoned query and pool (NaN
+// codes) or overwrite partials the first merge still reads. The control line says whether a
+// dependent that does not wait did run before the writer finished (else this check cannot fail here).
+void check_programmatic_launch() {
+  ProblemShape shape;
+  shape.num_heads = 16, shape.lens = {3000, 1, 700, 0, 257, 2048};
+  Problem pr(shape, 4711);
+  DeviceProblem dp(pr);
+  DeviceBuffer<uint8_t> pool_src(dp.pool.count);
+  DeviceBuffer<uint16_t> q_src(dp.q_nope.count), q_pe_src(dp.q_pe.count), seen(1);
+  KVPATCH_CUDA_CHECK(cudaMemcpy(pool_src.ptr, dp.pool.ptr, dp.pool.count, cudaMemcpyDeviceToDevice));
+  KVPATCH_CUDA_CHECK(cudaMemcpy(q_src.ptr, dp.q_nope.ptr, q_src.count * 2, cudaMemcpyDeviceToDevice));
+  KVPATCH_CUDA_CHECK(cudaMemcpy(q_pe_src.ptr, dp.q_pe.ptr, q_pe_src.count * 2, cudaMemcpyDeviceToDevice));
+  cudaStream_t stream = nullptr;
+  KVPATCH_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  auto poison_then_write = [&] {
+    KVPATCH_CUDA_CHECK(cudaMemsetAsync(dp.pool.ptr, 0xFF, dp.pool.count, stream));
+    KVPATCH_CUDA_CHECK(cudaMemsetAsync(dp.q_nope.ptr, 0xFF, dp.q_nope.count * 2, stream));
+    KVPATCH_CUDA_CHECK(cudaMemsetAsync(dp.q_pe.ptr, 0xFF, dp.q_pe.count * 2, stream));
+    late_writer<<<64, 256, 0, stream>>>(pool_src.ptr, dp.pool.ptr, dp.pool.count, q_src.ptr, dp.q_nope.ptr,
+                                         q_src.count, q_pe_src.ptr, dp.q_pe.ptr, q_pe_src.count);
+    KVPATCH_CUDA_CHECK(cudaGetLastError());
+  };
+  {  // the control; its kernel is run once first: loading a module (lazy loading, CUDA's default)
+     // waits for the work in flight, which would hide any overlap
+    eager_reader<<<1, 1, 0, stream>>>(q_src.ptr, seen.ptr);
+    KVPATCH_CUDA_CHECK(cudaStreamSynchronize(stream));
+    poison_then_write();
+    cudaLaunchConfig_t config = {};
+    cudaLaunchAttribute attribute = {};
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    config.gridDim = dim3(1), config.blockDim = dim3(1), config.stream = stream, config.attrs = &attribute;
+    config.numAttrs = 1;
+    KVPATCH_CUDA_CHECK(cudaLaunchKernelEx(&config, eager_reader, static_cast<const uint16_t*>(dp.q_nope.ptr), seen.ptr));
+    KVPATCH_CUDA_CHECK(cudaStreamSynchronize(stream));
+    std::printf("programmatic control: a dependent that does not wait ran %s the writer finished\n",
+                seen.download()[0] == 0xFFFF ? "before" : "after");
+  }
+  const mla::DecodePlan plans[] = {forced_plan(pr, 1), forced_plan(pr, 4), mla::length_aware_plan(pr.batch, 16, 9)};
+  for (const mla::DecodePlan& plan : plans)
+    for (bool schedule_ready : {false, true}) {
+      if (schedule_ready && plan.num_splits != 0) continue;
+      const RunResult expected = run_kernel(pr, dp, KvDtype::kFp8E4M3, plan, schedule_ready);
+      DeviceBuffer<uint8_t> workspace(std::max<size_t>(plan.workspace_bytes, 1));
+      RunResult got[2];
+      DeviceBuffer<uint16_t> out[2] = {DeviceBuffer<uint16_t>(pr.out_elems()), DeviceBuffer<uint16_t>(pr.out_elems())};
+      DeviceBuffer<float> lse[2] = {DeviceBuffer<float>(pr.batch * 16), DeviceBuffer<float>(pr.batch * 16)};
+      mla::LaunchOptions options;
+      options.schedule_ready = schedule_ready, options.programmatic = true;
+      if (schedule_ready)
+        KVPATCH_CUDA_CHECK(mla::launch_decode_schedule(dp.params(pr, KvDtype::kFp8E4M3, out[0].ptr, lse[0].ptr), plan,
+                                                       workspace.ptr, stream));
+      poison_then_write();
+      for (int i = 0; i < 2; ++i) {
+        KVPATCH_CUDA_CHECK(cudaMemsetAsync(out[i].ptr, 0xFF, out[i].count * 2, stream));
+        KVPATCH_CUDA_CHECK(cudaMemsetAsync(lse[i].ptr, 0xFF, lse[i].count * 4, stream));
+      }
+      for (int i = 0; i < 2; ++i)
+        KVPATCH_CUDA_CHECK(mla::launch_decode(dp.params(pr, KvDtype::kFp8E4M3, out[i].ptr, lse[i].ptr), plan,
+                                              workspace.ptr, stream, options));
+      KVPATCH_CUDA_CHECK(cudaStreamSynchronize(stream));
+      const std::string label = "programmatic " + plan_label(plan) + (schedule_ready ? " schedule ready" : "");
+      bool same = true;
+      for (int i = 0; i < 2; ++i) {
+        got[i] = {out[i].download(), lse[i].download()};
+        same &= bit_identical(pr, expected, got[i], label + " launch " + std::to_string(i + 1),
+                              "stream order vs programmatic");
+      }
+      std::printf("%-44s two launches after a late writer: %s\n", label.c_str(),
+                  same ? "bit-identical to stream order" : "DIFFERENT");
+    }
+  KVPATCH_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
 void small_matrix() {
+  check_programmatic_launch();
   check_head_rows();
   check_page_size_contract();
   for (int h : {16, 32, 128}) check_naive_against_cpu({h, 16, {0, 1, 33, 700}, true, 0.5f, 2.f}, 7 + h);

@@ -80,6 +80,22 @@ LengthAwareSchedule length_aware_schedule(const std::vector<int>& kv_len, int bl
 // which then read the table it left in `workspace` (valid until kv_len or the batch changes).
 cudaError_t launch_decode(const DecodeParams& device_params, const DecodePlan& plan, void* workspace,
                           cudaStream_t stream, bool schedule_ready = false);
+// How a launch meets the work before it in the stream.
+struct LaunchOptions {
+  bool schedule_ready = false;  // as above
+  // Programmatic dependent launch (SM90 and SM120; FlashInfer calls it enable_pdl): the launch's
+  // first grid may be scheduled while the kernel before it in the stream drains. Each of our grids
+  // waits at griddepcontrol.wait, before it reads any input or writes anything, until that kernel
+  // has completed and its writes are visible, so the previous kernel may write the query or the KV
+  // cache. What it hides is the gap between the two kernels (~1 us on the H200 in a CUDA graph).
+  // One caveat, as with any PDL kernel: if the previous kernel was itself launched programmatically
+  // and never waits for its own predecessor, that predecessor may still be running.
+  // The merge grid lets the next kernel launch as soon as all its blocks are running; a next kernel
+  // launched programmatically must wait (griddepcontrol.wait) before it reads the output.
+  bool programmatic = false;
+};
+cudaError_t launch_decode(const DecodeParams& device_params, const DecodePlan& plan, void* workspace,
+                          cudaStream_t stream, const LaunchOptions& options);
 
 // The split table of a length-aware plan (num_splits == 0) for the current kv_len, in `workspace`.
 cudaError_t launch_decode_schedule(const DecodeParams& device_params, const DecodePlan& plan, void* workspace,
