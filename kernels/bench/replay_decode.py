@@ -131,6 +131,7 @@ def run_shape(torch, bench, kv_api, name, heads, lens, l2_bytes, flush, iters, s
     byte_counts = {"fp8": fp8_bytes, "bf16": 2 * fp8_bytes, "fi_fp8": fp8_bytes, "fi_bf16": 2 * fp8_bytes}
     pools = {"fp8": (pool_u8, 0), "bf16": (pool_bf16, 1)}
     iso, notes, graphs = {}, {}, {}
+    alive = []  # a captured graph holds raw pointers: FlashInfer's wrappers (their buffers) must outlive it
     for key, (pool, dtype) in pools.items():
         iso[key] = variant(bench.time_variant(ours(pool, dtype, key, indices[0]), flush, iters), byte_counts[key])
         graphs[key] = capture(torch, [ours(pool, dtype, key, idx) for idx in indices], launches)
@@ -143,11 +144,13 @@ def run_shape(torch, bench, kv_api, name, heads, lens, l2_bytes, flush, iters, s
             try:
                 runs = [bench.flashinfer_runner(fi["api"], q, pool, indptr, idx, lens_t, sm_scale, dtype,
                                                 fi["backend"])[0] for idx in indices]
+                alive.append(runs)
                 iso[key] = variant(bench.time_variant(runs[0], flush, iters), byte_counts[key])
                 graphs[key] = capture(torch, runs, launches)
             except Exception as exc:  # the reason goes into the results
                 notes[key + "_error"] = bench._short_error(exc)
     replayed = time_replays(torch, graphs, iters, launches)
+    del graphs, alive
     rep = {k: variant(ms, byte_counts[k]) for k, ms in replayed.items() if not k.endswith("_pdl")}
     pdl = dict(rep)  # 0.7.0.post1's BatchMLAPagedAttentionWrapper has no PDL option: its replays stand
     pdl.update({k[:-4]: variant(ms, byte_counts[k[:-4]]) for k, ms in replayed.items() if k.endswith("_pdl")})
