@@ -150,7 +150,7 @@ def run_shape(torch, bench, kv_api, name, heads, lens, l2_bytes, flush, iters, s
             except Exception as exc:  # the reason goes into the results
                 notes[key + "_error"] = bench._short_error(exc)
     replayed = time_replays(torch, graphs, iters, launches)
-    del graphs, alive
+    del graphs, alive  # before the pools go
     rep = {k: variant(ms, byte_counts[k]) for k, ms in replayed.items() if not k.endswith("_pdl")}
     pdl = dict(rep)  # 0.7.0.post1's BatchMLAPagedAttentionWrapper has no PDL option: its replays stand
     pdl.update({k[:-4]: variant(ms, byte_counts[k[:-4]]) for k, ms in replayed.items() if k.endswith("_pdl")})
@@ -158,7 +158,7 @@ def run_shape(torch, bench, kv_api, name, heads, lens, l2_bytes, flush, iters, s
     # and FP8 must equal BF16 on the exactly cast pool, bit for bit.
     ours(pool_u8, 0, "ref", indices[-1])()
     torch.cuda.synchronize()
-    bits = {k: out[k].view(torch.int16) for k in out if k == "ref" or k in graphs}
+    bits = {k: out[k].view(torch.int16) for k in out if k == "ref" or k in replayed}
     notes["replay_matches_eager"] = all(torch.equal(bits[k], bits["ref"]) for k in ("fp8", "fp8_pdl") if k in bits)
     notes["fp8_bf16_bit_identical"] = all(torch.equal(bits[k], bits["ref"]) for k in ("bf16", "bf16_pdl") if k in bits)
     pdl = pdl if kv_api.programmatic_abi else None
