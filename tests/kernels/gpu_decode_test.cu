@@ -4,7 +4,9 @@
 //    checked against the CPU reference, on big ones): per-row relative L2 error and LSE error;
 //  - FP8 kernel vs BF16 kernel on an exactly cast pool: bit-identical output and LSE;
 //  - zero-length requests give zeros and LSE -inf; E4M3 NaN codes make their request NaN;
-//  - every output element is written (outputs are poisoned first).
+//  - every output element is written (outputs are poisoned first);
+//  - programmatic launches (LaunchOptions::programmatic) right after a kernel that writes the
+//    query and the KV late give the bits of a launch in stream order.
 // `--small` runs only the small shapes (for compute-sanitizer).
 #include <cuda_runtime.h>
 
