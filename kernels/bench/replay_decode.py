@@ -119,7 +119,7 @@ def run_shape(torch, bench, kv_api, name, heads, lens, l2_bytes, flush, iters, s
     ws = torch.empty(max(plan[2], 16), dtype=torch.uint8, device=device)
     lse = torch.empty(batch, heads, dtype=torch.float32, device=device)
     out = {k: torch.empty(batch, heads, 512, dtype=torch.bfloat16, device=device)
-           for k in ("fp8", "bf16", "fp8_pdl", "bf16_pdl", "ref")}
+           for k in ("fp8", "bf16", "fp8_pdl", "bf16_pdl", "fp8_after_write", "fp8_after_write_pdl", "ref")}
     ready = 1 if plan[0] == 0 else 0
     if ready:  # a length-aware plan: its split table once (every set has the same lengths)
         kv_api.decode(q_nope, q_pe, pool_u8, 0, indptr, indices[0], lens_t, out["fp8"], lse, sm_scale, plan, ws, mode=2)
@@ -127,6 +127,14 @@ def run_shape(torch, bench, kv_api, name, heads, lens, l2_bytes, flush, iters, s
     def ours(pool, dtype, key, idx, mode=ready):
         return lambda: kv_api.decode(q_nope, q_pe, pool, dtype, indptr, idx, lens_t, out[key], lse, sm_scale, plan,
                                      ws, mode)
+
+    q_source = q.clone()
+
+    def after_query_write(decode):
+        def layer():
+            q.copy_(q_source)
+            decode()
+        return layer
 
     byte_counts = {"fp8": fp8_bytes, "bf16": 2 * fp8_bytes, "fi_fp8": fp8_bytes, "fi_bf16": 2 * fp8_bytes}
     pools = {"fp8": (pool_u8, 0), "bf16": (pool_bf16, 1)}
@@ -138,6 +146,13 @@ def run_shape(torch, bench, kv_api, name, heads, lens, l2_bytes, flush, iters, s
         if kv_api.programmatic_abi:  # each launch a programmatic dependent of the one before it
             graphs[key + "_pdl"] = capture(torch, [ours(pool, dtype, key + "_pdl", idx, ready | kv_api.MODE_PROGRAMMATIC)
                                                    for idx in indices], launches)
+    if kv_api.programmatic_abi:
+        # After another kernel, as in a server's layer: PyTorch's copy kernel writes the query (it
+        # triggers no dependent early, so PDL can only hide the launch), then the FP8 decode.
+        for suffix, mode in (("", ready), ("_pdl", ready | kv_api.MODE_PROGRAMMATIC)):
+            graphs["fp8_after_write" + suffix] = capture(
+                torch, [after_query_write(ours(pool_u8, 0, "fp8_after_write" + suffix, idx, mode)) for idx in indices],
+                launches)
     if fi["api"] is not None:
         for key, dtype, pool in (("fi_fp8", torch.float8_e4m3fn, pool_u8.view(torch.float8_e4m3fn)),
                                  ("fi_bf16", torch.bfloat16, pool_bf16)):
@@ -151,6 +166,10 @@ def run_shape(torch, bench, kv_api, name, heads, lens, l2_bytes, flush, iters, s
                 notes[key + "_error"] = bench._short_error(exc)
     replayed = time_replays(torch, graphs, iters, launches)
     del graphs, alive  # before the pools go
+    after = {k: replayed.pop(k) for k in list(replayed) if k.startswith("fp8_after_write")}
+    if after:  # us per (query write + decode), in stream order and programmatic
+        notes["after_query_write_us"] = {"stream_order": round(after["fp8_after_write"] * 1e3, 2),
+                                         "programmatic": round(after["fp8_after_write_pdl"] * 1e3, 2)}
     rep = {k: variant(ms, byte_counts[k]) for k, ms in replayed.items() if not k.endswith("_pdl")}
     pdl = dict(rep)  # 0.7.0.post1's BatchMLAPagedAttentionWrapper has no PDL option: its replays stand
     pdl.update({k[:-4]: variant(ms, byte_counts[k[:-4]]) for k, ms in replayed.items() if k.endswith("_pdl")})
@@ -158,8 +177,9 @@ def run_shape(torch, bench, kv_api, name, heads, lens, l2_bytes, flush, iters, s
     # and FP8 must equal BF16 on the exactly cast pool, bit for bit.
     ours(pool_u8, 0, "ref", indices[-1])()
     torch.cuda.synchronize()
-    bits = {k: out[k].view(torch.int16) for k in out if k == "ref" or k in replayed}
-    notes["replay_matches_eager"] = all(torch.equal(bits[k], bits["ref"]) for k in ("fp8", "fp8_pdl") if k in bits)
+    bits = {k: out[k].view(torch.int16) for k in out if k == "ref" or k in replayed or k in after}
+    notes["replay_matches_eager"] = all(torch.equal(bits[k], bits["ref"])
+                                        for k in ("fp8", "fp8_pdl", "fp8_after_write", "fp8_after_write_pdl") if k in bits)
     notes["fp8_bf16_bit_identical"] = all(torch.equal(bits[k], bits["ref"]) for k in ("bf16", "bf16_pdl") if k in bits)
     pdl = pdl if kv_api.programmatic_abi else None
     base = {"shape": name, "batch": batch, "heads": heads, "context": ctx, "kv_tokens": tokens, "ragged": False,
@@ -199,9 +219,12 @@ def write_markdown(result, path):
             lines.append(f"| {r['shape']} | {r['batch']} | {r['heads']} | {r['context']} | {r['cold_sets']} | "
                          f"{r['graph_launches']} | {m} | " + " | ".join(cells + [pct] + ratios) + " |")
     for r in first["rows"]:
+        after = r.get("after_query_write_us")
         lines.append(f"\n{r['shape']} ctx={r['context']}: replay = eager "
                      f"{'yes' if r['replay_matches_eager'] else 'NO'}, FP8/BF16 bit-identical "
                      f"{'yes' if r['fp8_bf16_bit_identical'] else 'NO'}" +
+                     (f"; query write + FP8 decode, replayed: {after['stream_order']} us in stream order, "
+                      f"{after['programmatic']} us programmatic" if after else "") +
                      "".join(f"; {k[:-6]} not measured: {r[k]}" for k in r if k.endswith("_error")))
     for m, title in modes:
         summary = targets_markdown(result[m]).replace("# Issue 3 targets", f"## Issue 3 targets, {title}", 1)
