@@ -211,6 +211,15 @@ def _short_error(exc, head=300, tail=900):
     return text if len(text) <= head + tail else text[:head] + " [...] " + text[-tail:]
 
 
+def request_inputs(req_lens, heads, device):
+    """(kv_len, kv_indptr, q, q_nope, q_pe, sm_scale) for a batch of these lengths: a random BF16
+    query [B, H, 576] and its strided 512 / 64 views."""
+    lens = torch.tensor(req_lens, dtype=torch.int32, device=device)
+    indptr = torch.tensor([0] + req_lens, dtype=torch.int64).cumsum(0).to(torch.int32).to(device)
+    q = torch.randn(len(req_lens), heads, ROW, device=device).to(torch.bfloat16)
+    return lens, indptr, q, q[:, :, :512], q[:, :, 512:], 1.0 / math.sqrt(ROW)
+
+
 def bench_shape(kv_api, name, heads, req_lens, pools, flush, iters, sms, fi, force_splits=0):
     device = "cuda"
     batch, ctx, tokens = len(req_lens), max(req_lens), sum(req_lens)
@@ -219,11 +228,7 @@ def bench_shape(kv_api, name, heads, req_lens, pools, flush, iters, sms, fi, for
     gen = torch.Generator(device="cpu").manual_seed(batch * 1000003 + heads * 101 + ctx + tokens)
     slots = torch.randperm(num_slots, generator=gen)[:tokens]
     indices = slots.to(torch.int32).to(device)
-    lens = torch.tensor(req_lens, dtype=torch.int32, device=device)
-    indptr = torch.tensor([0] + req_lens, dtype=torch.int64).cumsum(0).to(torch.int32).to(device)
-    q = torch.randn(batch, heads, ROW, device=device).to(torch.bfloat16)
-    q_nope, q_pe = q[:, :, :512], q[:, :, 512:]
-    sm_scale = 1.0 / math.sqrt(ROW)
+    lens, indptr, q, q_nope, q_pe, sm_scale = request_inputs(req_lens, heads, device)
     plan = kv_api.plan(batch, heads, ctx, sms)
     if force_splits:  # --splits: time a uniform plan with another split count (workspace sized for it)
         plan = (force_splits, 0, kv_api.workspace_bytes(batch, heads, force_splits), 0)

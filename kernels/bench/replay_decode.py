@@ -110,11 +110,7 @@ def run_shape(torch, bench, kv_api, name, heads, lens, l2_bytes, flush, iters, s
     gen = torch.Generator(device="cpu").manual_seed(batch * 1000003 + heads * 101 + ctx)
     perm = torch.randperm(slots, generator=gen).to(torch.int32).to(device)
     indices = [perm[r * tokens:(r + 1) * tokens] for r in range(sets)]  # disjoint, each in random order
-    lens_t = torch.tensor(lens, dtype=torch.int32, device=device)
-    indptr = torch.tensor([0] + lens, dtype=torch.int64).cumsum(0).to(torch.int32).to(device)
-    q = torch.randn(batch, heads, ROW, device=device).to(torch.bfloat16)
-    q_nope, q_pe = q[:, :, :512], q[:, :, 512:]
-    sm_scale = 1.0 / math.sqrt(ROW)
+    lens_t, indptr, q, q_nope, q_pe, sm_scale = bench.request_inputs(lens, heads, device)
     plan = kv_api.plan(batch, heads, ctx, sms)
     ws = torch.empty(max(plan[2], 16), dtype=torch.uint8, device=device)
     lse = torch.empty(batch, heads, dtype=torch.float32, device=device)
@@ -144,8 +140,9 @@ def run_shape(torch, bench, kv_api, name, heads, lens, l2_bytes, flush, iters, s
         iso[key] = variant(bench.time_variant(ours(pool, dtype, key, indices[0]), flush, iters), byte_counts[key])
         graphs[key] = capture(torch, [ours(pool, dtype, key, idx) for idx in indices], launches)
         if kv_api.programmatic_abi:  # each launch a programmatic dependent of the one before it
-            graphs[key + "_pdl"] = capture(torch, [ours(pool, dtype, key + "_pdl", idx, ready | kv_api.MODE_PROGRAMMATIC)
-                                                   for idx in indices], launches)
+            mode = ready | kv_api.MODE_PROGRAMMATIC
+            graphs[key + "_pdl"] = capture(torch, [ours(pool, dtype, key + "_pdl", idx, mode) for idx in indices],
+                                           launches)
     if kv_api.programmatic_abi:
         # After another kernel, as in a server's layer: PyTorch's copy kernel writes the query (it
         # triggers no dependent early, so PDL can only hide the launch), then the FP8 decode.
@@ -178,8 +175,8 @@ def run_shape(torch, bench, kv_api, name, heads, lens, l2_bytes, flush, iters, s
     ours(pool_u8, 0, "ref", indices[-1])()
     torch.cuda.synchronize()
     bits = {k: out[k].view(torch.int16) for k in out if k == "ref" or k in replayed or k in after}
-    notes["replay_matches_eager"] = all(torch.equal(bits[k], bits["ref"])
-                                        for k in ("fp8", "fp8_pdl", "fp8_after_write", "fp8_after_write_pdl") if k in bits)
+    fp8_keys = ("fp8", "fp8_pdl", "fp8_after_write", "fp8_after_write_pdl")
+    notes["replay_matches_eager"] = all(torch.equal(bits[k], bits["ref"]) for k in fp8_keys if k in bits)
     notes["fp8_bf16_bit_identical"] = all(torch.equal(bits[k], bits["ref"]) for k in ("bf16", "bf16_pdl") if k in bits)
     pdl = pdl if kv_api.programmatic_abi else None
     base = {"shape": name, "batch": batch, "heads": heads, "context": ctx, "kv_tokens": tokens, "ragged": False,
