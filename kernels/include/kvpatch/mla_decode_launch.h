@@ -87,7 +87,10 @@ struct LaunchOptions {
   // first grid may be scheduled while the kernel before it in the stream drains. Each of our grids
   // waits at griddepcontrol.wait, before it reads any input or writes anything, until that kernel
   // has completed and its writes are visible, so the previous kernel may write the query or the KV
-  // cache. What it hides is the gap between the two kernels (~1 us on the H200 in a CUDA graph).
+  // cache. What it hides is our first grid's launch, and only when the previous kernel lets its
+  // dependents launch early (griddepcontrol.launch_dependents): 0.6-1.5 us per launch between
+  // back-to-back decode launches in a CUDA graph on the H200, nothing measurable after PyTorch's
+  // copy kernel, which does not (kernels/bench/NOTES.md, v17).
   // One caveat, as with any PDL kernel: if the previous kernel was itself launched programmatically
   // and never waits for its own predecessor, that predecessor may still be running.
   // The merge grid lets the next kernel launch as soon as all its blocks are running; a next kernel
