@@ -211,6 +211,11 @@ def _short_error(exc, head=300, tail=900):
     return text if len(text) <= head + tail else text[:head] + " [...] " + text[-tail:]
 
 
+def variant_result(ms, nbytes):
+    """A variant's entry in a bench.json row: its time, the KV bytes it reads and their rate."""
+    return {"ms": ms, "bytes": nbytes, "gbps": nbytes / (ms * 1e-3) / 1e9}
+
+
 def request_inputs(req_lens, heads, device):
     """(kv_len, kv_indptr, q, q_nope, q_pe, sm_scale) for a batch of these lengths: a random BF16
     query [B, H, 576] and its strided 512 / 64 views."""
@@ -314,7 +319,7 @@ def bench_shape(kv_api, name, heads, req_lens, pools, flush, iters, sms, fi, for
            "ragged": len(set(req_lens)) > 1,
            "fp8_bf16_bit_identical": parity, "variants": {}, **fi_notes}
     for key, (ms, nbytes) in variants.items():
-        row["variants"][key] = {"ms": ms, "bytes": nbytes, "gbps": nbytes / (ms * 1e-3) / 1e9}
+        row["variants"][key] = variant_result(ms, nbytes)
     return row
 
 

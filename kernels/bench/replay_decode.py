@@ -87,10 +87,6 @@ def time_replays(torch, graphs, iters, launches):
     return {name: statistics.median(t) for name, t in times.items()}
 
 
-def variant(ms, nbytes):
-    return {"ms": ms, "bytes": nbytes, "gbps": nbytes / (ms * 1e-3) / 1e9}
-
-
 def run_shape(torch, bench, kv_api, name, heads, lens, l2_bytes, flush, iters, sms, fi):
     """(isolated row, replay row, replay row with our launches programmatic or None) for one shape, in
     bench.json's row form."""
@@ -136,17 +132,19 @@ def run_shape(torch, bench, kv_api, name, heads, lens, l2_bytes, flush, iters, s
     pools = {"fp8": (pool_u8, 0), "bf16": (pool_bf16, 1)}
     iso, notes, graphs = {}, {}, {}
     alive = []  # a captured graph holds raw pointers: FlashInfer's wrappers (their buffers) must outlive it
+    # Each launch a programmatic dependent of the kernel before it (libraries of ABI 4 and later).
+    pdl_mode = ready | kv_api.MODE_PROGRAMMATIC if kv_api.programmatic_abi else None
     for key, (pool, dtype) in pools.items():
-        iso[key] = variant(bench.time_variant(ours(pool, dtype, key, indices[0]), flush, iters), byte_counts[key])
+        iso[key] = bench.variant_result(bench.time_variant(ours(pool, dtype, key, indices[0]), flush, iters),
+                                        byte_counts[key])
         graphs[key] = capture(torch, [ours(pool, dtype, key, idx) for idx in indices], launches)
-        if kv_api.programmatic_abi:  # each launch a programmatic dependent of the one before it
-            mode = ready | kv_api.MODE_PROGRAMMATIC
-            graphs[key + "_pdl"] = capture(torch, [ours(pool, dtype, key + "_pdl", idx, mode) for idx in indices],
+        if pdl_mode is not None:
+            graphs[key + "_pdl"] = capture(torch, [ours(pool, dtype, key + "_pdl", idx, pdl_mode) for idx in indices],
                                            launches)
-    if kv_api.programmatic_abi:
+    if pdl_mode is not None:
         # After another kernel, as in a server's layer: PyTorch's copy kernel writes the query (it
         # triggers no dependent early, so PDL can only hide the launch), then the FP8 decode.
-        for suffix, mode in (("", ready), ("_pdl", ready | kv_api.MODE_PROGRAMMATIC)):
+        for suffix, mode in (("", ready), ("_pdl", pdl_mode)):
             graphs["fp8_after_write" + suffix] = capture(
                 torch, [after_query_write(ours(pool_u8, 0, "fp8_after_write" + suffix, idx, mode)) for idx in indices],
                 launches)
@@ -157,19 +155,21 @@ def run_shape(torch, bench, kv_api, name, heads, lens, l2_bytes, flush, iters, s
                 runs = [bench.flashinfer_runner(fi["api"], q, pool, indptr, idx, lens_t, sm_scale, dtype,
                                                 fi["backend"])[0] for idx in indices]
                 alive.append(runs)
-                iso[key] = variant(bench.time_variant(runs[0], flush, iters), byte_counts[key])
+                iso[key] = bench.variant_result(bench.time_variant(runs[0], flush, iters), byte_counts[key])
                 graphs[key] = capture(torch, runs, launches)
             except Exception as exc:  # the reason goes into the results
                 notes[key + "_error"] = bench._short_error(exc)
     replayed = time_replays(torch, graphs, iters, launches)
-    del graphs, alive  # before the pools go
+    del graphs, alive  # their private memory goes back at empty_cache() below
     after = {k: replayed.pop(k) for k in list(replayed) if k.startswith("fp8_after_write")}
     if after:  # us per (query write + decode), in stream order and programmatic
         notes["after_query_write_us"] = {"stream_order": round(after["fp8_after_write"] * 1e3, 2),
                                          "programmatic": round(after["fp8_after_write_pdl"] * 1e3, 2)}
-    rep = {k: variant(ms, byte_counts[k]) for k, ms in replayed.items() if not k.endswith("_pdl")}
-    pdl = dict(rep)  # 0.7.0.post1's BatchMLAPagedAttentionWrapper has no PDL option: its replays stand
-    pdl.update({k[:-4]: variant(ms, byte_counts[k[:-4]]) for k, ms in replayed.items() if k.endswith("_pdl")})
+    rep = {k: bench.variant_result(ms, byte_counts[k]) for k, ms in replayed.items() if not k.endswith("_pdl")}
+    pdl = None
+    if pdl_mode is not None:  # 0.7.0.post1's BatchMLAPagedAttentionWrapper has no PDL option: its replays stand
+        pdl = {**rep, **{k[:-4]: bench.variant_result(ms, byte_counts[k[:-4]])
+                         for k, ms in replayed.items() if k.endswith("_pdl")}}
     # Each graph's last launch ran on the last set: its output must be what an eager launch gives,
     # and FP8 must equal BF16 on the exactly cast pool, bit for bit.
     ours(pool_u8, 0, "ref", indices[-1])()
@@ -178,7 +178,6 @@ def run_shape(torch, bench, kv_api, name, heads, lens, l2_bytes, flush, iters, s
     fp8_keys = ("fp8", "fp8_pdl", "fp8_after_write", "fp8_after_write_pdl")
     notes["replay_matches_eager"] = all(torch.equal(bits[k], bits["ref"]) for k in fp8_keys if k in bits)
     notes["fp8_bf16_bit_identical"] = all(torch.equal(bits[k], bits["ref"]) for k in ("bf16", "bf16_pdl") if k in bits)
-    pdl = pdl if kv_api.programmatic_abi else None
     base = {"shape": name, "batch": batch, "heads": heads, "context": ctx, "kv_tokens": tokens, "ragged": False,
             "cold_sets": sets, "graph_launches": launches, "pool_slots": slots, **notes}
     del pool_u8, pool_bf16
