@@ -3,5 +3,6 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bash "$root/scripts/setup.sh" "$root/build"
+bash "$root/scripts/fetch-ruff.sh"  # for the lint.python test
 cd "$root/build"
 ctest --output-on-failure -j "$(nproc)"

@@ -86,7 +86,8 @@ class Kvpatch:
         self.programmatic_abi = version >= 4  # MODE_PROGRAMMATIC in decode()'s mode
         ip, sp = c.POINTER(c.c_int), c.POINTER(c.c_size_t)
         rows_out = [ip] if self.rows_abi else []
-        self.lib.kvpatch_mla_plan.argtypes = [c.c_int] * 4 + ([ip, ip, sp] if self.length_aware_abi else [ip, sp]) + rows_out
+        plan_outputs = [ip, ip, sp] if self.length_aware_abi else [ip, sp]
+        self.lib.kvpatch_mla_plan.argtypes = [*([c.c_int] * 4), *plan_outputs, *rows_out]
         if self.length_aware_abi:
             self.lib.kvpatch_mla_plan_uniform.argtypes = [c.c_int] * 4 + [ip, sp] + rows_out
         ll, vp = c.c_longlong, c.c_void_p
@@ -106,8 +107,8 @@ class Kvpatch:
         if not self.length_aware_abi:
             self.lib.kvpatch_mla_plan(batch, heads, max_len, sms, ctypes.byref(splits), ctypes.byref(ws))
             return splits.value, 0, ws.value, 0
-        self.lib.kvpatch_mla_plan(batch, heads, max_len, sms, ctypes.byref(splits), ctypes.byref(blocks), ctypes.byref(ws),
-                                  *rows_arg)
+        self.lib.kvpatch_mla_plan(batch, heads, max_len, sms, ctypes.byref(splits), ctypes.byref(blocks),
+                                  ctypes.byref(ws), *rows_arg)
         return splits.value, blocks.value, ws.value, rows.value
 
     def plan_uniform(self, batch, heads, max_len, sms):
@@ -132,8 +133,8 @@ class Kvpatch:
             kv.data_ptr(), kv.stride(0), kpe_ptr, kv.stride(0), kv_dtype, indptr.data_ptr(), indices.data_ptr(),
             lens.data_ptr(), lens.numel(), q_nope.shape[1], 1, sm_scale, 1.0, 1.0, out.data_ptr(), out.stride(0),
             out.stride(1), lse.data_ptr() if lse is not None else None, plan[0],
-            *([plan[1]] if self.length_aware_abi else []), *([plan[3]] if self.rows_abi else []), ws.numel(), ws.data_ptr(),
-            *([mode] if self.length_aware_abi else []), stream)
+            *([plan[1]] if self.length_aware_abi else []), *([plan[3]] if self.rows_abi else []), ws.numel(),
+            ws.data_ptr(), *([mode] if self.length_aware_abi else []), stream)
         if err != 0:
             raise RuntimeError(f"kvpatch_mla_decode returned CUDA error {err}")
 
@@ -220,7 +221,7 @@ def request_inputs(req_lens, heads, device):
     """(kv_len, kv_indptr, q, q_nope, q_pe, sm_scale) for a batch of these lengths: a random BF16
     query [B, H, 576] and its strided 512 / 64 views."""
     lens = torch.tensor(req_lens, dtype=torch.int32, device=device)
-    indptr = torch.tensor([0] + req_lens, dtype=torch.int64).cumsum(0).to(torch.int32).to(device)
+    indptr = torch.tensor([0, *req_lens], dtype=torch.int64).cumsum(0).to(torch.int32).to(device)
     q = torch.randn(len(req_lens), heads, ROW, device=device).to(torch.bfloat16)
     return lens, indptr, q, q[:, :, :512], q[:, :, 512:], 1.0 / math.sqrt(ROW)
 
@@ -338,7 +339,8 @@ def write_markdown(rows, copy_gbps, meta, path):
              f"Timing floor (a one-element `zero_()` timed the same way): {meta.get('timing_floor_us', '?')} us.",
              "Times are medians in microseconds, L2 flushed before each run; cast+bf16 and gather+bf16 include their",
              "conversion. Every token has its own pool slot (no two tokens share a KV row); the pool is the",
-             "report's 495,552 slots or, for batches holding more tokens, one slot per token. `fp8 GB/s` counts 576 B of KV per token;",
+             ("report's 495,552 slots or, for batches holding more tokens, one slot per token. "
+              "`fp8 GB/s` counts 576 B of KV per token;"),
              "`%copy` is that over the copy bandwidth. `x<variant>` is how many times faster our FP8 kernel is.",
              "`plan`: `la N` a length-aware plan over N blocks per head group (fp8_uniform: the same kernel on",
              "the uniform plan of `u N` splits per request), else N splits per request; `w`: wide blocks (32 heads",
@@ -354,9 +356,10 @@ def write_markdown(rows, copy_gbps, meta, path):
         fp8 = v["fp8"]["ms"]
         cells = [f"{v[k]['ms'] * 1e3:.1f}" if k in v else "-" for k in keys]
         ratios = [f"{v[k]['ms'] / fp8:.2f}" if k in v else "-" for k in ratio_keys]
-        lines.append(f"| {r['shape']} | {r['batch']} | {r['heads']} | {r['context']} | {plan_text(r)} | " + " | ".join(cells) +
-                     f" | {v['fp8']['gbps']:.0f} | {100 * v['fp8']['gbps'] * 1e9 / copy_gbps:.1f}% | " + " | ".join(ratios) +
-                     f" | {'yes' if r['fp8_bf16_bit_identical'] else 'NO'} |")
+        pct = 100 * v["fp8"]["gbps"] * 1e9 / copy_gbps
+        lines.append(f"| {r['shape']} | {r['batch']} | {r['heads']} | {r['context']} | {plan_text(r)} | "
+                     + " | ".join(cells) + f" | {v['fp8']['gbps']:.0f} | {pct:.1f}% | " + " | ".join(ratios)
+                     + f" | {'yes' if r['fp8_bf16_bit_identical'] else 'NO'} |")
     for r in rows:  # FlashInfer failures, with the reason (later shapes of a variant that never ran say "skipped")
         for k in r:
             if k.startswith("fi_") and k.endswith("_error") and not r[k].startswith("skipped: "):
@@ -370,12 +373,12 @@ def write_plot(rows, copy_gbps, meta, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, 2, figsize=(13, 5))
-    for ax, prefix in zip(axes, ("b1_h16", "b32_h16")):
+    for ax, prefix in zip(axes, ("b1_h16", "b32_h16"), strict=True):
         sweep = [r for r in rows if r["shape"] == prefix]
         for key in ("fp8", "bf16", "cast+bf16", "gather+bf16", "fi_fp8", "fi_bf16"):
             pts = [(r["context"], r["variants"][key]["gbps"]) for r in sweep if key in r["variants"]]
             if pts:
-                ax.plot(*zip(*pts), marker="o", label=key)
+                ax.plot(*zip(*pts, strict=True), marker="o", label=key)
         ax.axhline(copy_gbps / 1e9, color="gray", linestyle="--", label="copy (r+w)")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("context length (tokens)")
@@ -419,7 +422,8 @@ def main():
     sms = props.multi_processor_count
     fi_api, fi_version, fi_error = load_flashinfer()
     meta = {"gpu": props.name, "sms": sms, "date": datetime.date.today().isoformat(), "torch": torch.__version__,
-            "flashinfer": f"flashinfer {fi_version} backend={args.flashinfer_backend}" if fi_api else f"not run ({fi_error})"}
+            "flashinfer": f"flashinfer {fi_version} backend={args.flashinfer_backend}" if fi_api
+            else f"not run ({fi_error})"}
     print(meta, flush=True)
 
     keep = set(filter(None, args.shapes.split(",")))

@@ -30,7 +30,8 @@ import os
 import statistics
 import sys
 
-from targets import applies, markdown as targets_markdown
+from targets import applies
+from targets import markdown as targets_markdown
 
 ROW = 576
 MIN_GRAPH_LAUNCHES = 16
@@ -205,7 +206,7 @@ def write_markdown(result, path):
              "output equals an eager launch's on the same set; `bit-identical`: FP8 against BF16 there.", "",
              "| shape | B | H | ctx | sets | N | timing | " + " | ".join(f"{k} us" for k in keys) +
              " | %copy | bf16/fp8 | fi_fp8/fp8 |", "|" + "---|" * (7 + len(keys) + 3)]
-    for i, row in enumerate(first["rows"]):
+    for i in range(len(first["rows"])):
         for m, _ in modes:
             r = result[m]["rows"][i]
             v = r["variants"]
@@ -213,7 +214,7 @@ def write_markdown(result, path):
             pct = f"{100 * v['fp8']['gbps'] / first['copy_gbps']:.1f}%"
             ratios = [f"{v[k]['ms'] / v['fp8']['ms']:.2f}" if k in v else "-" for k in ("bf16", "fi_fp8")]
             lines.append(f"| {r['shape']} | {r['batch']} | {r['heads']} | {r['context']} | {r['cold_sets']} | "
-                         f"{r['graph_launches']} | {m} | " + " | ".join(cells + [pct] + ratios) + " |")
+                         f"{r['graph_launches']} | {m} | " + " | ".join([*cells, pct, *ratios]) + " |")
     for r in first["rows"]:
         after = r.get("after_query_write_us")
         lines.append(f"\n{r['shape']} ctx={r['context']}: replay = eager "
@@ -239,8 +240,8 @@ def main():
     ap.add_argument("--flashinfer-backend", default="fa3")
     args = ap.parse_args()
 
-    import torch
     import bench_decode as bench
+    import torch
 
     shapes = replay_shapes(bench.SHAPES)
     keep = set(filter(None, args.shapes.split(",")))
@@ -261,7 +262,7 @@ def main():
     scratch = torch.empty(bench.L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
     scratch.fill_(1)
     flush = lambda: torch.sum(scratch.view(torch.int32), dtype=torch.int32)  # noqa: E731
-    copy_gbps, copy_ms = bench.copy_bandwidth(args.iters)
+    copy_gbps, _ = bench.copy_bandwidth(args.iters)
     tiny = torch.empty(1, dtype=torch.int32, device="cuda")
     floor_graph = {"zero_": capture(torch, [lambda: tiny.zero_()], MIN_GRAPH_LAUNCHES)}
     floors = {"isolated": bench.time_variant(lambda: tiny.zero_(), flush, args.iters) * 1e3,
@@ -273,7 +274,7 @@ def main():
     for name, heads, lens in shapes:
         found = run_shape(torch, bench, kv_api, name, heads, lens, props.L2_cache_size, flush, args.iters,
                           props.multi_processor_count, fi)
-        for (m, _), row in zip(MODES, found):
+        for (m, _), row in zip(MODES, found, strict=True):
             if row is not None:
                 rows[m].append(row)
         iso = found[0]

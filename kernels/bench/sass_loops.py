@@ -73,7 +73,7 @@ def instructions(text, kernel):
             continue
         control = CONTROL.match(line)
         if control and pending:
-            out.append(pending + ((int(control.group(1), 16) >> 41) & 0xF,))
+            out.append((*pending, (int(control.group(1), 16) >> 41) & 0xF))
             pending = None
     return out
 
@@ -89,7 +89,7 @@ def mma_loops(code):
         start = int(target.group(1), 16)
         seg = [ins for ins in code if start <= ins[0] <= address]
         counts = collections.Counter(ins[1] for ins in seg)
-        mma = sum(n for o, n in counts.items() if o.startswith("HMMA") or o.startswith("QMMA"))
+        mma = sum(n for o, n in counts.items() if o.startswith(("HMMA", "QMMA")))
         if mma == 0:
             continue
         key = (mma, sum(n for o, n in counts.items() if o.startswith("F2FP")))

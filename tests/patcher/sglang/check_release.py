@@ -65,7 +65,7 @@ def cached_archive(cache, version):
     prefix = f"sglang-{version}"
     for name in sorted(os.listdir(cache)) if os.path.isdir(cache) else []:
         rest = name[len(prefix):]
-        if name.startswith(prefix) and (rest.startswith("-") or rest.startswith(".tar")):
+        if name.startswith(prefix) and (rest.startswith(("-", ".tar"))):
             return os.path.join(cache, name)
     return None
 
@@ -82,7 +82,7 @@ def download(releases, cache):
         try:
             cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
                    "-q", "-d", staging, f"sglang=={version}"]
-            done = subprocess.run(cmd, capture_output=True, text=True)
+            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
             names = os.listdir(staging)
             if done.returncode != 0 or len(names) != 1:
                 print(f"sglang {version}: pip download failed (is PyPI reachable?): {done.stderr.strip()}",
@@ -97,7 +97,7 @@ def download(releases, cache):
 
 
 def extract_backend(archive):
-    if archive.endswith(".whl") or archive.endswith(".zip"):
+    if archive.endswith((".whl", ".zip")):
         with zipfile.ZipFile(archive) as z:
             names = [n for n in z.namelist() if n.endswith(BACKEND_SUFFIX)]
             if len(names) == 1:
@@ -121,7 +121,7 @@ class Checker:
             self.failures.append(message)
 
     def run(self, *args, cwd=None):
-        return subprocess.run(list(args), cwd=cwd or self.repo, capture_output=True)
+        return subprocess.run(list(args), cwd=cwd or self.repo, capture_output=True, check=False)
 
     def kv(self, *args):
         return self.run(self.kvpatch, *args)
@@ -215,7 +215,8 @@ def check(version, releases, cache, kvpatch):
 
         second = c.kv("apply", REPO_PATH)
         with open(target, "rb") as f:
-            c.expect(second.returncode == expected["recheck"] and f.read() == patched, "a second apply changed the file")
+            unchanged = second.returncode == expected["recheck"] and f.read() == patched
+            c.expect(unchanged, "a second apply changed the file")
 
         git_diff = c.run(*git, "diff", "--stat").stdout.decode()
         c.expect(bool(git_diff.strip()) == (expected["edits"] > 0),
