@@ -161,6 +161,14 @@ def time_variant(fn, flush, iters, warmup=3):
     return statistics.median(times)
 
 
+def l2_flusher():
+    """A function that empties the L2 before a timed launch. Reading 256 MB evicts it and, unlike a
+    write, leaves no dirty lines to be written back during the launch that follows."""
+    scratch = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+    scratch.fill_(1)
+    return lambda: torch.sum(scratch.view(torch.int32), dtype=torch.int32)
+
+
 def copy_bandwidth(iters):
     src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
@@ -438,10 +446,7 @@ def main():
         piece.copy_(torch.randn(piece.shape, device="cuda").to(torch.float8_e4m3fn).view(torch.uint8))
     pool_bf16 = torch.empty(max_slots, ROW, dtype=torch.bfloat16, device="cuda")
     kv_api.cast(pool_u8, pool_bf16)
-    scratch = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
-    scratch.fill_(1)
-    # Reading 256 MB evicts the L2 and, unlike a write, leaves no dirty lines to write back later.
-    flush = lambda: torch.sum(scratch.view(torch.int32), dtype=torch.int32)  # noqa: E731
+    flush = l2_flusher()
     copy_gbps, copy_ms = copy_bandwidth(args.iters)
     print(f"copy: {copy_gbps / 1e9:.0f} GB/s ({copy_ms:.3f} ms for 2 x 1 GiB)", flush=True)
     # What this timing method charges for any call: one 4-byte memset kernel, timed like a variant.

@@ -259,9 +259,7 @@ def main():
             "flashinfer": f"flashinfer {fi_version} backend={args.flashinfer_backend}" if fi_api
             else f"not run ({fi_error})"}
     print(meta, flush=True)
-    scratch = torch.empty(bench.L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
-    scratch.fill_(1)
-    flush = lambda: torch.sum(scratch.view(torch.int32), dtype=torch.int32)  # noqa: E731
+    flush = bench.l2_flusher()
     copy_gbps, _ = bench.copy_bandwidth(args.iters)
     tiny = torch.empty(1, dtype=torch.int32, device="cuda")
     floor_graph = {"zero_": capture(torch, [lambda: tiny.zero_()], MIN_GRAPH_LAUNCHES)}
