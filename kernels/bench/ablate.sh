@@ -3,7 +3,7 @@
 # times (normal, KV loads only, arithmetic only: KVPATCH_ABLATE in mla_decode_kernel.cuh) and times
 # the FP8 kernel of each on the same shapes, in one process per variant.
 # Usage (repo root, GPU machine): [ABLATE_VARIANTS="0 1 2 3 4"] bash kernels/bench/ablate.sh [bench_decode.py args...]
-# (3: value warps alone, 4: score warps alone, each with the loads).
+# (3: value warps alone, 4: score warps alone, each with the loads; 5, 6: PV shares, see the kernel).
 set -uo pipefail
 out="${OUT:-/tmp/kvpatch-out}"
 mkdir -p "$out"
@@ -15,7 +15,9 @@ for variant in $variants; do
     cmake --build "$build" -j16 --target kvpatch_mla_capi >>"$out/ablate$variant.build.log" 2>&1 ||
     { tail -30 "$out/ablate$variant.build.log"; exit 1; }
 done
-labels=(full loads-only math-only "no-QK-softmax (loads + PV)" "no-PV (loads + QK + softmax)")
+labels=(full loads-only math-only "no-QK-softmax (loads + PV)" "no-PV (loads + QK + softmax)"
+  "value warps skip 2 of 8 PV n-tiles" "those 2 n-tiles in the score warps" "score warps skip the rope mma"
+  "value warps skip 2 PV n-tiles, score warps the rope mma")
 for variant in $variants; do
   label=${labels[$variant]}
   echo "== $label"

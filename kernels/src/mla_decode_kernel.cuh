@@ -44,7 +44,11 @@
 
 // Timing experiments only (kernels/bench/ablate.sh): 1 = KV loads without arithmetic, 2 = arithmetic
 // on whatever the stages hold, without KV loads, 3 = no QK and softmax (the value warps' loads and PV
-// alone), 4 = no PV (the loads, QK and softmax). Never set in a normal build.
+// alone), 4 = no PV (the loads, QK and softmax), 5 = the value warps skip PV's n-tiles 6 and 7 (a
+// quarter of their mma and conversions), 6 = 5 plus the score warps compute those two n-tiles of
+// their own 16 dims after the softmax (holding the stage until then), 7 = the score warps skip QK's
+// rope k-steps (2 of every 18 mma and their key conversions), 8 = 5 and 7 together. Never set in a
+// normal build.
 #ifndef KVPATCH_ABLATE
 #define KVPATCH_ABLATE 0
 #endif
@@ -299,6 +303,7 @@ __device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSm
   // The block's tiles so far, over all pieces: the pipeline's position (unsigned: its divisions by
   // the power-of-two ring sizes are shifts).
   unsigned tau = 0;
+  [[maybe_unused]] float ablate_acc[2][4] = {};  // KVPATCH_ABLATE 6 only
   // The current piece's request and tokens; a later piece is the next request, from its start, so
   // only its end is fetched ahead (few registers live across the tile loop).
   int b = work.first.b;
@@ -351,7 +356,8 @@ __device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSm
                 Op::mma(far[j], q_frag[kKeySteps * j + 4 + s], key[j][4 + s][0], key[j][4 + s][1]);
               }
   #pragma unroll
-            for (int j = 0; j < kSlices; ++j) Op::mma(rope, q_frag[kKeySteps * j + 8], key[j][8][0], key[j][8][1]);
+            for (int j = 0; j < kSlices; ++j)
+              if (KVPATCH_ABLATE != 7 && KVPATCH_ABLATE != 8) Op::mma(rope, q_frag[kKeySteps * j + 8], key[j][8][0], key[j][8][1]);
             auto latent = [&](int e) {
               float sum = near[0][e] + far[0][e];
   #pragma unroll
@@ -407,7 +413,7 @@ __device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSm
           }
         }
       }
-      mbarrier_arrive(sm.kv_empty(stage_index));
+      if (KVPATCH_ABLATE != 6 || kMTiles != 1) mbarrier_arrive(sm.kv_empty(stage_index));
       group_barrier(kScoreGroupBarrier, kThreads);  // the partial scores are complete
 
       // Online softmax, kLanesPerRow threads per row (base 2; NaN scores pass through exp2 into the sum).
@@ -454,6 +460,21 @@ __device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSm
         if (tid % kLanesPerRow == 0) sm.row_alpha[buffer * kRows + softmax_row] = alpha;
       }
       mbarrier_arrive(sm.probs_full(buffer));
+      if constexpr (KVPATCH_ABLATE == 6 && kMTiles == 1) {
+        // Timing only: the two n-tiles the value warps skip, over this warp's 16 dims.
+        group_barrier(kScoreGroupBarrier, kThreads);  // every row's probabilities are written
+        const uint16_t* probs = sm.probs + buffer * kRows * kProbStride;
+        const FragmentOffsets value_offsets = Tile::offsets(0, 0, warp, g, c);
+  #pragma unroll
+        for (int k_step = 0; k_step < kTileTokens / 16; ++k_step) {
+          uint32_t prob_frag[4], value[4][2];
+          ldmatrix_x4(prob_frag, shared_address(probs + (lane & 15) * kProbStride + 16 * k_step + (lane >> 4) * 8));
+          Tile::load_value_half(stage, value_offsets, k_step, 1, value);
+          Op::mma(ablate_acc[0], prob_frag, value[2][0], value[2][1]);
+          Op::mma(ablate_acc[1], prob_frag, value[3][0], value[3][1]);
+        }
+        mbarrier_arrive(sm.kv_empty(stage_index));
+      }
       // One score buffer: every warp must have read it before the next QK writes it. Two: the
       // barrier after the next QK orders this softmax's reads before the QK after that.
       if constexpr (kScoreBuffers == 1) group_barrier(kScoreGroupBarrier, kThreads);
@@ -472,6 +493,9 @@ __device__ __forceinline__ void score_warps(const DecodeParams& p, const BlockSm
     b += 1, range.begin = 0, range.end = next_end;
   }
   KVPATCH_MARK(0, 4);  // the last tile's probabilities are written
+  if constexpr (KVPATCH_ABLATE == 6) {  // keeps the ablation's products live
+    if (ablate_acc[0][0] + ablate_acc[1][3] == 1234.5f) sm.slice_max[tid % kRows] = ablate_acc[0][1] + ablate_acc[1][2];
+  }
 }
 
 // The value warps' epilogue of one piece: its normalized output rows (or FP32 partials for the
@@ -703,7 +727,9 @@ __device__ __forceinline__ void value_warps(const DecodeParams& p, const BlockSm
             uint32_t value[kValueTiles][2];
             Tile::load_value(stage, frag_offsets, k_step, value);
   #pragma unroll
-            for (int j = 0; j < kValueTiles; ++j) Op::mma(out_acc[0][j], prob_frag[0], value[j][0], value[j][1]);
+            for (int j = 0; j < kValueTiles; ++j)
+              if (!((KVPATCH_ABLATE == 5 || KVPATCH_ABLATE == 6 || KVPATCH_ABLATE == 8) && j >= 6))
+                Op::mma(out_acc[0][j], prob_frag[0], value[j][0], value[j][1]);
           } else {
             // Half the n-tiles at a time: the 64 accumulators leave little room.
   #pragma unroll
