@@ -14,8 +14,9 @@
              report's 495,552 slots, or one slot per token when the batch holds more tokens)
   gather+bf16  dequantize only the referenced slots (PyTorch index + cast), then our BF16 kernel
   fi_fp8 / fi_bf16  FlashInfer BatchMLAPagedAttentionWrapper on the same pool (when importable; reason kept
-             if not). Written against flashinfer-python 0.7.0.post1 (kernels/bench/flashinfer_wheels.sh,
-             flashinfer_env.sh); plan(), JIT/AOT module load and buffers are outside the timed region.
+             if not). Written against flashinfer-python 0.7.0.post1's API, which 0.7.4 keeps
+             (kernels/bench/flashinfer_wheels.sh, flashinfer_env.sh); plan(), JIT/AOT module load and
+             buffers are outside the timed region.
   copy       a device-to-device copy, the bandwidth ceiling (bytes read + written)
 
 Every token has its own slot in the pool (a random permutation): no two tokens share a KV row, so the
@@ -177,7 +178,8 @@ def copy_bandwidth(iters):
 
 
 def load_flashinfer():
-    """(api, version, None) or (None, None, reason). api holds the two names of the 0.7.0.post1 API we call."""
+    """(api, version, None) or (None, None, reason). api holds the two names of the API we call (0.7.0.post1's,
+    the same in 0.7.4)."""
     try:
         import flashinfer
         from flashinfer.mla import BatchMLAPagedAttentionWrapper, MLAPlanMetadata
@@ -192,8 +194,8 @@ def flashinfer_runner(api, q, pool, indptr, indices, lens, sm_scale, kv_dtype, b
 
     Everything but run() happens here, untimed: buffers, plan() (its host copies, and loading or
     JIT-compiling the module). The API is flashinfer 0.7.0.post1's canonical form (keyword plan()
-    with MLAPlanMetadata.csr, run(query=, kv_cache=)); the flat/positional forms still work there
-    but are deprecated. Both q [B, H, 576] and the pool [slots, 576] go in packed: the wrapper
+    with MLAPlanMetadata.csr, run(query=, kv_cache=)), unchanged in 0.7.4; the flat/positional forms
+    still work in both but are deprecated. Both q [B, H, 576] and the pool [slots, 576] go in packed: the wrapper
     splits them into strided 512/64 views (no copy) and the kernel takes per-tensor strides.
     """
     device = q.device

@@ -11,8 +11,8 @@
             other KV has been read (cold_sets), so no launch finds its KV in the L2, with no flush
             between launches.
   replay_pdl  the same, our launches programmatic dependents of the launch before them
-            (LaunchOptions::programmatic; FlashInfer 0.7.0.post1's MLA wrapper has no such option,
-            so its replay times are repeated there).
+            (LaunchOptions::programmatic). FlashInfer's replay times are repeated there: its MLA
+            wrapper had no such option in 0.7.0.post1, and 0.7.4's plan(enable_pdl=) is not used.
 
 Variants: our FP8 kernel, our BF16 kernel on a BF16 copy, FlashInfer's fa3 FP8 and BF16 paths
 (bench_decode.py's flashinfer_runner, one planned wrapper per slot set) when importable and
@@ -168,7 +168,7 @@ def run_shape(torch, bench, kv_api, name, heads, lens, l2_bytes, flush, iters, s
                                          "programmatic": round(after["fp8_after_write_pdl"] * 1e3, 2)}
     rep = {k: bench.variant_result(ms, byte_counts[k]) for k, ms in replayed.items() if not k.endswith("_pdl")}
     pdl = None
-    if pdl_mode is not None:  # 0.7.0.post1's BatchMLAPagedAttentionWrapper has no PDL option: its replays stand
+    if pdl_mode is not None:  # FlashInfer's replays stand (its plan(enable_pdl=) is not used)
         pdl = {**rep, **{k[:-4]: bench.variant_result(ms, byte_counts[k[:-4]])
                          for k, ms in replayed.items() if k.endswith("_pdl")}}
     # Each graph's last launch ran on the last set: its output must be what an eager launch gives,
