@@ -9,7 +9,7 @@
 #                repeat) travel as .whl/flashinfer_python-0.7.4.tar.xz, ~23 MB. The wheel is pure
 #                Python (py3-none-any, no .data), so unpacking it into a site folder is what pip's
 #                install would do; flashinfer_env.sh does that. xz takes ~3 min on 2 cores, once.
-#   0.7.0.post1  the newest whose wheel fits as it is (33.7 MB; 0.7.1-0.7.2.post1 are 62-101 MB).
+#   0.7.0.post1  the newest whose wheel fits as it is (33.7 MB; 0.7.1 to 0.7.2.post1 are 62 MB or more).
 # Both take FP8 E4M3 KV with a BF16 query in the fa3 MLA path on SM90. Of their requirements only
 # apache-tvm-ffi is missing from the GPU image and needed: `import flashinfer` and the MLA wrapper
 # load without nvidia-cutlass-dsl, nvidia-cudnn-frontend, cuda-tile, nccl4py or cuda-python.
