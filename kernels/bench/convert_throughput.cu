@@ -6,6 +6,9 @@
 // an m16n8k16 FP16 mma whose B operand is (a) the same throughout, (b) a new register each step,
 // (c) two F2FP results, or (d) the two F2FP alone. Why: if (c) takes as long as (b) + (d), the conversion and the tensor core take
 // turns, and the kernel's 2 conversions per mma cost tensor time, not only issue slots.
+// Last, (e) a B operand from two 8 x 8 transposes (movmatrix) and (f) the transposes alone: what a
+// design that makes PV's value fragments from QK's converted key fragments would pay instead of (c)
+// (kernels/bench/NOTES.md, item 28).
 // Build and run (GPU machine): nvcc -O3 -arch=sm_90a -Ikernels/include -Ikernels/src kernels/bench/convert_throughput.cu -o /tmp/ct && /tmp/ct
 #include <cuda_runtime.h>
 
@@ -75,7 +78,14 @@ __global__ void __launch_bounds__(kThreads) convert_loop(uint32_t* sink, long lo
   if (acc == 0x12345678u) sink[0] = acc;  // keeps the loop alive
 }
 
-enum class Mix { kMmaFixedB, kMmaOnly, kMmaAndConvert, kConvertOnly };
+// An 8 x 8 matrix of 16-bit values, one row pair per quad, transposed across the warp.
+__device__ __forceinline__ uint32_t transpose_8x8(uint32_t a) {
+  uint32_t d;
+  asm("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(d) : "r"(a));
+  return d;
+}
+
+enum class Mix { kMmaFixedB, kMmaOnly, kMmaAndConvert, kConvertOnly, kMmaAndTranspose, kTransposeOnly };
 constexpr int kMixThreads = 512;
 
 template <Mix kMix>
@@ -92,7 +102,9 @@ __global__ void __launch_bounds__(kMixThreads, 1) mix_loop(uint32_t* sink, long 
         uint32_t b0 = x[i] & 0x3fff3fffu, b1 = (x[i] ^ 0x00ff00ffu) & 0x3fff3fffu;
         if constexpr (kMix == Mix::kMmaFixedB) b0 = a[1], b1 = a[2];
         if constexpr (kMix == Mix::kMmaAndConvert || kMix == Mix::kConvertOnly) e4m3x4_to_f16x2x2(x[i], b0, b1);
-        if constexpr (kMix == Mix::kConvertOnly) folded ^= b0 ^ b1;
+        if constexpr (kMix == Mix::kMmaAndTranspose || kMix == Mix::kTransposeOnly)
+          b0 = transpose_8x8(b0), b1 = transpose_8x8(b1);
+        if constexpr (kMix == Mix::kConvertOnly || kMix == Mix::kTransposeOnly) folded ^= b0 ^ b1;
         else mma_f16_m16n8k16(acc[i], a, b0, b1);
         x[i] = __funnelshift_l(x[i], x[i], 8);  // new codes each step (no hoisting)
       }
@@ -146,9 +158,14 @@ int main() {
   const double fixed = mix_cycles<Mix::kMmaFixedB>(sms);
   const double mma = mix_cycles<Mix::kMmaOnly>(sms), both = mix_cycles<Mix::kMmaAndConvert>(sms);
   const double convert = mix_cycles<Mix::kConvertOnly>(sms);
+  const double with_transpose = mix_cycles<Mix::kMmaAndTranspose>(sms);
+  const double transpose = mix_cycles<Mix::kTransposeOnly>(sms);
   const int steps = kMixThreads / 32 * kChains;  // warp-level mma (or F2FP pairs) per step and SM
   std::printf("16 warps per SM, %d mma per step: mma with one B throughout %.1f cycles per step, with a new B "
               "each mma %.1f, with a new B from 2 F2FP %.1f; the F2FP alone %.1f (mma + F2FP %.1f)\n",
               steps, fixed, mma, both, convert, mma + convert);
+  std::printf("16 warps per SM, %d mma per step: with a new B from 2 movmatrix %.1f cycles per step; the movmatrix "
+              "alone %.1f (mma + movmatrix %.1f)\n",
+              steps, with_transpose, transpose, mma + transpose);
   return 0;
 }
