@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Where the decode kernel's time goes, without hardware counters: builds the C-ABI library three
-# times (normal, KV loads only, arithmetic only: KVPATCH_ABLATE in mla_decode_kernel.cuh) and times
-# the FP8 kernel of each on the same shapes, in one process per variant.
+# Where the decode kernel's time goes, without hardware counters: builds the C-ABI library once per
+# variant (by default normal, KV loads only, arithmetic only: KVPATCH_ABLATE in mla_decode_kernel.cuh)
+# and times the FP8 kernel of each on the same shapes, in one process per variant.
 # Usage (repo root, GPU machine): [ABLATE_VARIANTS="0 1 2 3 4"] bash kernels/bench/ablate.sh [bench_decode.py args...]
-# (3: value warps alone, 4: score warps alone, each with the loads; 5, 6: PV shares, see the kernel).
+# (3: value warps alone, 4: score warps alone, each with the loads; 5-8: part of one or both warp
+# groups' mma skipped or moved, see KVPATCH_ABLATE in the kernel; outputs are wrong on purpose).
 set -uo pipefail
 out="${OUT:-/tmp/kvpatch-out}"
 mkdir -p "$out"
