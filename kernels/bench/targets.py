@@ -14,8 +14,12 @@ would be), and met / NOT met. Then, per check not met, what any mma.sync kernel 
 it: the time the tensor cores alone take at the H200's mma.sync rate (the issue allows mma.sync,
 not wgmma), the time the KV bytes take at the copy bandwidth, the benchmark's timing floor, and the
 share of the allowed time (less the floor) that the tensor cores would have to be busy.
-No GPU or PyTorch needed: usage: targets.py results/bench.json [> targets.md]
+The copy-share checks are judged against the copy measured in the same run, which has differed by
+up to 4.6% between GPU machines; --copy-gbps judges them against a fixed figure instead (both the
+measured and the fixed one are printed). A replay.json (replay_decode.py) is judged once per timing.
+No GPU or PyTorch needed: usage: targets.py [--copy-gbps GBPS] results/bench.json|replay.json [> targets.md]
 """
+import argparse
 import json
 import sys
 from typing import NamedTuple
@@ -113,10 +117,18 @@ def checks(result):
                         pct >= 60, r, at_share(0.6))
 
 
+def with_copy_reference(result, gbps):
+    """The run judged against a fixed copy bandwidth (GB/s) instead of the copy it measured."""
+    return {**result, "copy_gbps": gbps, "measured_copy_gbps": result["copy_gbps"]}
+
+
 def markdown(result):
     rows = list(checks(result))
-    lines = [(f"# Issue 3 targets — {result['meta']['gpu']}, {result['meta']['date']} "
-              f"(copy {result['copy_gbps']:.0f} GB/s)"), "",
+    copy = f"copy {result['copy_gbps']:.0f} GB/s"
+    if "measured_copy_gbps" in result:
+        copy = (f"copy reference {result['copy_gbps']:.0f} GB/s, fixed; "
+                f"the run measured {result['measured_copy_gbps']:.0f}")
+    lines = [f"# Issue 3 targets — {result['meta']['gpu']}, {result['meta']['date']} ({copy})", "",
              "| target | shape | measured | FP8 time it needs | |", "|---|---|---|---|---|"]
     lines += [f"| {c.target} | {c.shape} | {c.measured} | {c.needed} | {'met' if c.met else 'NOT met'} |" for c in rows]
     met = sum(c.met for c in rows)
@@ -137,11 +149,31 @@ def markdown(result):
     return "\n".join(lines) + "\n"
 
 
+def runs(data):
+    """(timing, result) pairs: one for a bench.json, one per timing for a replay.json."""
+    if "rows" in data:
+        return [(None, data)]
+    return [(timing, r) for timing, r in data.items() if isinstance(r, dict) and "rows" in r]
+
+
 def main():
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    with open(sys.argv[1]) as f:
-        sys.stdout.write(markdown(json.load(f)))
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("results", help="bench.json (bench_decode.py) or replay.json (replay_decode.py)")
+    ap.add_argument("--copy-gbps", type=float, help="a fixed copy bandwidth in GB/s for the copy-share checks")
+    args = ap.parse_args()
+    if args.copy_gbps is not None and not args.copy_gbps > 0:
+        ap.error("--copy-gbps must be a positive number of GB/s")
+    with open(args.results) as f:
+        found = runs(json.load(f))
+    if not found:
+        ap.error(f"{args.results}: neither a bench.json (rows) nor a replay.json (rows per timing)")
+    for timing, result in found:
+        if args.copy_gbps is not None:
+            result = with_copy_reference(result, args.copy_gbps)
+        text = markdown(result)
+        if timing is not None:
+            text = text.replace("# Issue 3 targets", f"## Issue 3 targets, {timing}", 1)
+        sys.stdout.write(text + ("\n" if timing is not None else ""))
 
 
 if __name__ == "__main__":

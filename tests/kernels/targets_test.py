@@ -3,8 +3,11 @@
 shapes, met / NOT met at the edges, the FP8 time each target asks for, and what an mma.sync kernel
 would need for the checks not met."""
 import importlib.util
+import json
 import pathlib
+import subprocess
 import sys
+import tempfile
 import unittest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -118,6 +121,41 @@ class TargetsTest(unittest.TestCase):
                       f"| 75.5 us | {100 * busy:.0f}% | {100 * busy_now:.0f}% |", table)
         self.assertNotIn("b32_h16", table)  # its checks are met
         self.assertNotIn("What any mma.sync kernel needs", targets.markdown(result(MEMORY_BOUND_MET)))
+
+    def test_fixed_copy_reference(self):
+        # 65% of the measured 4,000 GB/s is 80% of a fixed 3,250: met against that, and both printed.
+        fixed = targets.with_copy_reference(result(MEMORY_BOUND_SLOW), 3250.0)
+        got = {(c.target, c.shape): c for c in targets.checks(fixed)}
+        check = got[("memory-bound: >= 80% of copy", "b64_h16 ctx=8192")]
+        self.assertTrue(check.met)
+        self.assertEqual(check.measured, "80.0%")
+        self.assertIn("(copy reference 3250 GB/s, fixed; the run measured 4000)", targets.markdown(fixed))
+        self.assertIn("(copy 4000 GB/s)", targets.markdown(result(MEMORY_BOUND_SLOW)))
+
+    def run_cli(self, data, *args):
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+            json.dump(data, f)
+            f.flush()
+            return subprocess.run([sys.executable, str(ROOT / "kernels/bench/targets.py"), *args, f.name],
+                                  capture_output=True, text=True, check=False)
+
+    def test_replay_json_is_judged_per_timing(self):
+        slow = result(MEMORY_BOUND_SLOW)
+        replay = {"isolated": slow, "replay": result(MEMORY_BOUND_MET)}
+        done = self.run_cli(replay, "--copy-gbps", "3250")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        isolated, replayed = done.stdout.split("## Issue 3 targets, replay ")
+        self.assertIn("## Issue 3 targets, isolated — test GPU", isolated)
+        self.assertIn("copy reference 3250 GB/s, fixed", isolated)
+        self.assertIn("| memory-bound: >= 80% of copy | b64_h16 ctx=8192 | 80.0% |", isolated)
+        self.assertIn("| memory-bound: >= 80% of copy | b32_h16 ctx=32768 | 98.5% |", replayed)  # 80 x 4000 / 3250
+        self.assertEqual(self.run_cli(slow).stdout, targets.markdown(slow))
+
+    def test_bad_arguments_are_refused(self):
+        self.assertEqual(self.run_cli(result(MEMORY_BOUND_MET), "--copy-gbps", "0").returncode, 2)
+        refused = self.run_cli({"meta": {}}, "--copy-gbps", "4000")
+        self.assertEqual(refused.returncode, 2)
+        self.assertIn("neither a bench.json", refused.stderr)
 
 
 if __name__ == "__main__":
