@@ -200,10 +200,11 @@ def write_markdown(result, path):
              "timed the same way): " + ", ".join(f"{m} {result[m]['meta']['timing_floor_us']} us" for m, _ in modes) +
              ". Times are medians in us per launch. `replay`: a CUDA graph of N launches back to back, each on its "
              "own slot set (`sets`, so no launch finds its KV in the L2); `replay_pdl`: the same with our launches "
-             "programmatic dependents of the one before (FlashInfer's fa3 wrapper has no such option: its replay "
-             "times are repeated). `%copy`: the FP8 kernel's KV bandwidth over the copy's; `bf16/fp8` and "
-             "`fi_fp8/fp8`: how many times faster our FP8 kernel is. `replay = eager`: the last replayed launch's "
-             "output equals an eager launch's on the same set; `bit-identical`: FP8 against BF16 there.", "",
+             "programmatic dependents of the one before (FlashInfer's replay times are repeated: its wrapper's PDL "
+             "option, where it has one, is not used). `%copy`: the FP8 kernel's KV bandwidth over the copy's; "
+             "`bf16/fp8` and `fi_fp8/fp8`: how many times faster our FP8 kernel is. `replay = eager`: the last "
+             "replayed launch's output equals an eager launch's on the same set; `bit-identical`: FP8 against BF16 "
+             "there.", "",
              "| shape | B | H | ctx | sets | N | timing | " + " | ".join(f"{k} us" for k in keys) +
              " | %copy | bf16/fp8 | fi_fp8/fp8 |", "|" + "---|" * (7 + len(keys) + 3)]
     for i in range(len(first["rows"])):
