@@ -30,8 +30,7 @@ import os
 import statistics
 import sys
 
-from targets import applies
-from targets import markdown as targets_markdown
+from targets import applies, timing_markdown
 
 ROW = 576
 MIN_GRAPH_LAUNCHES = 16
@@ -225,8 +224,7 @@ def write_markdown(result, path):
                       f"{after['programmatic']} us programmatic" if after else "") +
                      "".join(f"; {k[:-6]} not measured: {r[k]}" for k in r if k.endswith("_error")))
     for m, title in modes:
-        summary = targets_markdown(result[m]).replace("# Issue 3 targets", f"## Issue 3 targets, {title}", 1)
-        lines += ["", summary]
+        lines += ["", timing_markdown(result[m], title)]
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
 

@@ -149,6 +149,11 @@ def markdown(result):
     return "\n".join(lines) + "\n"
 
 
+def timing_markdown(result, timing):
+    """markdown() for one timing of a replay run, its heading one level down and naming the timing."""
+    return markdown(result).replace("# Issue 3 targets", f"## Issue 3 targets, {timing}", 1)
+
+
 def runs(data):
     """(timing, result) pairs: one for a bench.json, one per timing for a replay.json."""
     if "rows" in data:
@@ -170,10 +175,7 @@ def main():
     for timing, result in found:
         if args.copy_gbps is not None:
             result = with_copy_reference(result, args.copy_gbps)
-        text = markdown(result)
-        if timing is not None:
-            text = text.replace("# Issue 3 targets", f"## Issue 3 targets, {timing}", 1)
-        sys.stdout.write(text + ("\n" if timing is not None else ""))
+        sys.stdout.write(markdown(result) if timing is None else timing_markdown(result, timing) + "\n")
 
 
 if __name__ == "__main__":
