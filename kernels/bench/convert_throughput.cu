@@ -12,15 +12,14 @@
 // Build and run (GPU machine): nvcc -O3 -arch=sm_90a -Ikernels/include -Ikernels/src kernels/bench/convert_throughput.cu -o /tmp/ct && /tmp/ct
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <vector>
 
 #include "device_primitives.cuh"
-#include "kvpatch/cuda_check.h"
+#include "probe_timing.cuh"
 
 using namespace kvpatch::mla::device;
+using namespace kvpatch::probe;
 
 // The integer form (tried for the kernel's values in v6: slower there; kept here to compare).
 // PTX prmt in its default mode, where a selector nibble's bit 3 replicates the sign bit of the
@@ -39,22 +38,6 @@ __device__ __forceinline__ uint32_t e4m3x2_to_f16x2_scaled(uint32_t sign_extende
 }
 
 constexpr int kIters = 4096, kChains = 8, kThreads = 256, kBlocksPerSm = 4;
-
-// Each thread's chain inputs, different per thread and chain.
-__device__ inline void seed_chains(uint32_t (&x)[kChains]) {
-  for (int i = 0; i < kChains; ++i) x[i] = threadIdx.x * 0x01030507u + i;
-}
-
-// Runs body() between two block barriers and stores the cycles it took (thread 0, per block).
-template <typename Body>
-__device__ __forceinline__ void timed(long long* cycles, Body body) {
-  __syncthreads();
-  const long long start = clock64();
-  body();
-  __syncthreads();
-  const long long end = clock64();
-  if (threadIdx.x == 0) cycles[blockIdx.x] = end - start;
-}
 
 template <bool kInteger>
 __global__ void __launch_bounds__(kThreads) convert_loop(uint32_t* sink, long long* cycles) {
@@ -112,25 +95,6 @@ __global__ void __launch_bounds__(kMixThreads, 1) mix_loop(uint32_t* sink, long 
   float total = 0.f;
   for (int i = 0; i < kChains; ++i) total += acc[i][0] + acc[i][1] + acc[i][2] + acc[i][3];
   if (total == 1234.5f || folded == 0x12345678u) sink[0] = folded;  // keeps the loop alive
-}
-
-// Runs `launch(sink, cycles)` twice (the first warms up) and returns the most cycles any of its
-// `blocks` blocks took in the second run.
-template <typename Launch>
-long long worst_block_cycles(int blocks, Launch launch) {
-  uint32_t* sink;
-  long long* cycles;
-  KVPATCH_CUDA_CHECK(cudaMalloc(&sink, 4));
-  KVPATCH_CUDA_CHECK(cudaMalloc(&cycles, blocks * sizeof(long long)));
-  launch(sink, cycles);
-  launch(sink, cycles);
-  KVPATCH_CUDA_CHECK(cudaGetLastError());
-  KVPATCH_CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<long long> host(blocks);
-  KVPATCH_CUDA_CHECK(cudaMemcpy(host.data(), cycles, blocks * sizeof(long long), cudaMemcpyDeviceToHost));
-  cudaFree(sink);
-  cudaFree(cycles);
-  return *std::max_element(host.begin(), host.end());
 }
 
 template <bool kInteger>
