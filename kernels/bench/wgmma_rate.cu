@@ -6,6 +6,8 @@
 // from E4M3 by F2FP just before each wgmma, exactly as the kernel converts mma.sync's B today; B (the
 // query, or the probabilities) sits in shared memory. So the question is how fast m64n16k16 runs
 // with a new, converted A each time, against mma.sync m16n8k16 with a new, converted B each time.
+// At 128 heads the heads fit the rows instead (m64n64k16, the query as A and FP16 keys or values as
+// B, both in shared memory, converted once per tile for all heads); its last row times that form.
 //
 // Every case does the same FLOPs per step and SM (524,288: 128 m16n8k16, 16 m64n16k16, 8 m64n32k16
 // or 4 m64n64k16) with the same number of F2FP where it converts (256 per SM per step for N = 16;
@@ -113,6 +115,26 @@ __device__ __forceinline__ void wgmma_m64n16k16_ss(float (&d)[8], uint64_t a, ui
       : "l"(a), "l"(b));
 }
 
+// D[64 x 64] += A[64 x 16] x B[16 x 64], both from shared memory: 64 heads in the rows, 64 tokens
+// (QK) or latent dims (PV) in the columns.
+__device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t a, uint64_t b) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
+      "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "%32, %33, 1, 1, 1, 0, 0;\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(a), "l"(b));
+}
+
+template <int kN>
+__device__ __forceinline__ void wgmma_ss(float (&d)[kN / 2], uint64_t a, uint64_t b) {
+  if constexpr (kN == 16) wgmma_m64n16k16_ss(d, a, b);
+  else wgmma_m64n64k16_ss(d, a, b);
+}
+
 template <int kN>
 __device__ __forceinline__ void wgmma_rs(float (&d)[kN / 2], const uint32_t (&a)[4], uint64_t b) {
   if constexpr (kN == 16) wgmma_m64n16k16_rs(d, a, b);
@@ -128,9 +150,9 @@ enum class AOperand { kFixed, kFreshRaw, kFreshConverted, kSharedMemory };
 template <int kN, AOperand kA>
 __global__ void __launch_bounds__(kThreads, 1) wgmma_loop(uint32_t* sink, long long* cycles) {
   constexpr int kPerStep = 64 / kN;  // wgmma per warpgroup and step: the step's FLOPs over 4 warpgroups
-  __shared__ alignas(128) uint16_t b_tile[16 * 32];
+  __shared__ alignas(128) uint16_t b_tile[16 * kN];
   __shared__ alignas(128) uint16_t a_tiles[kPerStep][64 * 16];
-  for (int i = threadIdx.x; i < 16 * 32; i += kThreads) b_tile[i] = 0x2000 + (i & 7);  // small FP16
+  for (int i = threadIdx.x; i < 16 * kN; i += kThreads) b_tile[i] = 0x2000 + (i & 7);  // small FP16
   for (int i = threadIdx.x; i < kPerStep * 64 * 16; i += kThreads) (&a_tiles[0][0])[i] = 0x3000 + (i & 15);
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // ordinary stores, then wgmma reads
   __syncthreads();
@@ -158,7 +180,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_loop(uint32_t* sink, long l
     wgmma_fence();
 #pragma unroll
     for (int j = 0; j < kPerStep; ++j) {
-      if constexpr (kA == AOperand::kSharedMemory) wgmma_m64n16k16_ss(d[j], no_swizzle_descriptor(a_tiles[j]), b);
+      if constexpr (kA == AOperand::kSharedMemory) wgmma_ss<kN>(d[j], no_swizzle_descriptor(a_tiles[j]), b);
       else wgmma_rs<kN>(d[j], set[j], b);
     }
     wgmma_commit();
@@ -212,5 +234,7 @@ int main() {
   report("wgmma m64n32k16, A from 4 F2FP (32 heads)", cycles_per_step(sms, wgmma_loop<32, AOperand::kFreshConverted>),
          converted);
   report("wgmma m64n32k16, one A throughout", cycles_per_step(sms, wgmma_loop<32, AOperand::kFixed>), converted);
+  report("wgmma m64n64k16, A and B from shared memory (heads in rows)",
+         cycles_per_step(sms, wgmma_loop<64, AOperand::kSharedMemory>), converted);
   return 0;
 }
