@@ -508,7 +508,7 @@ void small_matrix() {
 }
 
 // The matrix of issue 3: H in {16, 32, 64, 128}, B in {1, 4, 16, 64, 128}, ragged lengths up to
-// 128K (total tokens bounded per batch), page sizes 1 and 64.
+// 128K (total tokens bounded per batch), page sizes 1 and 64; then 256K-token requests.
 void full_matrix() {
   uint32_t seed = 5000;
   for (int h : {16, 32, 64, 128})
@@ -524,6 +524,17 @@ void full_matrix() {
         if (b >= 4) s.lens[1] = 0, s.lens[2] = 1;
         check_shape("matrix", s, seed, false);
       }
+  // The issue's longest requests, 256K tokens (the matrix stops at 128K): alone, as one split (4,096
+  // tiles through one block's online softmax) and as the most splits a request may have; and two of
+  // them side by side, one a token short, under the length-aware plans.
+  for (int h : {16, 128}) {
+    ProblemShape s;
+    s.num_heads = h, s.page_size = h == 16 ? 1 : 64, s.lens = {262144};
+    check_shape("256K", s, ++seed, false, {1, 256});
+  }
+  ProblemShape pair;
+  pair.num_heads = 32, pair.page_size = 16, pair.strided = true, pair.lens = {262144, 262143};
+  check_shape("256K pair", pair, ++seed, false, {}, {2, 132});
 }
 
 }  // namespace
