@@ -44,7 +44,9 @@ __device__ inline void seed_finite_codes(uint32_t (&x)[kChains]) {
 // How each mma.sync's B is made: the same registers throughout; two F2FP per mma (the 16-head
 // blocks); two F2FP per pair of mma with different A (the 32-head blocks, where one key fragment
 // feeds both 16-row halves of the heads).
-enum class BOperand { kFixed, kConverted, kConvertedShared };
+// kSwapped: the roles turned round, the converted keys as A (16 tokens x 16 dims, 4 F2FP) feeding
+// two mma whose fixed B are the two 8-head halves of the query; the same F2FP per mma as kConverted.
+enum class BOperand { kFixed, kConverted, kConvertedShared, kSwapped };
 
 template <BOperand kB>
 __global__ void __launch_bounds__(kThreads, 1) mma_sync_loop(uint32_t* sink, long long* cycles) {
@@ -58,11 +60,19 @@ __global__ void __launch_bounds__(kThreads, 1) mma_sync_loop(uint32_t* sink, lon
 #pragma unroll
       for (int i = 0; i < kChains; i += 2) {
         uint32_t b0 = a[1], b1 = a[2], c0 = a[2], c1 = a[3];
-        if constexpr (kB != BOperand::kFixed) e4m3x4_to_f16x2x2(x[i], b0, b1);
-        if constexpr (kB == BOperand::kConverted) e4m3x4_to_f16x2x2(x[i + 1], c0, c1);
-        if constexpr (kB == BOperand::kConvertedShared) c0 = b0, c1 = b1;
-        mma_f16_m16n8k16(acc[i], a, b0, b1);
-        mma_f16_m16n8k16(acc[i + 1], a2, c0, c1);
+        if constexpr (kB == BOperand::kSwapped) {
+          uint32_t keys[4];
+          e4m3x4_to_f16x2x2(x[i], keys[0], keys[1]);
+          e4m3x4_to_f16x2x2(x[i + 1], keys[2], keys[3]);
+          mma_f16_m16n8k16(acc[i], keys, a[1], a[2]);
+          mma_f16_m16n8k16(acc[i + 1], keys, a2[1], a2[2]);
+        } else {
+          if constexpr (kB != BOperand::kFixed) e4m3x4_to_f16x2x2(x[i], b0, b1);
+          if constexpr (kB == BOperand::kConverted) e4m3x4_to_f16x2x2(x[i + 1], c0, c1);
+          if constexpr (kB == BOperand::kConvertedShared) c0 = b0, c1 = b1;
+          mma_f16_m16n8k16(acc[i], a, b0, b1);
+          mma_f16_m16n8k16(acc[i + 1], a2, c0, c1);
+        }
         x[i] = __funnelshift_l(x[i], x[i], 8);
         x[i + 1] = __funnelshift_l(x[i + 1], x[i + 1], 8);
       }
@@ -222,6 +232,8 @@ int main() {
               "the first row\n", sms);
   report("mma.sync m16n8k16, B from 2 F2FP (the kernel today)", converted, converted);
   report("mma.sync m16n8k16, one B throughout", cycles_per_step(sms, mma_sync_loop<BOperand::kFixed>), converted);
+  report("mma.sync m16n8k16, A from 4 F2FP per 2 mma (roles swapped)",
+         cycles_per_step(sms, mma_sync_loop<BOperand::kSwapped>), converted);
   report("mma.sync m16n8k16, B from 2 F2FP per 2 mma (32 heads)",
          cycles_per_step(sms, mma_sync_loop<BOperand::kConvertedShared>), converted);
   report("wgmma m64n16k16, A from 4 F2FP (16 heads)", cycles_per_step(sms, wgmma_loop<16, AOperand::kFreshConverted>),
