@@ -220,7 +220,7 @@ double cycles_per_step(int sms, Kernel kernel) {
 
 void report(const char* name, double cycles, double baseline) {
   // A 16-head, 64-token tile is 544 m16n8k16 (QK 288, PV 256): 4.25 steps.
-  std::printf("%-58s %7.1f cycles per step  %6.0f FLOP per SM-cycle  %6.0f cycles per 16-head tile  %.2fx\n",
+  std::printf("%-60s %7.1f cycles per step  %6.0f FLOP per SM-cycle  %6.0f cycles per 16-head tile  %.2fx\n",
               name, cycles, kFlopPerStep / cycles, cycles * 544.0 / 128.0, baseline / cycles);
 }
 
