@@ -65,7 +65,7 @@ def cached_archive(cache, version):
     prefix = f"sglang-{version}"
     for name in sorted(os.listdir(cache)) if os.path.isdir(cache) else []:
         rest = name[len(prefix):]
-        if name.startswith(prefix) and (rest.startswith(("-", ".tar"))):
+        if name.startswith(prefix) and rest.startswith(("-", ".tar")):
             return os.path.join(cache, name)
     return None
 
