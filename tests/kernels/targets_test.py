@@ -112,7 +112,7 @@ class TargetsTest(unittest.TestCase):
         # 79.2 us of tensor cores at 461 TFLOP/s; 302 MB at 4,000 GB/s is 75.5 us.
         slow = row("b32_h32", 32, 32, 16384, at_share(32, 16384, 0.5), 1.0)
         text = targets.markdown(result(slow, MEMORY_BOUND_MET, timing_floor_us=3.0))
-        table = text.split("What any mma.sync kernel needs")[1]
+        table = text.split("What any mma.sync kernel needs")[1].split("two instances")[0]
         self.assertIn("3.0 us timing floor", table)
         allowed_us = 1000 * at_share(32, 16384, 0.8)  # 94.4 us
         mma_us = 32 * 16384 * 32 * 2176 / 461e6
@@ -131,6 +131,32 @@ class TargetsTest(unittest.TestCase):
         self.assertEqual(check.measured, "80.0%")
         self.assertIn("(copy reference 3250 GB/s, fixed; the run measured 4000)", targets.markdown(fixed))
         self.assertIn("(copy 4000 GB/s)", targets.markdown(result(MEMORY_BOUND_SLOW)))
+
+    def test_ratio_both_instances_at_their_bounds(self):
+        # B=1 H=128 64K: 18.25 GFLOP is 39.6 us of tensor cores, longer than either instance's KV
+        # (37.7 and 75.5 MB: 9.4 and 18.9 us), so the pair's best ratio is 1.00x whatever the
+        # measured times. B=32 H=16 32K is memory-bound in both: (3 + 302 MB x 2 / 4000) / (3 + 302 / 4000).
+        h128 = row("b1_h128", 1, 128, 65536, 0.08, 0.09)
+        got = {c.shape: c for c in targets.checks(result(h128, MEMORY_BOUND_MET, timing_floor_us=3.0))}
+        fp8_us, bf16_us, ratio = targets.pair_bound(result(h128, timing_floor_us=3.0), got["b1_h128 ctx=65536"].row)
+        self.assertAlmostEqual(fp8_us, 3.0 + 65536 * 128 * 2176 / 461e6, places=6)
+        self.assertAlmostEqual(bf16_us, fp8_us)
+        self.assertAlmostEqual(ratio, 1.0)
+        copy_us = 32 * 32768 * 576 / 4000e3
+        _, _, ratio = targets.pair_bound(result(MEMORY_BOUND_MET, timing_floor_us=3.0),
+                                         got["b32_h16 ctx=32768"].row)
+        self.assertAlmostEqual(ratio, (3.0 + 2 * copy_us) / (3.0 + copy_us))
+        text = targets.markdown(result(h128, MEMORY_BOUND_MET, timing_floor_us=3.0)).split("two instances")[1]
+        self.assertIn("| b1_h128 ctx=65536 | 42.6 us | 42.6 us | 1.00x | no: only a slower BF16 instance meets it |",
+                      text)
+        self.assertIn(f"| b32_h16 ctx=32768 | {3.0 + copy_us:.1f} us | {3.0 + 2 * copy_us:.1f} us | 1.98x | yes |",
+                      text)
+        # The timing floor alone can put a memory-bound pair out of reach: B=1 H=16 32K at 3 us is
+        # (3 + 9.4) / (3 + 4.7) = 1.61x; with no floor, 2.00x.
+        short = row("b1_h16", 1, 16, 32768, 0.02, 0.02)
+        for floor, expected in ((3.0, (3.0 + 2 * 4.718592) / (3.0 + 4.718592)), (0.0, 2.0)):
+            self.assertAlmostEqual(targets.pair_bound(result(short, timing_floor_us=floor), short)[2], expected)
+        self.assertNotIn("two instances", targets.markdown(result(MEMORY_BOUND_SLOW)))  # no 1.8x check
 
     def run_cli(self, data, *args):
         with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
