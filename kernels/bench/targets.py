@@ -175,6 +175,8 @@ def markdown(result):
             fp8_us, bf16_us, ratio = pair_bound(result, c.row)
             reach = "yes" if ratio >= 1.8 else "no: only a slower BF16 instance meets it"
             lines.append(f"| {c.shape} | {fp8_us:.1f} us | {bf16_us:.1f} us | {ratio:.2f}x | {reach} |")
+        out_of_reach = sum(pair_bound(result, c.row)[2] < 1.8 for c in ratio_rows)
+        lines += ["", f"{out_of_reach} of the {len(ratio_rows)} 1.8x checks are out of reach of such a pair."]
     return "\n".join(lines) + "\n"
 
 

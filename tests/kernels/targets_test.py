@@ -151,6 +151,7 @@ class TargetsTest(unittest.TestCase):
                       text)
         self.assertIn(f"| b32_h16 ctx=32768 | {3.0 + copy_us:.1f} us | {3.0 + 2 * copy_us:.1f} us | 1.98x | yes |",
                       text)
+        self.assertIn("\n1 of the 2 1.8x checks are out of reach of such a pair.\n", text)
         # The timing floor alone can put a memory-bound pair out of reach: B=1 H=16 32K at 3 us is
         # (3 + 9.4) / (3 + 4.7) = 1.61x; with no floor, 2.00x.
         short = row("b1_h16", 1, 16, 32768, 0.02, 0.02)
