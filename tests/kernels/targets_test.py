@@ -133,13 +133,13 @@ class TargetsTest(unittest.TestCase):
         self.assertIn("(copy 4000 GB/s)", targets.markdown(result(MEMORY_BOUND_SLOW)))
 
     def test_ratio_both_instances_at_their_bounds(self):
-        # B=1 H=128 64K: 18.25 GFLOP is 39.6 us of tensor cores, longer than either instance's KV
+        # B=1 H=128 64K: 18.25 GFLOP is 28.7 us of tensor cores at 637 TFLOP/s, longer than either instance's KV
         # (37.7 and 75.5 MB: 9.4 and 18.9 us), so the pair's best ratio is 1.00x whatever the
         # measured times. B=32 H=16 32K is memory-bound in both: (3 + 302 MB x 2 / 4000) / (3 + 302 / 4000).
         h128 = row("b1_h128", 1, 128, 65536, 0.08, 0.09)
         got = {c.shape: c for c in targets.checks(result(h128, MEMORY_BOUND_MET, timing_floor_us=3.0))}
         fp8_us, bf16_us, ratio = targets.pair_bound(result(h128, timing_floor_us=3.0), got["b1_h128 ctx=65536"].row)
-        self.assertAlmostEqual(fp8_us, 3.0 + 65536 * 128 * 2176 / 461e6, places=6)
+        self.assertAlmostEqual(fp8_us, 3.0 + 65536 * 128 * 2176 / 637e6, places=6)
         self.assertAlmostEqual(bf16_us, fp8_us)
         self.assertAlmostEqual(ratio, 1.0)
         copy_us = 32 * 32768 * 576 / 4000e3
@@ -147,7 +147,7 @@ class TargetsTest(unittest.TestCase):
                                          got["b32_h16 ctx=32768"].row)
         self.assertAlmostEqual(ratio, (3.0 + 2 * copy_us) / (3.0 + copy_us))
         text = targets.markdown(result(h128, MEMORY_BOUND_MET, timing_floor_us=3.0)).split("two instances")[1]
-        self.assertIn("| b1_h128 ctx=65536 | 42.6 us | 42.6 us | 1.00x | no: only a slower BF16 instance meets it |",
+        self.assertIn("| b1_h128 ctx=65536 | 31.7 us | 31.7 us | 1.00x | no: only a slower BF16 instance meets it |",
                       text)
         self.assertIn(f"| b32_h16 ctx=32768 | {3.0 + copy_us:.1f} us | {3.0 + 2 * copy_us:.1f} us | 1.98x | yes |",
                       text)
