@@ -4,6 +4,10 @@
   isolated  as bench_decode.py times every variant: CUDA events around one launch, the L2 flushed
             (a 256 MB read) before it. Each launch also pays what the events and the launch cost
             around it (the "timing floor": a one-element zero_() timed the same way).
+  span      the same launches, each after the same flush, timed as FlashInfer's benchmarks time a
+            kernel by default: the GPU span of the call's kernels from CUPTI's activity records, first
+            start to last end (kernel_span.py). No launch or event cost; the gap between our decode
+            grid and its merge grid stays in. Its copy and its floor are timed the same way.
   replay    as a server's decode step runs: one CUDA graph of N launches back to back, replayed;
             the time per launch is the replay's event time / N, median over --iters rounds in
             which every variant's graph is replayed once in turn. Each launch reads its own set of
@@ -30,6 +34,7 @@ import os
 import statistics
 import sys
 
+from kernel_span import SpanError, time_spans
 from targets import applies, timing_markdown
 
 ROW = 576
@@ -88,8 +93,8 @@ def time_replays(torch, graphs, iters, launches):
 
 
 def run_shape(torch, bench, kv_api, name, heads, lens, l2_bytes, flush, iters, sms, fi):
-    """(isolated row, replay row, replay row with our launches programmatic or None) for one shape, in
-    bench.json's row form."""
+    """{timing: row} for one shape, rows in bench.json's form, for each timing of MODES it got (no
+    replay_pdl without programmatic launches, no span if the profiler could not place the kernels)."""
     device = "cuda"
     batch, ctx = len(lens), lens[0]
     tokens = batch * ctx
@@ -131,12 +136,13 @@ def run_shape(torch, bench, kv_api, name, heads, lens, l2_bytes, flush, iters, s
     byte_counts = {"fp8": fp8_bytes, "bf16": 2 * fp8_bytes, "fi_fp8": fp8_bytes, "fi_bf16": 2 * fp8_bytes}
     pools = {"fp8": (pool_u8, 0), "bf16": (pool_bf16, 1)}
     iso, notes, graphs = {}, {}, {}
+    alone = {}  # each variant's call on the first set, timed alone: by events (iso) and by span
     alive = []  # a captured graph holds raw pointers: FlashInfer's wrappers (their buffers) must outlive it
     # Each launch a programmatic dependent of the kernel before it (libraries of ABI 4 and later).
     pdl_mode = ready | kv_api.MODE_PROGRAMMATIC if kv_api.programmatic_abi else None
     for key, (pool, dtype) in pools.items():
-        iso[key] = bench.variant_result(bench.time_variant(ours(pool, dtype, key, indices[0]), flush, iters),
-                                        byte_counts[key])
+        alone[key] = ours(pool, dtype, key, indices[0])
+        iso[key] = bench.variant_result(bench.time_variant(alone[key], flush, iters), byte_counts[key])
         graphs[key] = capture(torch, [ours(pool, dtype, key, idx) for idx in indices], launches)
         if pdl_mode is not None:
             graphs[key + "_pdl"] = capture(torch, [ours(pool, dtype, key + "_pdl", idx, pdl_mode) for idx in indices],
@@ -155,10 +161,16 @@ def run_shape(torch, bench, kv_api, name, heads, lens, l2_bytes, flush, iters, s
                 runs = [bench.flashinfer_runner(fi["api"], q, pool, indptr, idx, lens_t, sm_scale, dtype,
                                                 fi["backend"])[0] for idx in indices]
                 alive.append(runs)
+                alone[key] = runs[0]
                 iso[key] = bench.variant_result(bench.time_variant(runs[0], flush, iters), byte_counts[key])
                 graphs[key] = capture(torch, runs, launches)
             except Exception as exc:  # the reason goes into the results
                 notes[key + "_error"] = bench._short_error(exc)
+    span = None
+    try:
+        span = {k: bench.variant_result(ms, byte_counts[k]) for k, ms in time_spans(torch, alone, flush, iters).items()}
+    except SpanError as exc:  # the reason goes into the results; the other timings stand
+        notes["span_error"] = str(exc)
     replayed = time_replays(torch, graphs, iters, launches)
     del graphs, alive  # their private memory goes back at empty_cache() below
     after = {k: replayed.pop(k) for k in list(replayed) if k.startswith("fp8_after_write")}
@@ -182,11 +194,20 @@ def run_shape(torch, bench, kv_api, name, heads, lens, l2_bytes, flush, iters, s
             "cold_sets": sets, "graph_launches": launches, "pool_slots": slots, **notes}
     del pool_u8, pool_bf16
     torch.cuda.empty_cache()
-    return {**base, "variants": iso}, {**base, "variants": rep}, {**base, "variants": pdl} if pdl else None
+    rows = {"isolated": iso, "span": span, "replay": rep, "replay_pdl": pdl}
+    return {m: {**base, "variants": v} for m, v in rows.items() if v is not None}
 
 
-MODES = (("isolated", "isolated launches"), ("replay", "CUDA-graph replay"),
-         ("replay_pdl", "CUDA-graph replay, our launches programmatic (PDL)"))
+MODES = (("isolated", "isolated launches"), ("span", "isolated launches, GPU span (CUPTI)"),
+         ("replay", "CUDA-graph replay"), ("replay_pdl", "CUDA-graph replay, our launches programmatic (PDL)"))
+
+
+def copy_span_gbps(torch):
+    """The 1 GiB device copy's bandwidth (GB/s) with its time taken as a GPU span."""
+    src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    ms = time_spans(torch, {"copy": lambda: dst.copy_(src)}, lambda: None, 15)["copy"]
+    return 2 * src.numel() / (ms * 1e-3) / 1e9
 
 
 def write_markdown(result, path):
@@ -195,9 +216,13 @@ def write_markdown(result, path):
     meta = first["meta"]
     keys = ["fp8", "bf16", "fi_fp8", "fi_bf16"]
     lines = [f"# MLA decode, isolated launches against CUDA-graph replay — {meta['gpu']}, {meta['date']}", "",
-             f"Copy {first['copy_gbps']:.0f} GB/s (1 GiB, read + write). Timing floor (a one-element zero_() "
-             "timed the same way): " + ", ".join(f"{m} {result[m]['meta']['timing_floor_us']} us" for m, _ in modes) +
-             ". Times are medians in us per launch. `replay`: a CUDA graph of N launches back to back, each on its "
+             "Copy bandwidth (1 GiB, read + write; timed as a span for `span`, by events otherwise): " + ", ".join(
+                 f"{m} {result[m]['copy_gbps']:.0f} GB/s" for m, _ in modes) + ". Timing floor (a one-element "
+             "zero_() timed the same way): " + ", ".join(f"{m} {result[m]['meta']['timing_floor_us']} us"
+                                                         for m, _ in modes) +
+             ". Times are medians in us per launch. `span`: the isolated launches' GPU time from CUPTI (first kernel's "
+             "start to last kernel's end), as FlashInfer's own benchmarks time kernels; its copy is timed that way "
+             "too. `replay`: a CUDA graph of N launches back to back, each on its "
              "own slot set (`sets`, so no launch finds its KV in the L2); `replay_pdl`: the same with our launches "
              "programmatic dependents of the one before (FlashInfer's replay times are repeated: its wrapper's PDL "
              "option, where it has one, is not used). `%copy`: the FP8 kernel's KV bandwidth over the copy's; "
@@ -206,12 +231,15 @@ def write_markdown(result, path):
              "there.", "",
              "| shape | B | H | ctx | sets | N | timing | " + " | ".join(f"{k} us" for k in keys) +
              " | %copy | bf16/fp8 | fi_fp8/fp8 |", "|" + "---|" * (7 + len(keys) + 3)]
-    for i in range(len(first["rows"])):
+    by_shape = {m: {(r["shape"], r["context"]): r for r in result[m]["rows"]} for m, _ in modes}
+    for shape in first["rows"]:
         for m, _ in modes:
-            r = result[m]["rows"][i]
+            r = by_shape[m].get((shape["shape"], shape["context"]))
+            if r is None:  # e.g. no span: the reason is in the row's notes below
+                continue
             v = r["variants"]
             cells = [f"{v[k]['ms'] * 1e3:.1f}" if k in v else "-" for k in keys]
-            pct = f"{100 * v['fp8']['gbps'] / first['copy_gbps']:.1f}%"
+            pct = f"{100 * v['fp8']['gbps'] / result[m]['copy_gbps']:.1f}%"
             ratios = [f"{v[k]['ms'] / v['fp8']['ms']:.2f}" if k in v else "-" for k in ("bf16", "fi_fp8")]
             lines.append(f"| {r['shape']} | {r['batch']} | {r['heads']} | {r['context']} | {r['cold_sets']} | "
                          f"{r['graph_launches']} | {m} | " + " | ".join([*cells, pct, *ratios]) + " |")
@@ -264,26 +292,32 @@ def main():
     floor_graph = {"zero_": capture(torch, [lambda: tiny.zero_()], MIN_GRAPH_LAUNCHES)}
     floors = {"isolated": bench.time_variant(lambda: tiny.zero_(), flush, args.iters) * 1e3,
               "replay": time_replays(torch, floor_graph, args.iters, MIN_GRAPH_LAUNCHES)["zero_"] * 1e3}
-    print(f"copy: {copy_gbps / 1e9:.0f} GB/s; timing floor: isolated {floors['isolated']:.1f} us, "
+    copies = {"isolated": copy_gbps / 1e9, "replay": copy_gbps / 1e9, "replay_pdl": copy_gbps / 1e9}
+    try:  # the span timing's own copy and floor; without them it is left out, the reason printed
+        copies["span"] = copy_span_gbps(torch)
+        floors["span"] = time_spans(torch, {"zero_": lambda: tiny.zero_()}, flush, args.iters)["zero_"] * 1e3
+    except SpanError as exc:
+        print(f"span timing left out: {exc}", flush=True)
+    print(f"copy: {copy_gbps / 1e9:.0f} GB/s by events, {copies.get('span', float('nan')):.0f} by span; "
+          f"timing floor: isolated {floors['isolated']:.1f} us, span {floors.get('span', float('nan')):.2f} us, "
           f"replay {floors['replay']:.2f} us per launch", flush=True)
     fi = {"api": fi_api, "backend": args.flashinfer_backend}
     rows = {m: [] for m, _ in MODES}
     for name, heads, lens in shapes:
         found = run_shape(torch, bench, kv_api, name, heads, lens, props.L2_cache_size, flush, args.iters,
                           props.multi_processor_count, fi)
-        for (m, _), row in zip(MODES, found, strict=True):
-            if row is not None:
-                rows[m].append(row)
-        iso = found[0]
+        for m, row in found.items():
+            rows[m].append(row)
+        iso = found["isolated"]
         print(f"{name:9s} ctx={lens[0]:<6d} sets={iso['cold_sets']} N={iso['graph_launches']} " +
-              " ".join(f"{k}=" + "/".join(f"{row['variants'][k]['ms'] * 1e3:.1f}" for row in found
-                                         if row is not None and k in row["variants"]) + "us"
+              " ".join(f"{k}=" + "/".join(f"{found[m]['variants'][k]['ms'] * 1e3:.1f}" for m, _ in MODES
+                                         if m in found and k in found[m]["variants"]) + "us"
                        for k in iso["variants"]) +
               f" replay=eager:{iso['replay_matches_eager']} bit-identical:{iso['fp8_bf16_bit_identical']}" +
               "".join(f" {k}={iso[k]}" for k in iso if k.endswith("_error")), flush=True)
     floors["replay_pdl"] = floors["replay"]
     result = {m: {"meta": {**meta, "timing": m, "timing_floor_us": round(floors[m], 2)},
-                  "copy_gbps": copy_gbps / 1e9, "rows": rows[m]} for m, _ in MODES if rows[m]}
+                  "copy_gbps": copies[m], "rows": rows[m]} for m, _ in MODES if rows[m] and m in copies}
     with open(os.path.join(args.out, "replay.json"), "w") as f:
         json.dump(result, f, indent=1)
     write_markdown(result, os.path.join(args.out, "replay.md"))
