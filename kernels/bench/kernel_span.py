@@ -44,7 +44,7 @@ def spans_from_trace(trace):
             gpu.setdefault(e["args"]["correlation"], []).append(e)
     spans, signatures = {}, {}
     for w in windows:
-        _, name, _ = w["name"].split(":", 2)
+        name = w["name"][len(WINDOW_PREFIX) + 1:].rsplit(":", 1)[0]  # a call's name may hold ':' itself
         start, end = w["ts"], w["ts"] + w.get("dur", 0)
         ids = [e["args"]["correlation"] for e in launches if start <= e["ts"] <= end]
         work = [a for i in ids for a in gpu.get(i, [])]

@@ -57,6 +57,10 @@ class SpanTest(unittest.TestCase):
         spans = kernel_span.spans_from_trace(events)  # a bare event list is accepted too
         self.assertEqual([round(s * 1e3, 6) for s in spans["fi_fp8"]], [12.0, 13.0, 14.0])
 
+    def test_a_call_name_may_hold_colons(self):
+        events = [window("b1_h16:131072", 0, 1000.0, 20.0), launch(5, 1001.0), gpu(5, "k", 5000.0, 30.0)]
+        self.assertEqual(list(kernel_span.spans_from_trace(events)), ["b1_h16:131072"])
+
     def test_the_gpu_copy_of_a_window_is_not_a_window(self):
         events = decode_call(0, 1000.0, 5000.0, 25.0, 1.5, 2.0, 10)
         events.append({**window("fp8", 0, 5000.0, 28.5), "cat": "gpu_user_annotation"})
