@@ -2,7 +2,9 @@
 """Does timing by GPU span (kernel_span.py: PyTorch's profiler, CUPTI) change what CUDA events then
 measure in the same process? One shape's FP8 decode and a one-element zero_(), each timed alone after
 an L2 flush, alternately by events and by span, twice over: events, span, events, span. If CUPTI's
-activity tracing leaves a cost behind, the second events round shows it.
+activity tracing leaves a cost behind, the second events round shows it. The 1 GiB device copy is
+timed the same ways (after the flush, which keeps the GPU busy while the host dispatches it), and as
+bench_decode.copy_bandwidth times it (events, nothing before it).
 Usage: span_probe.py --lib build/kernels/libkvpatch_mla_capi.so [--iters 15]
 """
 import argparse
@@ -23,7 +25,9 @@ def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     flush = bench.l2_flusher()
     tiny = torch.empty(1, dtype=torch.int32, device="cuda")
-    calls = {"zero_": lambda: tiny.zero_()}
+    src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    calls = {"zero_": lambda: tiny.zero_(), "copy": lambda: dst.copy_(src)}
     keep = []
     for name, heads, lens in SHAPES:
         tokens = sum(lens)
@@ -46,7 +50,12 @@ def main():
             times = {k: bench.time_variant(c, flush, args.iters) for k, c in calls.items()}
         else:
             times = time_spans(torch, calls, flush, args.iters)
-        print(f"{round_:9s} " + "  ".join(f"{k}={ms * 1e3:7.2f}us" for k, ms in times.items()), flush=True)
+        print(f"{round_:9s} " + "  ".join(f"{k}={ms * 1e3:7.2f}us" for k, ms in times.items()) +
+              f"  copy={2 * src.numel() / (times['copy'] * 1e6):.0f}GB/s", flush=True)
+    # bench_decode.py's copy reference: events around the copy with no flush before it, so the GPU
+    # may sit idle while the host dispatches the copy.
+    gbps, ms = bench.copy_bandwidth(args.iters)
+    print(f"bench_decode.copy_bandwidth: {ms * 1e3:.2f}us {gbps / 1e9:.0f}GB/s", flush=True)
 
 
 if __name__ == "__main__":
