@@ -170,10 +170,14 @@ def l2_flusher():
     return lambda: torch.sum(scratch.view(torch.int32), dtype=torch.int32)
 
 
-def copy_bandwidth(iters):
+def copy_bandwidth(flush, iters):
+    """(bytes per second, ms) of a 1 GiB device-to-device copy, timed as every variant is: after the
+    flush. The flush is there to keep the GPU busy while the host dispatches the copy: with an idle
+    GPU the events also counted PyTorch's ~14 us of dispatch (515 us against 501, 2.7% less
+    bandwidth; NOTES.md, twenty-seventh session), which made every %-of-copy check easier."""
     src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
-    ms = time_variant(lambda: dst.copy_(src), lambda: None, iters)
+    ms = time_variant(lambda: dst.copy_(src), flush, iters)
     return 2 * src.numel() / (ms * 1e-3), ms
 
 
@@ -449,7 +453,7 @@ def main():
     pool_bf16 = torch.empty(max_slots, ROW, dtype=torch.bfloat16, device="cuda")
     kv_api.cast(pool_u8, pool_bf16)
     flush = l2_flusher()
-    copy_gbps, copy_ms = copy_bandwidth(args.iters)
+    copy_gbps, copy_ms = copy_bandwidth(flush, args.iters)
     print(f"copy: {copy_gbps / 1e9:.0f} GB/s ({copy_ms:.3f} ms for 2 x 1 GiB)", flush=True)
     # What this timing method charges for any call: one 4-byte memset kernel, timed like a variant.
     tiny = torch.empty(1, dtype=torch.int32, device="cuda")

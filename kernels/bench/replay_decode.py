@@ -7,7 +7,9 @@
   span      the same launches, each after the same flush, timed as FlashInfer's benchmarks time a
             kernel by default: the GPU span of the call's kernels from CUPTI's activity records, first
             start to last end (kernel_span.py). No launch or event cost; the gap between our decode
-            grid and its merge grid stays in. Its copy and its floor are timed the same way.
+            grid and its merge grid stays in. Its copy and its floor are timed the same way. It runs
+            in a second process after the others (--span-only): once CUPTI has traced a process,
+            event timings in it have come out slower.
   replay    as a server's decode step runs: one CUDA graph of N launches back to back, replayed;
             the time per launch is the replay's event time / N, median over --iters rounds in
             which every variant's graph is replayed once in turn. Each launch reads its own set of
@@ -32,7 +34,9 @@ import json
 import math
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 
 from kernel_span import SpanError, time_spans
 from targets import applies, timing_markdown
@@ -92,122 +96,192 @@ def time_replays(torch, graphs, iters, launches):
     return {name: statistics.median(t) for name, t in times.items()}
 
 
-def run_shape(torch, bench, kv_api, name, heads, lens, l2_bytes, flush, iters, sms, fi):
-    """{timing: row} for one shape, rows in bench.json's form, for each timing of MODES it got (no
-    replay_pdl without programmatic launches, no span if the profiler could not place the kernels)."""
-    device = "cuda"
-    batch, ctx = len(lens), lens[0]
-    tokens = batch * ctx
-    fp8_bytes = tokens * ROW
-    sets = cold_sets(fp8_bytes, l2_bytes)
-    launches = graph_launches(sets)
-    slots = sets * tokens
-    pool_u8 = torch.empty(slots, ROW, dtype=torch.uint8, device=device)
-    for start in range(0, slots, bench.POOL_SLOTS):  # FP32 randoms in pieces, as bench_decode.py does
-        piece = pool_u8[start:start + bench.POOL_SLOTS]
-        piece.copy_(torch.randn(piece.shape, device=device).to(torch.float8_e4m3fn).view(torch.uint8))
-    pool_bf16 = torch.empty(slots, ROW, dtype=torch.bfloat16, device=device)
-    kv_api.cast(pool_u8, pool_bf16)
-    gen = torch.Generator(device="cpu").manual_seed(batch * 1000003 + heads * 101 + ctx)
-    perm = torch.randperm(slots, generator=gen).to(torch.int32).to(device)
-    indices = [perm[r * tokens:(r + 1) * tokens] for r in range(sets)]  # disjoint, each in random order
-    lens_t, indptr, q, q_nope, q_pe, sm_scale = bench.request_inputs(lens, heads, device)
-    plan = kv_api.plan(batch, heads, ctx, sms)
-    ws = torch.empty(max(plan[2], 16), dtype=torch.uint8, device=device)
-    lse = torch.empty(batch, heads, dtype=torch.float32, device=device)
-    out = {k: torch.empty(batch, heads, 512, dtype=torch.bfloat16, device=device)
-           for k in ("fp8", "bf16", "fp8_pdl", "bf16_pdl", "fp8_after_write", "fp8_after_write_pdl", "ref")}
-    ready = 1 if plan[0] == 0 else 0
-    if ready:  # a length-aware plan: its split table once (every set has the same lengths)
-        kv_api.decode(q_nope, q_pe, pool_u8, 0, indptr, indices[0], lens_t, out["fp8"], lse, sm_scale, plan, ws, mode=2)
+class ShapeInputs:
+    """One shape's pools (FP8 and its exact BF16 cast, `sets` disjoint slot sets), query, plan and
+    outputs, made the same way (same seeds) in every process that times the shape."""
 
-    def ours(pool, dtype, key, idx, mode=ready):
-        return lambda: kv_api.decode(q_nope, q_pe, pool, dtype, indptr, idx, lens_t, out[key], lse, sm_scale, plan,
-                                     ws, mode)
+    def __init__(self, torch, bench, kv_api, name, heads, lens, l2_bytes, sms):
+        device = "cuda"
+        self.name, self.heads, self.batch, self.ctx = name, heads, len(lens), lens[0]
+        self.tokens = self.batch * self.ctx
+        fp8_bytes = self.tokens * ROW
+        self.sets = cold_sets(fp8_bytes, l2_bytes)
+        self.launches = graph_launches(self.sets)
+        self.slots = self.sets * self.tokens
+        self.pool_u8 = torch.empty(self.slots, ROW, dtype=torch.uint8, device=device)
+        for start in range(0, self.slots, bench.POOL_SLOTS):  # FP32 randoms in pieces, as bench_decode.py does
+            piece = self.pool_u8[start:start + bench.POOL_SLOTS]
+            piece.copy_(torch.randn(piece.shape, device=device).to(torch.float8_e4m3fn).view(torch.uint8))
+        self.pool_bf16 = torch.empty(self.slots, ROW, dtype=torch.bfloat16, device=device)
+        kv_api.cast(self.pool_u8, self.pool_bf16)
+        gen = torch.Generator(device="cpu").manual_seed(self.batch * 1000003 + heads * 101 + self.ctx)
+        perm = torch.randperm(self.slots, generator=gen).to(torch.int32).to(device)
+        # disjoint, each in random order
+        self.indices = [perm[r * self.tokens:(r + 1) * self.tokens] for r in range(self.sets)]
+        self.lens_t, self.indptr, self.q, q_nope, q_pe, sm_scale = bench.request_inputs(lens, heads, device)
+        self.sm_scale = sm_scale
+        plan = kv_api.plan(self.batch, heads, self.ctx, sms)
+        ws = torch.empty(max(plan[2], 16), dtype=torch.uint8, device=device)
+        lse = torch.empty(self.batch, heads, dtype=torch.float32, device=device)
+        self.out = {k: torch.empty(self.batch, heads, 512, dtype=torch.bfloat16, device=device)
+                    for k in ("fp8", "bf16", "fp8_pdl", "bf16_pdl", "fp8_after_write", "fp8_after_write_pdl", "ref")}
+        self.ready = 1 if plan[0] == 0 else 0
+        if self.ready:  # a length-aware plan: its split table once (every set has the same lengths)
+            kv_api.decode(q_nope, q_pe, self.pool_u8, 0, self.indptr, self.indices[0], self.lens_t, self.out["fp8"],
+                          lse, sm_scale, plan, ws, mode=2)
+        self.byte_counts = {"fp8": fp8_bytes, "bf16": 2 * fp8_bytes, "fi_fp8": fp8_bytes, "fi_bf16": 2 * fp8_bytes}
+        self.pools = {"fp8": (self.pool_u8, 0), "bf16": (self.pool_bf16, 1)}
+        self._decode = lambda pool, dtype, key, idx, mode: kv_api.decode(
+            q_nope, q_pe, pool, dtype, self.indptr, idx, self.lens_t, self.out[key], lse, sm_scale, plan, ws, mode)
 
-    q_source = q.clone()
+    def ours(self, key, out_key, idx, mode=None):
+        """Our kernel on pool `key` (fp8 or bf16) and slot set idx, writing out[out_key]."""
+        pool, dtype = self.pools[key]
+        mode = self.ready if mode is None else mode
+        return lambda: self._decode(pool, dtype, out_key, idx, mode)
+
+    def flashinfer(self, torch, bench, fi, key):
+        """FlashInfer's planned run() for every slot set, FP8 (fi_fp8) or BF16 (fi_bf16) KV."""
+        dtype, pool = ((torch.float8_e4m3fn, self.pool_u8.view(torch.float8_e4m3fn)) if key == "fi_fp8"
+                       else (torch.bfloat16, self.pool_bf16))
+        return [bench.flashinfer_runner(fi["api"], self.q, pool, self.indptr, idx, self.lens_t, self.sm_scale, dtype,
+                                        fi["backend"])[0] for idx in self.indices]
+
+    def row(self, variants, **notes):
+        return {"shape": self.name, "batch": self.batch, "heads": self.heads, "context": self.ctx,
+                "kv_tokens": self.tokens, "ragged": False, "cold_sets": self.sets, "graph_launches": self.launches,
+                "pool_slots": self.slots, **notes, "variants": variants}
+
+
+def run_shape(torch, bench, kv_api, inputs, flush, iters, fi):
+    """{timing: row} for one shape (ShapeInputs), rows in bench.json's form: isolated, replay and
+    (with programmatic launches) replay_pdl. The span timing runs in a process of its own (span_shape)."""
+    s = inputs
+    q_source = s.q.clone()
 
     def after_query_write(decode):
         def layer():
-            q.copy_(q_source)
+            s.q.copy_(q_source)
             decode()
         return layer
 
-    byte_counts = {"fp8": fp8_bytes, "bf16": 2 * fp8_bytes, "fi_fp8": fp8_bytes, "fi_bf16": 2 * fp8_bytes}
-    pools = {"fp8": (pool_u8, 0), "bf16": (pool_bf16, 1)}
     iso, notes, graphs = {}, {}, {}
-    alone = {}  # each variant's call on the first set, timed alone: by events (iso) and by span
     alive = []  # a captured graph holds raw pointers: FlashInfer's wrappers (their buffers) must outlive it
     # Each launch a programmatic dependent of the kernel before it (libraries of ABI 4 and later).
-    pdl_mode = ready | kv_api.MODE_PROGRAMMATIC if kv_api.programmatic_abi else None
-    for key, (pool, dtype) in pools.items():
-        alone[key] = ours(pool, dtype, key, indices[0])
-        iso[key] = bench.variant_result(bench.time_variant(alone[key], flush, iters), byte_counts[key])
-        graphs[key] = capture(torch, [ours(pool, dtype, key, idx) for idx in indices], launches)
+    pdl_mode = s.ready | kv_api.MODE_PROGRAMMATIC if kv_api.programmatic_abi else None
+    for key in s.pools:
+        iso[key] = bench.variant_result(bench.time_variant(s.ours(key, key, s.indices[0]), flush, iters),
+                                        s.byte_counts[key])
+        graphs[key] = capture(torch, [s.ours(key, key, idx) for idx in s.indices], s.launches)
         if pdl_mode is not None:
-            graphs[key + "_pdl"] = capture(torch, [ours(pool, dtype, key + "_pdl", idx, pdl_mode) for idx in indices],
-                                           launches)
+            graphs[key + "_pdl"] = capture(torch, [s.ours(key, key + "_pdl", idx, pdl_mode) for idx in s.indices],
+                                           s.launches)
     if pdl_mode is not None:
         # After another kernel, as in a server's layer: PyTorch's copy kernel writes the query (it
         # triggers no dependent early, so PDL can only hide the launch), then the FP8 decode.
-        for suffix, mode in (("", ready), ("_pdl", pdl_mode)):
+        for suffix, mode in (("", s.ready), ("_pdl", pdl_mode)):
             graphs["fp8_after_write" + suffix] = capture(
-                torch, [after_query_write(ours(pool_u8, 0, "fp8_after_write" + suffix, idx, mode)) for idx in indices],
-                launches)
+                torch, [after_query_write(s.ours("fp8", "fp8_after_write" + suffix, idx, mode)) for idx in s.indices],
+                s.launches)
     if fi["api"] is not None:
-        for key, dtype, pool in (("fi_fp8", torch.float8_e4m3fn, pool_u8.view(torch.float8_e4m3fn)),
-                                 ("fi_bf16", torch.bfloat16, pool_bf16)):
+        for key in ("fi_fp8", "fi_bf16"):
             try:
-                runs = [bench.flashinfer_runner(fi["api"], q, pool, indptr, idx, lens_t, sm_scale, dtype,
-                                                fi["backend"])[0] for idx in indices]
+                runs = s.flashinfer(torch, bench, fi, key)
                 alive.append(runs)
-                alone[key] = runs[0]
-                iso[key] = bench.variant_result(bench.time_variant(runs[0], flush, iters), byte_counts[key])
-                graphs[key] = capture(torch, runs, launches)
+                iso[key] = bench.variant_result(bench.time_variant(runs[0], flush, iters), s.byte_counts[key])
+                graphs[key] = capture(torch, runs, s.launches)
             except Exception as exc:  # the reason goes into the results
                 notes[key + "_error"] = bench._short_error(exc)
-    span = None
-    try:
-        span = {k: bench.variant_result(ms, byte_counts[k]) for k, ms in time_spans(torch, alone, flush, iters).items()}
-    except SpanError as exc:  # the reason goes into the results; the other timings stand
-        notes["span_error"] = str(exc)
-    replayed = time_replays(torch, graphs, iters, launches)
+    replayed = time_replays(torch, graphs, iters, s.launches)
     del graphs, alive  # their private memory goes back at empty_cache() below
     after = {k: replayed.pop(k) for k in list(replayed) if k.startswith("fp8_after_write")}
     if after:  # us per (query write + decode), in stream order and programmatic
         notes["after_query_write_us"] = {"stream_order": round(after["fp8_after_write"] * 1e3, 2),
                                          "programmatic": round(after["fp8_after_write_pdl"] * 1e3, 2)}
-    rep = {k: bench.variant_result(ms, byte_counts[k]) for k, ms in replayed.items() if not k.endswith("_pdl")}
+    rep = {k: bench.variant_result(ms, s.byte_counts[k]) for k, ms in replayed.items() if not k.endswith("_pdl")}
     pdl = None
     if pdl_mode is not None:  # FlashInfer's replays stand (its plan(enable_pdl=) is not used)
-        pdl = {**rep, **{k[:-4]: bench.variant_result(ms, byte_counts[k[:-4]])
+        pdl = {**rep, **{k[:-4]: bench.variant_result(ms, s.byte_counts[k[:-4]])
                          for k, ms in replayed.items() if k.endswith("_pdl")}}
     # Each graph's last launch ran on the last set: its output must be what an eager launch gives,
     # and FP8 must equal BF16 on the exactly cast pool, bit for bit.
-    ours(pool_u8, 0, "ref", indices[-1])()
+    s.ours("fp8", "ref", s.indices[-1])()
     torch.cuda.synchronize()
-    bits = {k: out[k].view(torch.int16) for k in out if k == "ref" or k in replayed or k in after}
+    bits = {k: s.out[k].view(torch.int16) for k in s.out if k == "ref" or k in replayed or k in after}
     fp8_keys = ("fp8", "fp8_pdl", "fp8_after_write", "fp8_after_write_pdl")
     notes["replay_matches_eager"] = all(torch.equal(bits[k], bits["ref"]) for k in fp8_keys if k in bits)
     notes["fp8_bf16_bit_identical"] = all(torch.equal(bits[k], bits["ref"]) for k in ("bf16", "bf16_pdl") if k in bits)
-    base = {"shape": name, "batch": batch, "heads": heads, "context": ctx, "kv_tokens": tokens, "ragged": False,
-            "cold_sets": sets, "graph_launches": launches, "pool_slots": slots, **notes}
-    del pool_u8, pool_bf16
-    torch.cuda.empty_cache()
-    rows = {"isolated": iso, "span": span, "replay": rep, "replay_pdl": pdl}
-    return {m: {**base, "variants": v} for m, v in rows.items() if v is not None}
+    rows = {"isolated": iso, "replay": rep, "replay_pdl": pdl}
+    return {m: s.row(v, **notes) for m, v in rows.items() if v is not None}
+
+
+def span_shape(torch, bench, inputs, flush, iters, fi):
+    """The span timing's row for one shape: each variant alone on the first slot set, after the flush."""
+    s = inputs
+    calls, notes = {key: s.ours(key, key, s.indices[0]) for key in s.pools}, {}
+    alive = []
+    if fi["api"] is not None:
+        for key in ("fi_fp8", "fi_bf16"):
+            try:
+                alive.append(s.flashinfer(torch, bench, fi, key))
+                calls[key] = alive[-1][0]
+            except Exception as exc:  # the reason goes into the results
+                notes[key + "_error"] = bench._short_error(exc)
+    try:
+        spans = time_spans(torch, calls, flush, iters)
+    except SpanError as exc:
+        return s.row({}, span_error=str(exc), **notes)
+    return s.row({k: bench.variant_result(ms, s.byte_counts[k]) for k, ms in spans.items()}, **notes)
 
 
 MODES = (("isolated", "isolated launches"), ("span", "isolated launches, GPU span (CUPTI)"),
          ("replay", "CUDA-graph replay"), ("replay_pdl", "CUDA-graph replay, our launches programmatic (PDL)"))
 
 
-def copy_span_gbps(torch):
-    """The 1 GiB device copy's bandwidth (GB/s) with its time taken as a GPU span."""
+def copy_and_floor_spans(torch, flush, iters):
+    """{"copy": ms, "zero_": ms}: the 1 GiB copy and a one-element zero_(), as spans."""
     src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
-    ms = time_spans(torch, {"copy": lambda: dst.copy_(src)}, lambda: None, 15)["copy"]
-    return 2 * src.numel() / (ms * 1e-3) / 1e9
+    tiny = torch.empty(1, dtype=torch.int32, device="cuda")
+    return time_spans(torch, {"copy": lambda: dst.copy_(src), "zero_": lambda: tiny.zero_()}, flush, iters)
+
+
+def span_timing(torch, bench, kv_api, shapes, props, flush, iters, fi, meta):
+    """The span timing's result: its own copy (1 GiB) and floor (a one-element zero_()), then a row
+    per shape that the profiler could place (the others' reasons go into the meta)."""
+    ms = copy_and_floor_spans(torch, flush, iters)
+    rows, errors = [], {}
+    for name, heads, lens in shapes:
+        inputs = ShapeInputs(torch, bench, kv_api, name, heads, lens, props.L2_cache_size, props.multi_processor_count)
+        row = span_shape(torch, bench, inputs, flush, iters, fi)
+        del inputs
+        torch.cuda.empty_cache()
+        if row["variants"]:
+            rows.append(row)
+        else:
+            errors[f"{name}:{lens[0]}"] = row["span_error"]
+    return {"meta": {**meta, "timing": "span", "timing_floor_us": round(ms["zero_"] * 1e3, 2),
+                     **({"span_errors": errors} if errors else {})},
+            "copy_gbps": 2 * (1 << 30) / (ms["copy"] * 1e-3) / 1e9, "rows": rows}
+
+
+def span_timing_in_child(args):
+    """The span timing run by this script in a second process (--span-only), after this one's
+    timings: once CUPTI had traced a process, later event timings in it came out up to 25% slower in
+    two of four runs (NOTES.md, twenty-seventh session). Its result, or {"error": why}."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, os.path.abspath(__file__), "--lib", args.lib, "--out", tmp, "--iters", str(args.iters),
+               "--shapes", args.shapes, "--flashinfer-backend", args.flashinfer_backend, "--span-only"]
+        done = subprocess.run(cmd, check=False, capture_output=True, text=True)
+        path = os.path.join(tmp, "span.json")
+        if done.returncode != 0 or not os.path.exists(path):
+            return {"error": f"exit {done.returncode}: {last_lines(done.stderr)}"}
+        with open(path) as f:
+            return json.load(f)["span"]
+
+
+def last_lines(text, lines=8):
+    return " | ".join(text.strip().splitlines()[-lines:])
 
 
 def write_markdown(result, path):
@@ -265,6 +339,9 @@ def main():
     ap.add_argument("--shapes", default="", help="comma-separated NAME:CTX to keep (e.g. b1_h16:131072; default: "
                                                  "every uniform shape a target applies to)")
     ap.add_argument("--flashinfer-backend", default="fa3")
+    ap.add_argument("--span-only", action="store_true",
+                    help="time only the span timing and write span.json (how the full run times it, in a process "
+                         "of its own after the other timings)")
     args = ap.parse_args()
 
     import bench_decode as bench
@@ -287,25 +364,25 @@ def main():
             else f"not run ({fi_error})"}
     print(meta, flush=True)
     flush = bench.l2_flusher()
-    copy_gbps, _ = bench.copy_bandwidth(args.iters)
+    fi = {"api": fi_api, "backend": args.flashinfer_backend}
+    if args.span_only:  # the child process of span_timing_in_child()
+        result = {"span": span_timing(torch, bench, kv_api, shapes, props, flush, args.iters, fi, meta)}
+        with open(os.path.join(args.out, "span.json"), "w") as f:
+            json.dump(result, f, indent=1)
+        return
+    copy_gbps, _ = bench.copy_bandwidth(flush, args.iters)
     tiny = torch.empty(1, dtype=torch.int32, device="cuda")
     floor_graph = {"zero_": capture(torch, [lambda: tiny.zero_()], MIN_GRAPH_LAUNCHES)}
     floors = {"isolated": bench.time_variant(lambda: tiny.zero_(), flush, args.iters) * 1e3,
               "replay": time_replays(torch, floor_graph, args.iters, MIN_GRAPH_LAUNCHES)["zero_"] * 1e3}
-    copies = {"isolated": copy_gbps / 1e9, "replay": copy_gbps / 1e9, "replay_pdl": copy_gbps / 1e9}
-    try:  # the span timing's own copy and floor; without them it is left out, the reason printed
-        copies["span"] = copy_span_gbps(torch)
-        floors["span"] = time_spans(torch, {"zero_": lambda: tiny.zero_()}, flush, args.iters)["zero_"] * 1e3
-    except SpanError as exc:
-        print(f"span timing left out: {exc}", flush=True)
-    print(f"copy: {copy_gbps / 1e9:.0f} GB/s by events, {copies.get('span', float('nan')):.0f} by span; "
-          f"timing floor: isolated {floors['isolated']:.1f} us, span {floors.get('span', float('nan')):.2f} us, "
+    print(f"copy: {copy_gbps / 1e9:.0f} GB/s; timing floor: isolated {floors['isolated']:.1f} us, "
           f"replay {floors['replay']:.2f} us per launch", flush=True)
-    fi = {"api": fi_api, "backend": args.flashinfer_backend}
     rows = {m: [] for m, _ in MODES}
     for name, heads, lens in shapes:
-        found = run_shape(torch, bench, kv_api, name, heads, lens, props.L2_cache_size, flush, args.iters,
-                          props.multi_processor_count, fi)
+        inputs = ShapeInputs(torch, bench, kv_api, name, heads, lens, props.L2_cache_size, props.multi_processor_count)
+        found = run_shape(torch, bench, kv_api, inputs, flush, args.iters, fi)
+        del inputs
+        torch.cuda.empty_cache()
         for m, row in found.items():
             rows[m].append(row)
         iso = found["isolated"]
@@ -317,13 +394,22 @@ def main():
               "".join(f" {k}={iso[k]}" for k in iso if k.endswith("_error")), flush=True)
     floors["replay_pdl"] = floors["replay"]
     result = {m: {"meta": {**meta, "timing": m, "timing_floor_us": round(floors[m], 2)},
-                  "copy_gbps": copies[m], "rows": rows[m]} for m, _ in MODES if rows[m] and m in copies}
+                  "copy_gbps": copy_gbps / 1e9, "rows": rows[m]} for m, _ in MODES if rows[m]}
+    span = span_timing_in_child(args)
+    if "rows" in span:
+        result["span"] = span
+        for r in span["rows"]:
+            print(f"{r['shape']:9s} ctx={r['context']:<6d} span: " +
+                  " ".join(f"{k}={v['ms'] * 1e3:.1f}us" for k, v in r["variants"].items()), flush=True)
+    else:
+        result["isolated"]["meta"]["span_not_timed"] = span["error"]
+        print(f"span timing not run: {span['error']}", flush=True)
+    result = {m: result[m] for m, _ in MODES if m in result}  # the table's order
     with open(os.path.join(args.out, "replay.json"), "w") as f:
         json.dump(result, f, indent=1)
     write_markdown(result, os.path.join(args.out, "replay.md"))
     with open(os.path.join(args.out, "replay.md")) as f:
         sys.stdout.write(f.read())
-
 
 if __name__ == "__main__":
     main()
