@@ -2,7 +2,7 @@
 # One full GPU-machine pass for the kernels: build (CUDA toolkit only), GPU tests, compute-sanitizer
 # memcheck on the small matrix, sm_90a resource report, benchmark. Logs and results go to $OUT.
 # Usage (repo root, on the GPU machine): bash kernels/bench/device_run.sh [tests|bench|profile|quick|replay|all] [bench args...]
-# quick = small GPU tests + ncu stall profile + benchmark; replay = the target shapes timed isolated and
+# quick = small GPU tests + ncu stall profile + benchmark; replay = the target shapes timed isolated, as GPU spans and
 # as CUDA-graph replay (replay_decode.py; the bench args go to it).
 set -uo pipefail
 what="${1:-all}"; shift || true

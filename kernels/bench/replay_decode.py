@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 3's target shapes timed three ways, side by side in one process:
+"""Issue 3's target shapes timed four ways, side by side (the fourth, span, in a second process):
 
   isolated  as bench_decode.py times every variant: CUDA events around one launch, the L2 flushed
             (a 256 MB read) before it. Each launch also pays what the events and the launch cost
@@ -22,8 +22,9 @@
 
 Variants: our FP8 kernel, our BF16 kernel on a BF16 copy, FlashInfer's fa3 FP8 and BF16 paths
 (bench_decode.py's flashinfer_runner, one planned wrapper per slot set) when importable and
-capturable (the reason is kept if not). The copy (1 GiB, isolated) is the bandwidth ceiling for
-all three; targets.py judges each timing on its own. Back to back, the H200 can reach its power cap
+capturable (the reason is kept if not). The copy (1 GiB, timed after the flush like a variant) is
+the bandwidth ceiling for isolated and both replays, its span for span; targets.py judges each
+timing on its own. Back to back, the H200 can reach its power cap
 (NOTES.md, eleventh session), so replay is not simply the isolated time less the floor.
 Writes replay.json and replay.md (the side-by-side table and targets.py's summary for each timing).
 Usage: replay_decode.py --lib build/kernels/libkvpatch_mla_capi.so --out results/ [--iters 15]
