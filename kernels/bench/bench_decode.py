@@ -22,8 +22,11 @@
 Every token has its own slot in the pool (a random permutation): no two tokens share a KV row, so the
 L2 serves only what a kernel itself reads twice (our kernel at H > 16: one read per head group of 16 or 32 heads).
 Timing: CUDA events around each variant, the L2 flushed (a 256 MB read) before every timed run,
-warm-up first, median of --iters runs. KV bandwidth = KV bytes the attention kernel of that variant
-reads (576 B/token FP8, 1152 B/token BF16) / the variant's whole time (conversions included).
+warm-up first, median of --iters runs. With --timing span, each run's GPU span instead (CUPTI through
+PyTorch's profiler, kernel_span.py: first kernel's start to last kernel's end, as FlashInfer's own
+benchmarks time kernels), the copy and the floor too; no launch or host time is counted.
+KV bandwidth = KV bytes the attention kernel of that variant reads (576 B/token FP8, 1152 B/token
+BF16) / the variant's whole time (conversions included).
 Writes JSON, a Markdown table and a PNG plot of bandwidth against context length.
 Usage: bench_decode.py --lib build/kernels/libkvpatch_mla_capi.so --out results/
 """
@@ -170,14 +173,15 @@ def l2_flusher():
     return lambda: torch.sum(scratch.view(torch.int32), dtype=torch.int32)
 
 
-def copy_bandwidth(flush, iters):
+def copy_bandwidth(flush, iters, timer=None):
     """(bytes per second, ms) of a 1 GiB device-to-device copy, timed as every variant is: after the
     flush. The flush is there to keep the GPU busy while the host dispatches the copy: with an idle
     GPU the events also counted PyTorch's ~14 us of dispatch (515 us against 501, 2.7% less
     bandwidth; NOTES.md, twenty-seventh session), which made every %-of-copy check easier."""
     src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
-    ms = time_variant(lambda: dst.copy_(src), flush, iters)
+    timer = timer or event_timer(flush, iters)
+    ms = timer({"copy": lambda: dst.copy_(src)})["copy"]
     return 2 * src.numel() / (ms * 1e-3), ms
 
 
@@ -240,7 +244,18 @@ def request_inputs(req_lens, heads, device):
     return lens, indptr, q, q[:, :, :512], q[:, :, 512:], 1.0 / math.sqrt(ROW)
 
 
-def bench_shape(kv_api, name, heads, req_lens, pools, flush, iters, sms, fi, force_splits=0):
+def event_timer(flush, iters):
+    """timer(calls) -> {name: median ms}: each call timed alone by CUDA events after the flush."""
+    return lambda calls: {name: time_variant(call, flush, iters) for name, call in calls.items()}
+
+
+def span_timer(flush, iters):
+    """timer(calls) -> {name: median ms}: each call's GPU span after the flush (kernel_span.py)."""
+    from kernel_span import time_spans
+    return lambda calls: time_spans(torch, calls, flush, iters)
+
+
+def bench_shape(kv_api, name, heads, req_lens, pools, timer, sms, fi, force_splits=0):
     device = "cuda"
     batch, ctx, tokens = len(req_lens), max(req_lens), sum(req_lens)
     num_slots = pool_slots(tokens)
@@ -292,14 +307,13 @@ def bench_shape(kv_api, name, heads, req_lens, pools, flush, iters, sms, fi, for
         kv_api.decode(q_nope, q_pe, gathered, 1, indptr, dense_indices, lens, out["gather"], lse, sm_scale, plan, ws,
                       ready)
 
-    variants["fp8"] = (time_variant(fp8, flush, iters), fp8_bytes)
+    ours = {"fp8": (fp8, fp8_bytes)}
     if uniform:
-        variants["fp8_self"] = (time_variant(fp8_self, flush, iters), fp8_bytes)
-        variants["schedule"] = (time_variant(schedule, flush, iters), 0)
-        variants["fp8_uniform"] = (time_variant(fp8_uniform, flush, iters), fp8_bytes)
-    variants["bf16"] = (time_variant(bf16, flush, iters), bf16_bytes)
-    variants["cast+bf16"] = (time_variant(cast_path, flush, iters), bf16_bytes)
-    variants["gather+bf16"] = (time_variant(gather_path, flush, iters), bf16_bytes)
+        ours.update(fp8_self=(fp8_self, fp8_bytes), schedule=(schedule, 0), fp8_uniform=(fp8_uniform, fp8_bytes))
+    ours.update({"bf16": (bf16, bf16_bytes), "cast+bf16": (cast_path, bf16_bytes),
+                 "gather+bf16": (gather_path, bf16_bytes)})
+    times = timer({key: call for key, (call, _) in ours.items()})
+    variants.update({key: (times[key], nbytes) for key, (_, nbytes) in ours.items()})
     parity = bool(torch.equal(out["fp8"].view(torch.int16), out["bf16"].view(torch.int16)))
     if uniform:  # the launch that makes its own table must give the same bits
         parity = parity and bool(torch.equal(out["fp8"].view(torch.int16), out["fp8_self"].view(torch.int16)))
@@ -317,7 +331,7 @@ def bench_shape(kv_api, name, heads, req_lens, pools, flush, iters, sms, fi, for
                 torch.cuda.synchronize()
                 fi_notes[key + "_backend"] = backend
                 fi_notes[key + "_plan_s"] = round(time.perf_counter() - t0, 3)  # includes a first-use JIT build
-                variants[key] = (time_variant(run, flush, iters), fp8_bytes if dtype != torch.bfloat16 else bf16_bytes)
+                variants[key] = (timer({key: run})[key], fp8_bytes if dtype != torch.bfloat16 else bf16_bytes)
                 ref = out["bf16"].float()
                 fi_notes[key + "_rel_err_vs_ours"] = float((fi_out.float() - ref).norm() / ref.norm())
                 fi["worked"].add(key)
@@ -351,6 +365,8 @@ def write_markdown(rows, copy_gbps, meta, path):
     lines = [f"# MLA decode benchmark — {meta['gpu']}, {meta['date']}", "",
              f"Device-to-device copy: {copy_gbps / 1e9:.0f} GB/s (read + write). FlashInfer: {meta['flashinfer']}.",
              f"Timing floor (a one-element `zero_()` timed the same way): {meta.get('timing_floor_us', '?')} us.",
+             ("Timing: GPU spans (CUPTI: first kernel's start to last kernel's end). " if meta.get("timing") == "span"
+              else "Timing: CUDA events around each run. ") +
              "Times are medians in microseconds, L2 flushed before each run; cast+bf16 and gather+bf16 include their",
              "conversion. Every token has its own pool slot (no two tokens share a KV row); the pool is the",
              ("report's 495,552 slots or, for batches holding more tokens, one slot per token. "
@@ -416,6 +432,9 @@ def main():
                          "(--shapes none keeps only these)")
     ap.add_argument("--splits", type=int, default=0,
                     help="time a uniform plan with this split count (1-256; 0: plan_decode's plan)")
+    ap.add_argument("--timing", choices=("events", "span"), default="events",
+                    help="events: CUDA events around each run; span: its GPU span from CUPTI, as FlashInfer's "
+                         "benchmarks time kernels (the copy and the floor too)")
     ap.add_argument("--flashinfer-backend", default="fa3",
                     help="BatchMLAPagedAttentionWrapper backend: fa3 (SM90, FP8 and BF16 KV), fa2, auto")
     args = ap.parse_args()
@@ -453,18 +472,20 @@ def main():
     pool_bf16 = torch.empty(max_slots, ROW, dtype=torch.bfloat16, device="cuda")
     kv_api.cast(pool_u8, pool_bf16)
     flush = l2_flusher()
-    copy_gbps, copy_ms = copy_bandwidth(flush, args.iters)
+    timer = (span_timer if args.timing == "span" else event_timer)(flush, args.iters)
+    meta["timing"] = args.timing
+    copy_gbps, copy_ms = copy_bandwidth(flush, args.iters, timer)
     print(f"copy: {copy_gbps / 1e9:.0f} GB/s ({copy_ms:.3f} ms for 2 x 1 GiB)", flush=True)
     # What this timing method charges for any call: one 4-byte memset kernel, timed like a variant.
     tiny = torch.empty(1, dtype=torch.int32, device="cuda")
-    floor_us = time_variant(lambda: tiny.zero_(), flush, args.iters) * 1e3
+    floor_us = timer({"zero_": lambda: tiny.zero_()})["zero_"] * 1e3
     meta["timing_floor_us"] = round(floor_us, 1)
     print(f"timing floor: {floor_us:.1f} us (a one-element zero_() timed the same way)", flush=True)
 
     rows = []
     fi = {"api": fi_api, "backend": args.flashinfer_backend, "worked": set(), "disabled": {}}
     for name, heads, req_lens in shapes:
-        row = bench_shape(kv_api, name, heads, req_lens, (pool_u8, pool_bf16), flush, args.iters, sms, fi, args.splits)
+        row = bench_shape(kv_api, name, heads, req_lens, (pool_u8, pool_bf16), timer, sms, fi, args.splits)
         rows.append(row)
         v = row["variants"]
         print(f"{name:9s} B={row['batch']:<3d} H={heads:<3d} ctx={row['context']:<6d} plan={plan_text(row):<12s} " +
