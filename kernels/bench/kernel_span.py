@@ -13,6 +13,7 @@ the runtime and driver API calls made inside that window carry CUPTI correlation
 activities with those ids are the call's. `spans_from_trace` does that matching on an exported
 Chrome trace and needs no GPU; `time_spans` runs the calls.
 """
+import bisect
 import json
 import os
 import statistics
@@ -41,6 +42,7 @@ def spans_from_trace(trace):
                and e.get("cat") != "gpu_user_annotation"]
     launches = sorted((e for e in events if e.get("cat") in LAUNCH_CATEGORIES and "correlation" in e.get("args", {})),
                       key=lambda e: e["ts"])
+    launch_ts = [e["ts"] for e in launches]
     gpu = {}
     for e in events:
         if e.get("cat") in GPU_CATEGORIES and "correlation" in e.get("args", {}):
@@ -49,7 +51,8 @@ def spans_from_trace(trace):
     for w in windows:
         name = w["name"][len(WINDOW_PREFIX) + 1:].rsplit(":", 1)[0]  # a call's name may hold ':' itself
         start, end = w["ts"], w["ts"] + w.get("dur", 0)
-        ids = [e["args"]["correlation"] for e in launches if start <= e["ts"] <= end]
+        inside = launches[bisect.bisect_left(launch_ts, start):bisect.bisect_right(launch_ts, end)]
+        ids = [e["args"]["correlation"] for e in inside]
         work = [a for i in ids for a in gpu.get(i, [])]
         if not work:
             raise SpanError(f"{w['name']}: no GPU activity correlated with the {len(ids)} API calls in this window "
