@@ -265,8 +265,8 @@ def span_timing(torch, bench, kv_api, shapes, props, flush, iters, fi, meta):
 def span_timing_in_child(args):
     """The span timing run by this script in a second process (--span-only), after this one's
     timings: once CUPTI had traced a process, later event timings in it came out slower (8-12% at
-    B=32 16K in two of five probe processes, 25% at 128K in the first run that mixed them; NOTES.md,
-    twenty-seventh session). Its result, or {"error": why}."""
+    B=32 16K in two of five probe processes; NOTES.md, twenty-seventh session). Its result, or
+    {"error": why}."""
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, os.path.abspath(__file__), "--lib", args.lib, "--out", tmp, "--iters", str(args.iters),
                "--shapes", args.shapes, "--flashinfer-backend", args.flashinfer_backend, "--span-only"]
