@@ -173,14 +173,14 @@ def l2_flusher():
     return lambda: torch.sum(scratch.view(torch.int32), dtype=torch.int32)
 
 
-def copy_bandwidth(flush, iters, timer=None):
-    """(bytes per second, ms) of a 1 GiB device-to-device copy, timed as every variant is: after the
-    flush. The flush is there to keep the GPU busy while the host dispatches the copy: with an idle
-    GPU the events also counted PyTorch's ~14 us of dispatch (515 us against 501, 2.7% less
-    bandwidth; NOTES.md, twenty-seventh session), which made every %-of-copy check easier."""
+def copy_bandwidth(timer):
+    """(bytes per second, ms) of a 1 GiB device-to-device copy, timed as every variant is, by `timer`
+    (event_timer or span_timer), after the flush. The flush is there to keep the GPU busy while the
+    host dispatches the copy: with an idle GPU the events also counted PyTorch's ~14 us of dispatch
+    (515 us against 501, 2.7% less bandwidth; NOTES.md, twenty-seventh session), which made every
+    %-of-copy check easier."""
     src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
-    timer = timer or event_timer(flush, iters)
     ms = timer({"copy": lambda: dst.copy_(src)})["copy"]
     return 2 * src.numel() / (ms * 1e-3), ms
 
@@ -474,7 +474,7 @@ def main():
     flush = l2_flusher()
     timer = (span_timer if args.timing == "span" else event_timer)(flush, args.iters)
     meta["timing"] = args.timing
-    copy_gbps, copy_ms = copy_bandwidth(flush, args.iters, timer)
+    copy_gbps, copy_ms = copy_bandwidth(timer)
     print(f"copy: {copy_gbps / 1e9:.0f} GB/s ({copy_ms:.3f} ms for 2 x 1 GiB)", flush=True)
     # What this timing method charges for any call: one 4-byte memset kernel, timed like a variant.
     tiny = torch.empty(1, dtype=torch.int32, device="cuda")

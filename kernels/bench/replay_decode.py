@@ -244,7 +244,7 @@ def span_timing(torch, bench, kv_api, shapes, props, flush, iters, fi, meta):
     """The span timing's result: its own copy (1 GiB) and floor (a one-element zero_()), then a row
     per shape that the profiler could place (the others' reasons go into the meta)."""
     timer = bench.span_timer(flush, iters)
-    copy_gbps, _ = bench.copy_bandwidth(flush, iters, timer)
+    copy_gbps, _ = bench.copy_bandwidth(timer)
     tiny = torch.empty(1, dtype=torch.int32, device="cuda")
     floor_ms = timer({"zero_": lambda: tiny.zero_()})["zero_"]
     rows, errors = [], {}
@@ -368,7 +368,7 @@ def main():
         with open(os.path.join(args.out, "span.json"), "w") as f:
             json.dump(result, f, indent=1)
         return
-    copy_gbps, _ = bench.copy_bandwidth(flush, args.iters)
+    copy_gbps, _ = bench.copy_bandwidth(bench.event_timer(flush, args.iters))
     tiny = torch.empty(1, dtype=torch.int32, device="cuda")
     floor_graph = {"zero_": capture(torch, [lambda: tiny.zero_()], MIN_GRAPH_LAUNCHES)}
     floors = {"isolated": bench.time_variant(lambda: tiny.zero_(), flush, args.iters) * 1e3,
