@@ -149,8 +149,8 @@ class Kvpatch:
             raise RuntimeError(f"kvpatch_mla_cast_fp8_to_bf16 returned CUDA error {err}")
 
 
-def time_variant(fn, flush, iters, warmup=3):
-    """Median milliseconds of fn() over iters runs, each after an L2 flush."""
+def iteration_times(fn, flush, iters, warmup=3):
+    """Milliseconds of fn() in each of iters runs, each after an L2 flush, by CUDA events."""
     for _ in range(warmup):
         fn()
     times = []
@@ -162,7 +162,12 @@ def time_variant(fn, flush, iters, warmup=3):
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end))
-    return statistics.median(times)
+    return times
+
+
+def time_variant(fn, flush, iters, warmup=3):
+    """Median milliseconds of fn() over iters runs, each after an L2 flush."""
+    return statistics.median(iteration_times(fn, flush, iters, warmup))
 
 
 def l2_flusher():

@@ -28,26 +28,10 @@ def gpu_state():
         return f"nvidia-smi failed: {exc}"
 
 
-def iteration_times(fn, flush, iters, warmup=3):
-    """Every iteration's microseconds, timed as bench_decode.time_variant times them."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(iters):
-        flush()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    return times
-
-
 def report(label, calls, flush, iters):
     parts = []
     for key, fn in calls.items():
-        t = iteration_times(fn, flush, iters)
+        t = [ms * 1e3 for ms in bench.iteration_times(fn, flush, iters)]
         parts.append(f"{key} median {statistics.median(t):6.1f} min {min(t):6.1f} max {max(t):6.1f} "
                      f"first3 {'/'.join(f'{x:.1f}' for x in t[:3])}")
     print(f"{label:14s} " + " | ".join(parts) + f" | gpu: {gpu_state()}", flush=True)
