@@ -23,7 +23,8 @@ Usage:
                                                           instruction order; registers and
                                                           addresses are ignored)
   --kernel REGEX   which function (default: the FP8, 4-stage, narrow instance)
-A .cubin is disassembled with cuobjdump ($CUOBJDUMP, else on PATH). Make one with e.g.
+A .cubin is disassembled with cuobjdump ($CUOBJDUMP, else on PATH; where the toolkit has none,
+`source kernels/bench/sass_tools.sh` fetches it and nvdisasm from PyPI). Make one with e.g.
   nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Ikernels/include -Ikernels/src \\
     -cubin kernels/src/mla_decode_launch.cu -o /tmp/k.cubin
 """
