@@ -25,19 +25,11 @@ SPIN_CYCLES = 400_000  # ~200 us at the H200's 1.98 GHz
 
 
 def guarded_ms(fn, flush, iters):
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(iters):
+    """Median ms by CUDA events, with a spin kernel queued after the flush."""
+    def flush_then_spin():
         flush()
         torch.cuda._sleep(SPIN_CYCLES)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+    return statistics.median(bench.iteration_times(fn, flush_then_spin, iters))
 
 
 def host_us(fn, flush, iters):
