@@ -22,7 +22,9 @@
 Every token has its own slot in the pool (a random permutation): no two tokens share a KV row, so the
 L2 serves only what a kernel itself reads twice (our kernel at H > 16: one read per head group of 16 or 32 heads).
 Timing: CUDA events around each variant, the L2 flushed (a 256 MB read) before every timed run,
-warm-up first, median of --iters runs. With --timing span, each run's GPU span instead (CUPTI through
+warm-up first, median of --iters runs. With --timing guarded, a ~200 us spin kernel follows the flush,
+so the GPU is still busy when the host makes the call: a call's host time beyond the flush (FlashInfer's
+Python run(): 49-72 us) is not counted. With --timing span, each run's GPU span instead (CUPTI through
 PyTorch's profiler, kernel_span.py: first kernel's start to last kernel's end, as FlashInfer's own
 benchmarks time kernels), the copy and the floor too; no launch or host time is counted.
 KV bandwidth = KV bytes the attention kernel of that variant reads (576 B/token FP8, 1152 B/token
@@ -254,6 +256,20 @@ def event_timer(flush, iters):
     return lambda calls: {name: time_variant(call, flush, iters) for name, call in calls.items()}
 
 
+# The guarded timing's spin after the flush: ~200 us at the H200's 1.98 GHz, longer than any call's
+# host time measured so far (FlashInfer's run(): 49-72 us; NOTES.md item 34).
+GUARD_SPIN_CYCLES = 400_000
+
+
+def guarded_timer(flush, iters):
+    """timer(calls) -> {name: median ms}: as event_timer, with a spin kernel queued after the flush, so
+    the GPU is still busy when the host makes the call and none of the call's host time is counted."""
+    def flush_then_spin():
+        flush()
+        torch.cuda._sleep(GUARD_SPIN_CYCLES)
+    return lambda calls: {name: time_variant(call, flush_then_spin, iters) for name, call in calls.items()}
+
+
 def span_timer(flush, iters):
     """timer(calls) -> {name: median ms}: each call's GPU span after the flush (kernel_span.py)."""
     from kernel_span import time_spans
@@ -370,8 +386,9 @@ def write_markdown(rows, copy_gbps, meta, path):
     lines = [f"# MLA decode benchmark — {meta['gpu']}, {meta['date']}", "",
              f"Device-to-device copy: {copy_gbps / 1e9:.0f} GB/s (read + write). FlashInfer: {meta['flashinfer']}.",
              f"Timing floor (a one-element `zero_()` timed the same way): {meta.get('timing_floor_us', '?')} us.",
-             ("Timing: GPU spans (CUPTI: first kernel's start to last kernel's end). " if meta.get("timing") == "span"
-              else "Timing: CUDA events around each run. ") +
+             {"span": "Timing: GPU spans (CUPTI: first kernel's start to last kernel's end). ",
+              "guarded": "Timing: CUDA events around each run, a ~200 us spin kernel queued after the flush "
+                         "(no host time counted). "}.get(meta.get("timing"), "Timing: CUDA events around each run. ") +
              "Times are medians in microseconds, L2 flushed before each run; cast+bf16 and gather+bf16 include their",
              "conversion. Every token has its own pool slot (no two tokens share a KV row); the pool is the",
              ("report's 495,552 slots or, for batches holding more tokens, one slot per token. "
@@ -437,9 +454,10 @@ def main():
                          "(--shapes none keeps only these)")
     ap.add_argument("--splits", type=int, default=0,
                     help="time a uniform plan with this split count (1-256; 0: plan_decode's plan)")
-    ap.add_argument("--timing", choices=("events", "span"), default="events",
-                    help="events: CUDA events around each run; span: its GPU span from CUPTI, as FlashInfer's "
-                         "benchmarks time kernels (the copy and the floor too)")
+    ap.add_argument("--timing", choices=("events", "guarded", "span"), default="events",
+                    help="events: CUDA events around each run; guarded: the same with a ~200 us spin kernel "
+                         "after the flush, so that no host time of the call is counted; span: its GPU span "
+                         "from CUPTI, as FlashInfer's benchmarks time kernels (the copy and the floor too)")
     ap.add_argument("--flashinfer-backend", default="fa3",
                     help="BatchMLAPagedAttentionWrapper backend: fa3 (SM90, FP8 and BF16 KV), fa2, auto")
     args = ap.parse_args()
@@ -477,7 +495,7 @@ def main():
     pool_bf16 = torch.empty(max_slots, ROW, dtype=torch.bfloat16, device="cuda")
     kv_api.cast(pool_u8, pool_bf16)
     flush = l2_flusher()
-    timer = (span_timer if args.timing == "span" else event_timer)(flush, args.iters)
+    timer = {"events": event_timer, "guarded": guarded_timer, "span": span_timer}[args.timing](flush, args.iters)
     meta["timing"] = args.timing
     copy_gbps, copy_ms = copy_bandwidth(timer)
     print(f"copy: {copy_gbps / 1e9:.0f} GB/s ({copy_ms:.3f} ms for 2 x 1 GiB)", flush=True)

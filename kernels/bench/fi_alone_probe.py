@@ -4,9 +4,9 @@ item 33)? For one shape, FlashInfer's FP8 and BF16 runs are planned as replay_de
 (a wrapper per slot set) and as the span timing does (one wrapper), and each is timed alone by CUDA
 events after the L2 flush three ways:
   events   as bench_decode.time_variant times every variant;
-  guarded  the same, with a ~200 us spin kernel (torch.cuda._sleep) queued after the flush, so that
-           the GPU is still busy while the host makes the call: host time the call spends before its
-           kernel launches then no longer shows, unless the call waits for the GPU;
+  guarded  the same, with a ~200 us spin kernel queued after the flush (bench_decode.guarded_timer),
+           so that the GPU is still busy while the host makes the call: host time the call spends
+           before its kernel launches then no longer shows, unless the call waits for the GPU;
   host     the host's own time in the call (time.perf_counter, no synchronization), made while the
            flush runs: a call that waits for the GPU (a synchronizing copy, say) takes the flush's
            remaining time here.
@@ -20,16 +20,6 @@ import time
 import bench_decode as bench
 import torch
 from replay_decode import ShapeInputs, replay_shapes
-
-SPIN_CYCLES = 400_000  # ~200 us at the H200's 1.98 GHz
-
-
-def guarded_ms(fn, flush, iters):
-    """Median ms by CUDA events, with a spin kernel queued after the flush."""
-    def flush_then_spin():
-        flush()
-        torch.cuda._sleep(SPIN_CYCLES)
-    return statistics.median(bench.iteration_times(fn, flush_then_spin, iters))
 
 
 def host_us(fn, flush, iters):
@@ -73,7 +63,7 @@ def main():
     print(f"flashinfer {fi_version}, {args.shape}, {inputs.sets} slot sets; us, medians of {args.iters}", flush=True)
     for label, fn in calls.items():
         events = bench.time_variant(fn, flush, args.iters) * 1e3
-        guarded = guarded_ms(fn, flush, args.iters) * 1e3
+        guarded = bench.guarded_timer(flush, args.iters)({label: fn})[label] * 1e3
         host = host_us(fn, flush, args.iters)
         print(f"{label:34s} events {events:7.1f}  guarded {guarded:7.1f}  host time in the call {host:7.1f}",
               flush=True)
