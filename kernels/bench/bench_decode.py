@@ -24,7 +24,8 @@ L2 serves only what a kernel itself reads twice (our kernel at H > 16: one read 
 Timing: CUDA events around each variant, the L2 flushed (a 256 MB read) before every timed run,
 warm-up first, median of --iters runs. With --timing guarded, a ~200 us spin kernel follows the flush,
 so the GPU is still busy when the host makes the call: a call's host time beyond the flush (FlashInfer's
-Python run(): 49-72 us) is not counted. With --timing span, each run's GPU span instead (CUPTI through
+Python run(): 49-72 us) is not counted. It is not neutral: after the spin our FP8 kernel measured 2-4 us
+slower at B >= 32, where it runs at the power cap (NOTES.md item 34). With --timing span, each run's GPU span instead (CUPTI through
 PyTorch's profiler, kernel_span.py: first kernel's start to last kernel's end, as FlashInfer's own
 benchmarks time kernels), the copy and the floor too; no launch or host time is counted.
 KV bandwidth = KV bytes the attention kernel of that variant reads (576 B/token FP8, 1152 B/token
@@ -456,8 +457,9 @@ def main():
                     help="time a uniform plan with this split count (1-256; 0: plan_decode's plan)")
     ap.add_argument("--timing", choices=("events", "guarded", "span"), default="events",
                     help="events: CUDA events around each run; guarded: the same with a ~200 us spin kernel "
-                         "after the flush, so that no host time of the call is counted; span: its GPU span "
-                         "from CUPTI, as FlashInfer's benchmarks time kernels (the copy and the floor too)")
+                         "after the flush, so that no host time of the call is counted (our FP8 kernel then "
+                         "measured 2-4 us slower at B >= 32: NOTES.md item 34); span: its GPU span from CUPTI, "
+                         "as FlashInfer's benchmarks time kernels (the copy and the floor too)")
     ap.add_argument("--flashinfer-backend", default="fa3",
                     help="BatchMLAPagedAttentionWrapper backend: fa3 (SM90, FP8 and BF16 KV), fa2, auto")
     args = ap.parse_args()
