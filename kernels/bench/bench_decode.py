@@ -25,9 +25,10 @@ Timing: CUDA events around each variant, the L2 flushed (a 256 MB read) before e
 warm-up first, median of --iters runs. With --timing guarded, a ~200 us spin kernel follows the flush,
 so the GPU is still busy when the host makes the call: a call's host time beyond the flush (FlashInfer's
 Python run(): 49-72 us) is not counted. It is not neutral: after the spin our FP8 kernel measured 2-4 us
-slower at B >= 32, where it runs at the power cap (NOTES.md item 34). With --timing span, each run's GPU span instead (CUPTI through
-PyTorch's profiler, kernel_span.py: first kernel's start to last kernel's end, as FlashInfer's own
-benchmarks time kernels), the copy and the floor too; no launch or host time is counted.
+slower at B >= 32, where it runs at the power cap (NOTES.md item 34). With --timing span, each run's
+GPU span instead (CUPTI through PyTorch's profiler, kernel_span.py: first kernel's start to last
+kernel's end, as FlashInfer's own benchmarks time kernels), the copy and the floor too; no launch or
+host time is counted.
 KV bandwidth = KV bytes the attention kernel of that variant reads (576 B/token FP8, 1152 B/token
 BF16) / the variant's whole time (conversions included).
 Writes JSON, a Markdown table and a PNG plot of bandwidth against context length.
