@@ -19,7 +19,7 @@ import time
 
 import bench_decode as bench
 import torch
-from replay_decode import ShapeInputs, replay_shapes
+from replay_decode import ShapeInputs, replay_shapes, shape_key
 
 
 def host_us(fn, flush, iters):
@@ -40,7 +40,7 @@ def main():
     ap.add_argument("--iters", type=int, default=15)
     ap.add_argument("--flashinfer-backend", default="fa3")
     args = ap.parse_args()
-    shapes = [s for s in replay_shapes(bench.SHAPES) if f"{s[0]}:{s[2][0]}" == args.shape]
+    shapes = [s for s in replay_shapes(bench.SHAPES) if shape_key(s) == args.shape]
     if not shapes:
         ap.error(f"--shape {args.shape}: not a replay_decode.py shape")
     name, heads, lens = shapes[0]
@@ -61,9 +61,10 @@ def main():
         calls[f"{key} (a wrapper per set: {len(every_set)})"] = every_set[0]
         calls[f"{key} (one wrapper)"] = one_set[0]
     print(f"flashinfer {fi_version}, {args.shape}, {inputs.sets} slot sets; us, medians of {args.iters}", flush=True)
+    events_timer, guarded_timer = bench.event_timer(flush, args.iters), bench.guarded_timer(flush, args.iters)
     for label, fn in calls.items():
-        events = bench.time_variant(fn, flush, args.iters) * 1e3
-        guarded = bench.guarded_timer(flush, args.iters)({label: fn})[label] * 1e3
+        events = events_timer({label: fn})[label] * 1e3
+        guarded = guarded_timer({label: fn})[label] * 1e3
         host = host_us(fn, flush, args.iters)
         print(f"{label:34s} events {events:7.1f}  guarded {guarded:7.1f}  host time in the call {host:7.1f}",
               flush=True)

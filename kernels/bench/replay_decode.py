@@ -64,6 +64,12 @@ def replay_shapes(shapes):
             if len(set(lens)) == 1 and applies(len(lens), heads, lens[0], len(lens) * lens[0] * ROW)]
 
 
+def shape_key(shape):
+    """NAME:CTX, how --shapes names a shape (name, heads, lens), e.g. b1_h16:131072."""
+    name, _, lens = shape
+    return f"{name}:{lens[0]}"
+
+
 def capture(torch, fns, launches):
     """One CUDA graph of `launches` calls cycling through fns (each called once first, outside the
     capture, as PyTorch asks)."""
@@ -348,10 +354,10 @@ def main():
     shapes = replay_shapes(bench.SHAPES)
     keep = set(filter(None, args.shapes.split(",")))
     if keep:
-        known = {f"{n}:{lens[0]}" for n, _, lens in shapes}
+        known = {shape_key(s) for s in shapes}
         if keep - known:
             ap.error(f"--shapes: {sorted(keep - known)} not among the target shapes {sorted(known)}")
-        shapes = [s for s in shapes if f"{s[0]}:{s[2][0]}" in keep]
+        shapes = [s for s in shapes if shape_key(s) in keep]
     os.makedirs(args.out, exist_ok=True)
     kv_api = bench.Kvpatch(args.lib)
     props = torch.cuda.get_device_properties(0)

@@ -15,7 +15,7 @@ import time
 
 import bench_decode as bench
 import torch
-from replay_decode import ShapeInputs, replay_shapes
+from replay_decode import ShapeInputs, replay_shapes, shape_key
 
 
 def gpu_state():
@@ -46,7 +46,7 @@ def main():
     ap.add_argument("--busy-s", type=float, default=2.0)
     args = ap.parse_args()
     print(f"process start | gpu: {gpu_state()}", flush=True)
-    shapes = [s for s in replay_shapes(bench.SHAPES) if f"{s[0]}:{s[2][0]}" == args.shape]
+    shapes = [s for s in replay_shapes(bench.SHAPES) if shape_key(s) == args.shape]
     if not shapes:
         ap.error(f"--shape {args.shape}: not a replay_decode.py shape")
     name, heads, lens = shapes[0]
