@@ -12,10 +12,22 @@ using syntax::is;
 
 namespace {
 
+// A module function installed as the wrapper's method, `X.<method> = partial(f, X)`: after that, a call
+// `X.<method>(...)` calls f with X first, so its arguments bind to f's parameters after the bound ones.
+struct MethodStandIn {
+  const FunctionFacts* function = nullptr;
+  Signature unbound;  // f's parameters that the call fills
+};
+
+struct Aliases {
+  std::map<std::string, const FunctionFacts*> by_name;  // called as functions, receiver first
+  std::vector<MethodStandIn> stand_ins;                 // installed with partial(); called as the method
+};
+
 // Module functions that stand in for the wrapper method: same KV/Q parameters at the same positions
 // after a leading receiver parameter, or installed with `X.<method> = partial(f, X)`.
-std::map<std::string, const FunctionFacts*> find_aliases(const PlanSiteRule& rule, const ModuleFacts& facts) {
-  std::map<std::string, const FunctionFacts*> aliases;
+Aliases find_aliases(const PlanSiteRule& rule, const ModuleFacts& facts) {
+  Aliases aliases;
   if (rule.aliases_by_signature && !rule.alias_same_position.empty()) {
     for (const FunctionFacts& f : facts.functions()) {
       if (!f.class_name.empty() || f.outer >= 0) continue;
@@ -25,7 +37,7 @@ std::map<std::string, const FunctionFacts*> find_aliases(const PlanSiteRule& rul
                                          return at < f.signature.parameters.size() &&
                                                 f.signature.parameters[at].name == name;
                                        });
-      if (matches) aliases[f.name] = &f;
+      if (matches) aliases.by_name[f.name] = &f;
     }
   }
   if (rule.aliases_by_partial) {
@@ -37,7 +49,22 @@ std::map<std::string, const FunctionFacts*> find_aliases(const PlanSiteRule& rul
       if (callee != "partial" && callee != "functools.partial") continue;
       const std::vector<TSNode> args = syntax::statements(field(a.value, "arguments"));
       if (args.empty() || !is(args[0], "identifier")) continue;
-      if (const FunctionFacts* f = facts.module_function(facts.text(args[0]))) aliases[f->name] = f;
+      const FunctionFacts* f = facts.module_function(facts.text(args[0]));
+      if (f == nullptr) continue;
+      aliases.by_name[f->name] = f;
+      // Only positional arguments after f: keywords would move which parameters the call can fill.
+      const bool positional = std::all_of(args.begin() + 1, args.end(), [](TSNode n) {
+        return !is(n, "keyword_argument") && !is(n, "list_splat") && !is(n, "dictionary_splat");
+      });
+      const std::size_t bound = args.size() - 1;
+      if (!positional || bound > f->signature.positional_count()) continue;
+      MethodStandIn stand_in{f, f->signature};
+      stand_in.unbound.parameters.erase(stand_in.unbound.parameters.begin(),
+                                        stand_in.unbound.parameters.begin() + static_cast<std::ptrdiff_t>(bound));
+      if (std::none_of(aliases.stand_ins.begin(), aliases.stand_ins.end(),
+                       [&](const MethodStandIn& s) { return s.function == f; })) {
+        aliases.stand_ins.push_back(std::move(stand_in));
+      }
     }
   }
   return aliases;
@@ -77,7 +104,7 @@ DtypeArgument bound_dtype(const DtypeClassifier& classifier, const Binding& bind
 std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFacts& facts) {
   const WrapperTypes types(facts, rule.wrapper_class, rule.wrapper_module, rule.known_other_classes);
   const DtypeClassifier classifier(facts, rule.roles);
-  const std::map<std::string, const FunctionFacts*> aliases = find_aliases(rule, facts);
+  const Aliases aliases = find_aliases(rule, facts);
   const SourceFile& source = facts.file().source;
   std::vector<PlanSite> sites;
 
@@ -112,8 +139,8 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
       site.receiver = one_line(facts.text(receiver));
       site.callee = rule.wrapper_class + "." + rule.method;
       signature = &rule.signature;
-    } else if (is(callee, "identifier") && aliases.count(facts.text(callee)) != 0) {
-      const FunctionFacts* alias = aliases.at(facts.text(callee));
+    } else if (is(callee, "identifier") && aliases.by_name.count(facts.text(callee)) != 0) {
+      const FunctionFacts* alias = aliases.by_name.at(facts.text(callee));
       if (scope != nullptr && syntax::same(scope->node, alias->node)) continue;  // recursion inside the alias
       site.callee = alias->name;
       signature = &alias->signature;
@@ -133,7 +160,27 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
       site.method = method->name;
     }
 
-    const Binding binding = bind_arguments(*signature, arguments);
+    Binding binding = bind_arguments(*signature, arguments);
+    if (!binding.complete && !site.receiver.empty() && !aliases.stand_ins.empty()) {
+      // The method may be a function installed with partial() (SGLang 0.5.1 calls
+      // `wrapper.plan(qo_indptr_cpu=..., ...)`, keywords only fast_mla_decode_plan has). Bind to the
+      // stand-in whose parameters the call fits; with none or several, the site stays unknown.
+      std::vector<const MethodStandIn*> fits;
+      for (const MethodStandIn& s : aliases.stand_ins) {
+        if (bind_arguments(s.unbound, arguments).complete) fits.push_back(&s);
+      }
+      if (fits.size() == 1) {
+        signature = &fits.front()->unbound;
+        binding = bind_arguments(*signature, arguments);
+        site.bound_to = fits.front()->function->name;
+      } else {
+        std::string names;
+        for (const MethodStandIn& s : aliases.stand_ins) names += (names.empty() ? "" : ", ") + s.function->name;
+        binding.failure += fits.empty() ? "; nor does it fit " + names + ", installed as ." + rule.method + " with partial()"
+                                        : "; it fits several functions installed as ." + rule.method +
+                                              " with partial() (" + names + ")";
+      }
+    }
     if (binding.complete) {
       site.q_dtype = bound_dtype(classifier, binding, rule.q_parameter, arguments, argument_list, scope);
       site.kv_dtype = bound_dtype(classifier, binding, rule.kv_parameter, arguments, argument_list, scope);

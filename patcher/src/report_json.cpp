@@ -43,6 +43,7 @@ std::string json_report(const Run& run) {
                 {"head_dim_ckv", head_dim_json(s.head_dim_ckv)},
                 {"head_dim_kpe", head_dim_json(s.head_dim_kpe)},
                 {"status", status_name(s.status)}};
+      if (!s.bound_to.empty()) j["bound_to"] = s.bound_to;
       if (s.status == SiteStatus::Gated) j["condition"] = s.condition;
       if (s.status == SiteStatus::Unknown || s.status == SiteStatus::Ignored) j["reason"] = s.reason;
       sites.push_back(std::move(j));

@@ -40,6 +40,7 @@ struct PlanSite {
   std::string method;
   std::string receiver;  // "" for an alias called as a function
   std::string callee;
+  std::string bound_to;  // a method call bound to the parameters of this function, installed with partial()
   DtypeArgument q_dtype;
   DtypeArgument kv_dtype;
   HeadDimArgument head_dim_ckv;
