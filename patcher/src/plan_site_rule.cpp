@@ -161,7 +161,10 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
     }
 
     Binding binding = bind_arguments(*signature, arguments);
-    if (!binding.complete && !site.receiver.empty() && !aliases.stand_ins.empty()) {
+    const bool unpacks = std::any_of(arguments.begin(), arguments.end(), [](const CallArgument& a) {
+      return a.kind == ArgumentKind::UnpackedSequence || a.kind == ArgumentKind::UnpackedMapping;
+    });
+    if (!binding.complete && !unpacks && !site.receiver.empty() && !aliases.stand_ins.empty()) {
       // The method may be a function installed with partial() (SGLang 0.5.1 calls
       // `wrapper.plan(qo_indptr_cpu=..., ...)`, keywords only fast_mla_decode_plan has). Bind to the
       // stand-in whose parameters the call fits; with none or several, the site stays unknown.
