@@ -4,11 +4,13 @@
   survey_releases.py --kvpatch BIN [--cache DIR] [--since 0.4.0] [--markdown FILE] [VERSION ...]
 
 Lists the releases with `pip index versions sglang` (or takes VERSIONs), downloads each wheel into
-the cache that check_release.py uses, and for every distinct flashinfer_mla_backend.py runs, in a
-scratch directory: check, apply, check again, py_compile, and apply a second time. It prints one row
-per distinct file with the releases that ship it, and exits 1 when any file is left with findings
-after apply (an unknown site, a required cast, a missing site without a fix), when the patched file
-does not compile, or when a second apply changes it. releases.txt pins a hand-counted few of these.
+the cache that check_release.py uses, and for every distinct sglang/srt/layers/attention/ directory
+(its .py files, as the README's `kvpatch check python/sglang/srt/layers/attention/` reads them) runs,
+in a scratch copy: check, apply, check again, py_compile of every file, and apply a second time. It
+prints one row per distinct directory with the releases that ship it, and exits 1 when any is left
+with a plan site or cast that apply could not settle (unknown, missing, run-input-*; a `required`
+cast is a verdict, not a failure), when a patched file does not compile, or when a second apply
+changes anything. releases.txt pins a hand-counted few of the MLA backends.
 """
 import argparse
 import hashlib
@@ -18,11 +20,18 @@ import re
 import subprocess
 import sys
 import tempfile
+import zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_release  # this directory's sibling, not an installed module
 
-BACKEND = "flashinfer_mla_backend.py"
+ATTENTION = "sglang/srt/layers/attention/"
+
+
+def attention_sources(archive):
+    """The .py files under sglang/srt/layers/attention/ in a wheel, by path below that directory."""
+    with zipfile.ZipFile(archive) as z:
+        return {n[len(ATTENTION):]: z.read(n) for n in z.namelist() if n.startswith(ATTENTION) and n.endswith(".py")}
 
 
 def version_key(version):
@@ -42,28 +51,36 @@ def run(*args, cwd):
     return subprocess.run(list(args), cwd=cwd, capture_output=True, check=False)
 
 
-def survey_file(kvpatch, source):
-    """check / apply / check / py_compile / apply on one backend file; returns a row of results."""
+def survey_tree(kvpatch, sources):
+    """check / apply / check / py_compile / apply on one attention directory; returns a row of results."""
     with tempfile.TemporaryDirectory(prefix="kvpatch-survey-") as work:
-        path = os.path.join(work, BACKEND)
-        with open(path, "wb") as f:
-            f.write(source)
-        first = run(kvpatch, "check", "--format", "json", BACKEND, cwd=work)
+        for name, data in sources.items():
+            os.makedirs(os.path.dirname(os.path.join(work, name)), exist_ok=True)
+            with open(os.path.join(work, name), "wb") as f:
+                f.write(data)
+        first = run(kvpatch, "check", "--format", "json", ".", cwd=work)
         report = json.loads(first.stdout)
         row = check_release.summarise(report)
         row["edits"] = report.get("summary", {}).get("edits")
+        row["files"] = len({s.get("file") for s in report.get("plan_sites", []) + report.get("casts", [])})
         row["check"] = first.returncode
-        row["apply"] = run(kvpatch, "apply", BACKEND, cwd=work).returncode
-        recheck = run(kvpatch, "check", BACKEND, cwd=work)
+        row["apply"] = run(kvpatch, "apply", ".", cwd=work).returncode
+        recheck = run(kvpatch, "check", ".", cwd=work)
         row["recheck"] = recheck.returncode
         row["left"] = [line for line in recheck.stdout.decode(errors="replace").splitlines()
-                       if re.search(r": (unknown|required|missing|run-input-\w+): ", line)]
-        row["compiles"] = run(sys.executable, "-m", "py_compile", path, cwd=work).returncode == 0
-        with open(path, "rb") as f:
-            patched = f.read()
-        run(kvpatch, "apply", BACKEND, cwd=work)
-        with open(path, "rb") as f:
-            row["idempotent"] = f.read() == patched
+                       if re.search(r": (unknown|missing|run-input-\w+): ", line)]
+        patched = {}
+        row["compiles"] = True
+        for name in sources:
+            path = os.path.join(work, name)
+            row["compiles"] &= run(sys.executable, "-m", "py_compile", path, cwd=work).returncode == 0
+            with open(path, "rb") as f:
+                patched[name] = f.read()
+        run(kvpatch, "apply", ".", cwd=work)
+        row["idempotent"] = True
+        for name in sources:
+            with open(os.path.join(work, name), "rb") as f:
+                row["idempotent"] &= f.read() == patched[name]
     return row
 
 
@@ -83,41 +100,46 @@ def main():
             return 2
         by_digest = {}
         for version in versions:
-            try:
-                source = check_release.extract_backend(check_release.cached_archive(args.cache, version))
-            except check_release.InputError:
-                continue  # no MLA backend in this release
-            digest = hashlib.sha256(source).hexdigest()
-            by_digest.setdefault(digest, {"source": source, "versions": []})["versions"].append(version)
+            sources = attention_sources(check_release.cached_archive(args.cache, version))
+            if not sources:
+                continue  # no attention package in this release
+            digest = hashlib.sha256(b"".join(name.encode() + b"\0" + data for name, data in sorted(sources.items())))
+            entry = by_digest.setdefault(digest.hexdigest(), {"sources": sources, "versions": []})
+            entry["versions"].append(version)
     except check_release.InputError as e:
         print(f"survey_releases: {e}", file=sys.stderr)
         return 2
 
-    header = ("| releases | sha256 | plan sites (threaded / missing / gated / unknown) | KV casts (redundant / "
-              "required) | edits | check, apply, recheck exit | compiles, idempotent |\n|---|---|---|---|---|---|---|")
-    lines, bad = [header], 0
-    for digest, entry in by_digest.items():
-        row = survey_file(kvpatch, entry["source"])
-        vs = entry["versions"]
-        # A range only when no release between the two ships another file.
-        shipping = [v for e in by_digest.values() for v in e["versions"]]
-        shipping.sort(key=version_key)
-        first = shipping.index(vs[0])
-        contiguous = shipping[first:first + len(vs)] == vs
-        named = f"{vs[0]} - {vs[-1]}" if len(vs) > 2 and contiguous else ", ".join(vs)
-        ok = row["recheck"] == 0 and row["unknown"] == 0 and row["compiles"] and row["idempotent"]
-        bad += not ok
-        lines.append(f"| {named} ({len(vs)}) | {digest[:12]} | "
-                     f"{row['sites']} ({row['threaded']} / {row['missing']} / {row['gated']} / {row['unknown']}) | "
-                     f"{row['casts']} ({row['redundant']} / {row['required']}) | {row['edits']} | "
-                     f"{row['check']}, {row['apply']}, {row['recheck']} | "
-                     f"{'yes' if row['compiles'] else 'NO'}, {'yes' if row['idempotent'] else 'NO'} |")
-        for left in row["left"]:
+    header = ("| releases | files with findings | plan sites (threaded / missing / gated / unknown) | KV casts "
+              "(redundant / required) | edits | check, apply, recheck exit | compiles, idempotent |\n"
+              "|---|---|---|---|---|---|---|")
+    # Survey each distinct directory once, then give each release its directory's result, and merge
+    # runs of consecutive releases whose results read the same into one row.
+    results = {digest: survey_tree(kvpatch, entry["sources"]) for digest, entry in by_digest.items()}
+    per_release = sorted(((v, d) for d, e in by_digest.items() for v in e["versions"]), key=lambda x: version_key(x[0]))
+    lines, bad, groups = [header], 0, []
+    for version, digest in per_release:
+        row = results[digest]
+        cells = (f"{row['files']} | {row['sites']} ({row['threaded']} / {row['missing']} / {row['gated']} / "
+                 f"{row['unknown']}) | {row['casts']} ({row['redundant']} / {row['required']}) | {row['edits']} | "
+                 f"{row['check']}, {row['apply']}, {row['recheck']} | "
+                 f"{'yes' if row['compiles'] else 'NO'}, {'yes' if row['idempotent'] else 'NO'}")
+        if groups and groups[-1]["cells"] == cells and not row["left"]:
+            groups[-1]["versions"].append(version)
+        else:
+            groups.append({"cells": cells, "versions": [version], "left": row["left"]})
+    for row in results.values():
+        bad += not (row["recheck"] == 0 and row["unknown"] == 0 and row["compiles"] and row["idempotent"])
+    for g in groups:
+        vs = g["versions"]
+        named = vs[0] if len(vs) == 1 else f"{vs[0]} - {vs[-1]}"
+        lines.append(f"| {named} ({len(vs)}) | {g['cells']} |")
+        for left in g["left"]:
             lines.append(f"|   left after apply: {left} |||||||")
     files = len(by_digest)
     releases = sum(len(e["versions"]) for e in by_digest.values())
-    lines.append(f"\n{releases} releases of {len(versions)} ship {BACKEND}, in {files} distinct versions of the "
-                 f"file; {files - bad} of them end clean after apply, {bad} do not.")
+    lines.append(f"\n{releases} releases of {len(versions)} ship {ATTENTION}, in {files} distinct versions of it; "
+                 f"{files - bad} end settled after apply, {bad} do not.")
     text = "\n".join(lines)
     print(text)
     if args.markdown:
