@@ -66,6 +66,32 @@ bool DtypeClassifier::reads_no_local(TSNode expr, const FunctionFacts* scope) co
   return portable;
 }
 
+bool DtypeClassifier::reads_only_parameters(TSNode expr, const FunctionFacts* scope) const {
+  if (scope == nullptr) return false;
+  const FunctionFacts* method = holding_method(facts_, scope);
+  const std::string self = method != nullptr ? self_name(*method) : "";
+  bool ok = true;
+  syntax::walk(expr, [&](TSNode n) {
+    if (!ok || !is(n, "identifier")) return ok;
+    TSNode parent = syntax::parent(n);
+    if (is(parent, "attribute") && syntax::same(field(parent, "attribute"), n)) return true;
+    if (is(parent, "keyword_argument") && syntax::same(field(parent, "name"), n)) return true;
+    const std::string name = facts_.text(n);
+    if (name == self) return true;
+    if (scope->signature.index_of(name) >= 0) {
+      ok = facts_.local_assignments(*scope, name).empty();
+      return ok;
+    }
+    // Not a parameter: it must not be a local of this function or an enclosing one either.
+    for (const FunctionFacts* f = scope; f != nullptr && ok;
+         f = f->outer >= 0 ? &facts_.functions()[static_cast<std::size_t>(f->outer)] : nullptr) {
+      ok = (f == scope || f->signature.index_of(name) < 0) && facts_.local_assignments(*f, name).empty();
+    }
+    return ok;
+  });
+  return ok;
+}
+
 DtypeRole DtypeClassifier::role_of_name(const std::string& name) const {
   if (std::find(names_.kv_cache.begin(), names_.kv_cache.end(), name) != names_.kv_cache.end()) return DtypeRole::KvCache;
   if (std::find(names_.model.begin(), names_.model.end(), name) != names_.model.end()) return DtypeRole::Model;
@@ -134,6 +160,8 @@ DtypeArgument DtypeClassifier::classify(TSNode expr, const FunctionFacts* scope,
       gated.condition = condition;
       gated.gate_expr = text;
       gated.gate_portable = reads_no_local(expr, scope);
+      gated.gate_function = scope != nullptr ? scope->node : TSNode{};
+      gated.gate_reads_parameters = reads_only_parameters(expr, scope);
       return gated;
     }
     return with_role(DtypeRole::Unknown, a.role == DtypeRole::Unknown ? a.reason : b.reason);

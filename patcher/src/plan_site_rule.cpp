@@ -172,16 +172,30 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
       for (const MethodStandIn& s : aliases.stand_ins) {
         if (bind_arguments(s.unbound, arguments).complete) fits.push_back(&s);
       }
-      if (fits.size() == 1) {
+      // Several may fit (SGLang main installs fast_mla_decode_plan and fast_mla_prefill_plan, with equal
+      // parameters): that is still one answer when all bind the same arguments to the dtype parameters.
+      auto dtype_arguments = [&](const MethodStandIn& s) {
+        const Binding b = bind_arguments(s.unbound, arguments);
+        std::vector<std::string> out;
+        for (const std::string& p : {rule.q_parameter, rule.kv_parameter}) {
+          const BoundValue* v = b.find(p);
+          out.push_back(v == nullptr ? "" : v->from_default() ? "=" + v->text : std::to_string(v->argument));
+        }
+        return out;
+      };
+      const bool agree = !fits.empty() && std::all_of(fits.begin(), fits.end(), [&](const MethodStandIn* s) {
+        return dtype_arguments(*s) == dtype_arguments(*fits.front());
+      });
+      if (agree) {
         signature = &fits.front()->unbound;
         binding = bind_arguments(*signature, arguments);
-        site.bound_to = fits.front()->function->name;
+        for (const MethodStandIn* s : fits) site.bound_to += (site.bound_to.empty() ? "" : " or ") + s->function->name;
       } else {
         std::string names;
         for (const MethodStandIn& s : aliases.stand_ins) names += (names.empty() ? "" : ", ") + s.function->name;
         binding.failure += fits.empty() ? "; nor does it fit " + names + ", installed as ." + rule.method + " with partial()"
                                         : "; it fits several functions installed as ." + rule.method +
-                                              " with partial() (" + names + ")";
+                                              " with partial() (" + names + ") that take its dtypes from different arguments";
       }
     }
     if (binding.complete) {
@@ -248,15 +262,23 @@ void plan_site_fixes(const PlanSiteRule& rule, const ModuleFacts& facts, const s
       continue;
     }
     // In a class whose other sites gate the KV dtype on the platform, a fixed site follows the same gate:
-    // planning the KV dtype unconditionally would disagree with the casts the gate keeps.
+    // planning the KV dtype unconditionally would disagree with the casts the gate keeps. A gate that
+    // reads locals can be copied only into the function it is written in, and only when those locals
+    // are that function's parameters, never reassigned (so they hold the same values at both sites).
+    const FunctionFacts* site_function = facts.function_at(site.call);
+    auto reusable = [&](const PlanSite& other) {
+      const DtypeArgument& kv = other.kv_dtype;
+      return kv.gate_portable || (kv.gate_reads_parameters && site_function != nullptr &&
+                                  syntax::same(site_function->node, kv.gate_function));
+    };
     const PlanSite* gated = nullptr;
     for (const PlanSite& other : sites) {
       if (other.rule == rule.id && other.class_name == site.class_name && other.status == SiteStatus::Gated &&
-          (gated == nullptr || (!gated->kv_dtype.gate_portable && other.kv_dtype.gate_portable))) {
+          (gated == nullptr || (!reusable(*gated) && reusable(other)))) {
         gated = &other;
       }
     }
-    if (gated != nullptr && !gated->kv_dtype.gate_portable) {
+    if (gated != nullptr && !reusable(*gated)) {
       site.reason = "the other plan sites of " + site.class_name + " are gated on " + gated->condition +
                     ", which reads locals of their method; pass the same gate here by hand";
       continue;

@@ -20,6 +20,8 @@ private:
   DtypeRole role_of_name(const std::string& name) const;
   // True when the expression reads only the receiver's attributes and module-level names.
   bool reads_no_local(TSNode expr, const FunctionFacts* scope) const;
+  // True when every local the expression reads is a parameter of `scope` that `scope` never reassigns.
+  bool reads_only_parameters(TSNode expr, const FunctionFacts* scope) const;
 
   const ModuleFacts& facts_;
   const DtypeRoleNames& names_;

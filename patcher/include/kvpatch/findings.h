@@ -23,6 +23,10 @@ struct DtypeArgument {
   std::string condition;  // for Gated: the condition choosing between the dtypes
   std::string gate_expr;  // for Gated: the whole `kv if cond else model` expression
   bool gate_portable = false;  // for Gated: gate_expr reads no local, so other methods of the class can reuse it
+  // For Gated: the function the gate expression is written in, and whether the only locals it reads are
+  // that function's parameters, never reassigned there, so another site of the same function can reuse it.
+  TSNode gate_function{};
+  bool gate_reads_parameters = false;
   std::string reason;     // for Unknown: why
 };
 
