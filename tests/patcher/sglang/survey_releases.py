@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Every SGLang release on PyPI against kvpatch: a survey, not a CI test (the wheels are ~420 MB).
 
-  survey_releases.py --kvpatch BIN [--cache DIR] [--since 0.4.0] [--markdown FILE] [VERSION ...]
+  survey_releases.py --kvpatch BIN [--cache DIR] [--since 0.4.0] [--kv-dtype-form original|upstream]
+                     [--markdown FILE] [VERSION ...]
 
 Lists the releases with `pip index versions sglang` (or takes VERSIONs), downloads each wheel into
 the cache that check_release.py uses, and for every distinct sglang/srt/layers/attention/ directory
@@ -51,21 +52,22 @@ def run(*args, cwd):
     return subprocess.run(list(args), cwd=cwd, capture_output=True, check=False)
 
 
-def survey_tree(kvpatch, sources):
+def survey_tree(kvpatch, sources, form):
     """check / apply / check / py_compile / apply on one attention directory; returns a row of results."""
     with tempfile.TemporaryDirectory(prefix="kvpatch-survey-") as work:
         for name, data in sources.items():
             os.makedirs(os.path.dirname(os.path.join(work, name)), exist_ok=True)
             with open(os.path.join(work, name), "wb") as f:
                 f.write(data)
-        first = run(kvpatch, "check", "--format", "json", ".", cwd=work)
+        form_args = ("--kv-dtype-form", form)
+        first = run(kvpatch, "check", *form_args, "--format", "json", ".", cwd=work)
         report = json.loads(first.stdout)
         row = check_release.summarise(report)
         row["edits"] = report.get("summary", {}).get("edits")
         row["files"] = len({s.get("file") for s in report.get("plan_sites", []) + report.get("casts", [])})
         row["check"] = first.returncode
-        row["apply"] = run(kvpatch, "apply", ".", cwd=work).returncode
-        recheck = run(kvpatch, "check", ".", cwd=work)
+        row["apply"] = run(kvpatch, "apply", *form_args, ".", cwd=work).returncode
+        recheck = run(kvpatch, "check", *form_args, ".", cwd=work)
         row["recheck"] = recheck.returncode
         row["left"] = [line for line in recheck.stdout.decode(errors="replace").splitlines()
                        if re.search(r": (unknown|missing|run-input-\w+): ", line)]
@@ -76,7 +78,7 @@ def survey_tree(kvpatch, sources):
             row["compiles"] &= run(sys.executable, "-m", "py_compile", path, cwd=work).returncode == 0
             with open(path, "rb") as f:
                 patched[name] = f.read()
-        run(kvpatch, "apply", ".", cwd=work)
+        run(kvpatch, "apply", *form_args, ".", cwd=work)
         row["idempotent"] = True
         for name in sources:
             with open(os.path.join(work, name), "rb") as f:
@@ -90,6 +92,8 @@ def main():
     parser.add_argument("--kvpatch", required=True)
     parser.add_argument("--cache", default=os.path.join(os.getcwd(), ".cache", "sglang"))
     parser.add_argument("--since", default="0.4.0", help="oldest release to survey (default 0.4.0)")
+    parser.add_argument("--kv-dtype-form", choices=("original", "upstream"), default="original",
+                        help="the KV field's form, passed to every kvpatch run (default original)")
     parser.add_argument("--markdown", help="also write the table as Markdown to this file")
     args = parser.parse_args()
     kvpatch = os.path.abspath(args.kvpatch)  # the scratch runs happen in other directories
@@ -115,7 +119,8 @@ def main():
               "|---|---|---|---|---|---|---|")
     # Survey each distinct directory once, then give each release its directory's result, and merge
     # runs of consecutive releases whose results read the same into one row.
-    results = {digest: survey_tree(kvpatch, entry["sources"]) for digest, entry in by_digest.items()}
+    results = {digest: survey_tree(kvpatch, entry["sources"], args.kv_dtype_form)
+               for digest, entry in by_digest.items()}
     per_release = sorted(((v, d) for d, e in by_digest.items() for v in e["versions"]), key=lambda x: version_key(x[0]))
     lines, bad, groups = [header], 0, []
     for version, digest in per_release:
