@@ -5,7 +5,9 @@
       fetch every pinned wheel with `python3 -m pip download --no-deps sglang==X` unless it is cached.
   check_release.py check VERSION --releases FILE --cache DIR --kvpatch BIN
       take flashinfer_mla_backend.py from the cached wheel, put it in a scratch git repository at
-      python/sglang/srt/layers/attention/, and assert the hand-counted expectations of releases.txt.
+      python/sglang/srt/layers/attention/, and assert the hand-counted expectations of releases.txt;
+      then replay the first manual patch (decode fixed, prefill missed) there: `kvpatch pre-commit`
+      must refuse it naming every prefill plan site, and accept the full patch.
 
 Exit codes: 0 pass, 1 an expectation failed, 2 usage or input error (bad releases file, no wheel).
 """
@@ -153,6 +155,88 @@ def summarise(report):
     }
 
 
+def diff_hunks(diff_text):
+    """A unified diff of one file: its header lines and its hunks, each with the first old line it changes."""
+    header, hunks = [], []
+    for line in diff_text.splitlines(keepends=True):
+        if line.startswith("@@"):
+            old_start = int(line.split()[1].lstrip("-").split(",")[0])
+            hunks.append({"lines": [line], "old_start": old_start})
+        elif hunks:
+            hunks[-1]["lines"].append(line)
+        else:
+            header.append(line)
+    for hunk in hunks:
+        old_line = hunk["old_start"]
+        for line in hunk["lines"][1:]:
+            if line.startswith(("-", "+")):
+                break
+            old_line += 1
+        hunk["first_change"] = old_line
+    return header, hunks
+
+
+def decode_only_diff(diff_text, report):
+    """The diff less the hunks that fix the prefill path: what the first manual patch applied.
+
+    Each hunk fixes the nearest finding at or above its first changed line (a plan site's edit is
+    inside its call, a field's right after its anchor, a cast's on its line). Prefill findings are
+    plan sites and fields of *Prefill classes and casts in forward_extend.
+    """
+    findings = [(s["line"], "Prefill" in s["class"]) for s in report.get("plan_sites", [])]
+    findings += [(f["line"], "Prefill" in f["class"]) for f in report.get("fields", []) if f.get("status") == "missing"]
+    findings += [(c["line"], c.get("method") == "forward_extend") for c in report.get("casts", [])]
+    findings.sort()
+    header, hunks = diff_hunks(diff_text)
+    kept, dropped = [], 0
+    for hunk in hunks:
+        owner = [prefill for line, prefill in findings if line <= hunk["first_change"]]
+        if owner and owner[-1]:
+            dropped += 1
+        else:
+            kept.append(hunk)
+    return "".join(header + [line for h in kept for line in h["lines"]]), dropped
+
+
+def check_first_manual_patch(c, git, repo_path, target, source, patched, diff_text, report):
+    """Stage the decode-only patch: pre-commit must name every prefill plan site; then the full patch passes.
+    Returns what it showed, for the summary line."""
+    prefill_sites = sum(1 for s in report.get("plan_sites", [])
+                        if "Prefill" in s["class"] and s["status"] == "missing")
+    if prefill_sites == 0:
+        return "no prefill site to miss"
+    half, dropped = decode_only_diff(diff_text, report)
+    c.expect(dropped > 0, "no hunk of kvpatch diff fixes the prefill path")
+    with open(target, "wb") as f:
+        f.write(source)
+    patch_file = os.path.join(c.repo, ".git", "decode-only.diff")
+    with open(patch_file, "w", encoding="utf-8") as f:
+        f.write(half)
+    applied = c.run(*git, "apply", patch_file)
+    c.expect(applied.returncode == 0,
+             f"git apply rejects the decode-only diff: {applied.stderr.decode(errors='replace')}")
+    c.run(*git, "add", repo_path)
+    hook = c.kv("pre-commit", "--format", "json")
+    c.expect(hook.returncode == 1, f"pre-commit on the decode-only patch exits {hook.returncode}, expected 1")
+    try:
+        staged = json.loads(hook.stdout)
+    except json.JSONDecodeError as e:
+        c.failures.append(f"pre-commit --format json is not JSON: {e}")
+        staged = {}
+    missing = [s for s in staged.get("plan_sites", []) if s.get("status") == "missing"]
+    c.expect(len(missing) == prefill_sites and all("Prefill" in s.get("class", "") for s in missing),
+             f"pre-commit on the decode-only patch names {[(s.get('class'), s.get('line')) for s in missing]} as "
+             f"missing, expected the {prefill_sites} prefill plan site(s) and nothing else")
+    with open(target, "wb") as f:
+        f.write(patched)
+    c.run(*git, "add", repo_path)
+    full = c.kv("pre-commit")
+    c.expect(full.returncode == 0, f"pre-commit on the full patch exits {full.returncode}: "
+                                   f"{full.stdout.decode(errors='replace')}")
+    lines = ", ".join(str(s.get("line")) for s in missing)
+    return f"pre-commit refused the decode-only patch, naming the prefill site(s) at staged line(s) {lines}"
+
+
 def check(version, releases, cache, kvpatch):
     if version not in releases:
         raise InputError(f"release {version} is not pinned in the releases file")
@@ -236,11 +320,14 @@ def check(version, releases, cache, kvpatch):
         with open(target, "rb") as f:
             c.expect(f.read() == patched, "kvpatch diff applied by git differs from kvpatch apply")
 
+        manual = check_first_manual_patch(c, git, REPO_PATH, target, source, patched, diff_run.stdout.decode(),
+                                          report)
+
     if c.failures:
         for failure in c.failures:
             print(f"sglang {version}: {failure}", file=sys.stderr)
         return 1
-    print(f"sglang {version}: {got['sites']} plan sites, {got['casts']} casts, {edits} edits, all as counted")
+    print(f"sglang {version}: {got['sites']} plan sites, {got['casts']} casts, {edits} edits, all as counted; {manual}")
     return 0
 
 
@@ -258,7 +345,7 @@ def main():
             return download(releases, args.cache)
         if not args.version or not args.kvpatch:
             raise InputError("check needs VERSION and --kvpatch")
-        return check(args.version, releases, args.cache, args.kvpatch)
+        return check(args.version, releases, args.cache, os.path.abspath(args.kvpatch))  # runs in scratch dirs
     except InputError as e:
         print(f"check_release.py: {e}", file=sys.stderr)
         return 2
