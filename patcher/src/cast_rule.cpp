@@ -93,8 +93,10 @@ private:
       TSNode parent = syntax::parent(current);
       if (syntax::is_null(parent)) return;
       const std::string_view type = syntax::type(parent);
-      if (type == "parenthesized_expression" || type == "conditional_expression" ||
-          (type == "subscript" && syntax::same(field(parent, "value"), current))) {
+      // A tuple or list literal carries the value on to where it goes: FlashInfer's
+      // run(kv_cache=(ckv, kpe)) takes the two KV views as one argument.
+      if (type == "parenthesized_expression" || type == "conditional_expression" || type == "tuple" ||
+          type == "list" || (type == "subscript" && syntax::same(field(parent, "value"), current))) {
         current = parent;
         continue;
       }

@@ -151,14 +151,34 @@ private:
     };
     std::vector<Traced> traces;
     const std::optional<std::string> call_ignored = suppression(source_, field(call, "function"), rule_.run_input_id);
+    // The KV parameters are alternatives (FlashInfer's ckv_cache and kpe_cache, or kv_cache=(ckv, kpe)):
+    // those the call leaves out are fine once it visibly passes another; passing none is unknown.
+    struct Bound {
+      TSNode argument;
+      std::string why;
+      bool defaulted = false;  // the call binds and leaves the parameter to its default
+    };
+    std::vector<Bound> bound;
     for (const std::string& parameter : spec.kv_parameters) {
+      Bound b;
+      b.argument = bound_argument(spec, call, parameter, b.why, b.defaulted);
+      bound.push_back(std::move(b));
+    }
+    const bool passes_some = std::any_of(bound.begin(), bound.end(), [](const Bound& b) {
+      return !syntax::is_null(b.argument);
+    });
+    for (std::size_t k = 0; k < spec.kv_parameters.size(); ++k) {
+      const std::string& parameter = spec.kv_parameters[k];
+      if (syntax::is_null(bound[k].argument) && passes_some) continue;
       Traced traced;
       traced.parameter = parameter;
       traced.ignored = call_ignored;
-      std::string why;
-      TSNode argument = bound_argument(spec, call, parameter, why);
+      TSNode argument = bound[k].argument;
       if (syntax::is_null(argument)) {
-        traced.trace.problems.push_back({RunInputStatus::Unknown, call, why});
+        std::string names;
+        for (const std::string& n : spec.kv_parameters) names += (names.empty() ? "" : ", ") + n;
+        traced.trace.problems.push_back({RunInputStatus::Unknown, call,
+                                         bound[k].defaulted ? "the call passes none of " + names : bound[k].why});
       } else {
         trace(argument, scope, 0, traced.trace);
         if (auto reason = suppression(source_, argument, rule_.run_input_id)) traced.ignored = reason;
@@ -205,7 +225,9 @@ private:
 
   // The value the call passes for a parameter, or null with why. A call that also unpacks *x or **x still
   // shows the values it passes by position before the unpacking, or by keyword.
-  TSNode bound_argument(const Fp8Consumer& spec, TSNode call, const std::string& parameter, std::string& why) const {
+  TSNode bound_argument(const Fp8Consumer& spec, TSNode call, const std::string& parameter, std::string& why,
+                        bool& defaulted) const {
+    defaulted = false;
     TSNode list = field(call, "arguments");
     if (!is(list, "argument_list")) {
       why = "the call's arguments are a generator expression";
@@ -221,6 +243,7 @@ private:
       const BoundValue* v = binding.find(parameter);
       if (v != nullptr && !v->from_default()) return node_of(arguments[static_cast<std::size_t>(v->argument)]);
       why = "the call leaves " + parameter + " to its default";
+      defaulted = true;
       return TSNode{};
     }
     const auto index = static_cast<std::size_t>(spec.signature.index_of(parameter));
@@ -278,6 +301,10 @@ private:
       return;
     }
     if (is(expr, "subscript")) return trace(field(expr, "value"), scope, depth + 1, t);
+    if (is(expr, "tuple") || is(expr, "list")) {  // run(kv_cache=(ckv, kpe)): every element is KV data
+      for (TSNode element : syntax::statements(expr)) trace(element, scope, depth + 1, t);
+      return;
+    }
     if (is(expr, "call")) return trace_call(expr, scope, depth, t);
     if (is(expr, "attribute")) {
       if (listed(rule_.kv_source_attributes, facts_.text(field(expr, "attribute")))) return reached(t);
