@@ -1,6 +1,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <sstream>
 #include <set>
 
 #include "kvpatch/input_error.h"
@@ -352,7 +353,8 @@ CastRule read_cast_rule(const RuleReader& r, const YAML::Node& doc) {
   if (consumers.IsDefined() && !consumers.IsNull()) {
     if (!consumers.IsSequence()) r.fail(consumers, "fp8_consumers", "expected a list", "write a - list or []");
     for (const YAML::Node& c : consumers) {
-      r.allow_keys(c, "fp8_consumers", {"method", "sites_rule", "planned_by", "parameters", "kv_parameters"});
+      r.allow_keys(c, "fp8_consumers",
+                   {"method", "sites_rule", "planned_by", "parameters", "kv_parameters", "kv_parameter_forms"});
       Fp8Consumer consumer;
       consumer.method = r.string(c, "fp8_consumers", "method", true);
       consumer.sites_rule = r.string(c, "fp8_consumers", "sites_rule", true);
@@ -370,6 +372,25 @@ CastRule read_cast_rule(const RuleReader& r, const YAML::Node& doc) {
                    "name a parameter listed under parameters");
           }
         }
+        // Each form is written as one string of space-separated names: "ckv_cache kpe_cache".
+        for (const std::string& text : r.strings(c, "fp8_consumers", "kv_parameter_forms", false)) {
+          std::vector<std::string> form;
+          std::istringstream names(text);
+          for (std::string name; names >> name;) {
+            if (std::find(consumer.kv_parameters.begin(), consumer.kv_parameters.end(), name) ==
+                consumer.kv_parameters.end()) {
+              r.fail(c["kv_parameter_forms"], "fp8_consumers.kv_parameter_forms", "'" + name + "' is not in kv_parameters",
+                     "name only parameters listed under kv_parameters");
+            }
+            form.push_back(name);
+          }
+          if (form.empty()) {
+            r.fail(c["kv_parameter_forms"], "fp8_consumers.kv_parameter_forms", "an empty form",
+                   "write the form's parameters separated by spaces");
+          }
+          consumer.kv_parameter_forms.push_back(std::move(form));
+        }
+        if (consumer.kv_parameter_forms.empty()) consumer.kv_parameter_forms.push_back(consumer.kv_parameters);
         if (!doc["kv_path"].IsDefined()) {
           r.fail(c["kv_parameters"], "fp8_consumers.kv_parameters", "KV inputs are traced but the rule has no kv_path",
                  "add kv_path: {keeps_dtype: [...], converts: [...]}");

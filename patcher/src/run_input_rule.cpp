@@ -151,34 +151,47 @@ private:
     };
     std::vector<Traced> traces;
     const std::optional<std::string> call_ignored = suppression(source_, field(call, "function"), rule_.run_input_id);
-    // The KV parameters are alternatives (FlashInfer's ckv_cache and kpe_cache, or kv_cache=(ckv, kpe)):
-    // those the call leaves out are fine once it visibly passes another; passing none is unknown.
+    // The KV data may be passed in one of several forms (FlashInfer's ckv_cache and kpe_cache, or since
+    // 0.7 kv_cache=(ckv, kpe)): the forms the call visibly uses are checked, every parameter of each; a
+    // call that shows nothing of any form is unknown.
     struct Bound {
       TSNode argument;
       std::string why;
       bool defaulted = false;  // the call binds and leaves the parameter to its default
     };
-    std::vector<Bound> bound;
+    std::map<std::string, Bound> bound;
     for (const std::string& parameter : spec.kv_parameters) {
-      Bound b;
+      Bound& b = bound[parameter];
       b.argument = bound_argument(spec, call, parameter, b.why, b.defaulted);
-      bound.push_back(std::move(b));
     }
-    const bool passes_some = std::any_of(bound.begin(), bound.end(), [](const Bound& b) {
-      return !syntax::is_null(b.argument);
-    });
-    for (std::size_t k = 0; k < spec.kv_parameters.size(); ++k) {
-      const std::string& parameter = spec.kv_parameters[k];
-      if (syntax::is_null(bound[k].argument) && passes_some) continue;
+    std::vector<std::string> checked;
+    for (const std::vector<std::string>& form : spec.kv_parameter_forms) {
+      const bool used = std::any_of(form.begin(), form.end(), [&](const std::string& p) {
+        return !syntax::is_null(bound[p].argument);
+      });
+      if (!used) continue;
+      for (const std::string& p : form) {
+        if (!listed(checked, p)) checked.push_back(p);
+      }
+    }
+    std::string names;
+    for (const std::string& n : spec.kv_parameters) names += (names.empty() ? "" : ", ") + n;
+    if (checked.empty()) {
+      Traced traced;
+      traced.parameter = names;
+      traced.ignored = call_ignored;
+      const Bound& first = bound[spec.kv_parameters.front()];
+      traced.trace.problems.push_back({RunInputStatus::Unknown, call,
+                                       first.defaulted ? "the call passes none of " + names : first.why});
+      traces.push_back(std::move(traced));
+    }
+    for (const std::string& parameter : checked) {
       Traced traced;
       traced.parameter = parameter;
       traced.ignored = call_ignored;
-      TSNode argument = bound[k].argument;
+      TSNode argument = bound[parameter].argument;
       if (syntax::is_null(argument)) {
-        std::string names;
-        for (const std::string& n : spec.kv_parameters) names += (names.empty() ? "" : ", ") + n;
-        traced.trace.problems.push_back({RunInputStatus::Unknown, call,
-                                         bound[k].defaulted ? "the call passes none of " + names : bound[k].why});
+        traced.trace.problems.push_back({RunInputStatus::Unknown, call, bound[parameter].why});
       } else {
         trace(argument, scope, 0, traced.trace);
         if (auto reason = suppression(source_, argument, rule_.run_input_id)) traced.ignored = reason;

@@ -74,6 +74,9 @@ struct Fp8Consumer {
   std::vector<WrapperChannel> planned_by;
   Signature signature;                     // the method's parameters (without self), to bind its arguments
   std::vector<std::string> kv_parameters;  // those that take KV data: traced back to a KV source
+  // Alternative ways of passing the KV data, each some of kv_parameters (default: one, all of them). A call
+  // is checked on the forms it visibly uses; passing nothing of any form is unknown.
+  std::vector<std::vector<std::string>> kv_parameter_forms;
 };
 
 // The kind of value an argument of a device move takes.

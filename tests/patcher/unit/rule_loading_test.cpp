@@ -169,6 +169,15 @@ TEST_SUITE("rule_loading") {
               .rfind("cast.yaml:9: field 'fp8_consumers.kv_parameters': KV inputs are traced but the rule has no kv_path", 0) == 0);
     CHECK(load_error(RuleDir({{"cast.yaml", std::string(kCast) + consumer + replaced(path, "keeps_dtype: [view]", "keeps_dtype: []")}}))
               .rfind("cast.yaml:13: field 'kv_path.dtype_overloads': 'view' is not listed in kv_path.keeps_dtype", 0) == 0);
+    // KV parameter forms: one form of all kv_parameters unless given; each name must be a kv_parameter.
+    CHECK(set.cast_rules[0].fp8_consumers[0].kv_parameter_forms == std::vector<std::vector<std::string>>{{"ckv"}});
+    const std::string forms = "    kv_parameters: [ckv, kpe, kv]\n    kv_parameter_forms: [\"ckv kpe\", kv]\n"
+                              "    parameters: q, ckv=None, kpe=None, *, kv=None\n";
+    const RuleSet with_forms = load_rule_set(RuleDir({{"cast.yaml", std::string(kCast) + forms + path}}).dir.path());
+    CHECK(with_forms.cast_rules[0].fp8_consumers[0].kv_parameter_forms ==
+          std::vector<std::vector<std::string>>{{"ckv", "kpe"}, {"kv"}});
+    CHECK(load_error(RuleDir({{"cast.yaml", std::string(kCast) + replaced(forms, "\"ckv kpe\"", "\"ckv q\"") + path}}))
+              .rfind("cast.yaml:10: field 'fp8_consumers.kv_parameter_forms': 'q' is not in kv_parameters", 0) == 0);
     CHECK(load_error(RuleDir({{"cast.yaml", std::string(kCast) + "guard_operation: remove\n"}})) ==
           "cast.yaml:9: field 'guard_operation': 'remove' is not an edit operation of this rule kind; use one of guard-cast, none");
   }
