@@ -1,6 +1,7 @@
 #include "kvpatch/dtype_roles.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace kvpatch {
 using syntax::field;
@@ -45,51 +46,41 @@ const FunctionFacts* holding_method(const ModuleFacts& facts, const FunctionFact
   return function;
 }
 
-bool DtypeClassifier::reads_no_local(TSNode expr, const FunctionFacts* scope) const {
+bool DtypeClassifier::all_names_read(TSNode expr, const FunctionFacts* scope,
+                                     const std::function<bool(const std::string&)>& ok) const {
   const FunctionFacts* method = holding_method(facts_, scope);
   const std::string self = method != nullptr ? self_name(*method) : "";
-  bool portable = true;
+  bool all = true;
   syntax::walk(expr, [&](TSNode n) {
-    if (!portable || !is(n, "identifier")) return portable;
+    if (!all || !is(n, "identifier")) return all;
     TSNode parent = syntax::parent(n);
     if (is(parent, "attribute") && syntax::same(field(parent, "attribute"), n)) return true;
     if (is(parent, "keyword_argument") && syntax::same(field(parent, "name"), n)) return true;
     const std::string name = facts_.text(n);
-    if (name == self) return true;
-    // A name bound in the function (or an enclosing one) is a local; anything else is module-level.
-    for (const FunctionFacts* f = scope; f != nullptr && portable;
-         f = f->outer >= 0 ? &facts_.functions()[static_cast<std::size_t>(f->outer)] : nullptr) {
-      portable = f->signature.index_of(name) < 0 && facts_.local_assignments(*f, name).empty();
-    }
-    return portable;
+    if (name != self) all = ok(name);
+    return all;
   });
-  return portable;
+  return all;
+}
+
+bool DtypeClassifier::local_anywhere(const std::string& name, const FunctionFacts* scope, bool skip_own_parameters) const {
+  for (const FunctionFacts* f = scope; f != nullptr;
+       f = f->outer >= 0 ? &facts_.functions()[static_cast<std::size_t>(f->outer)] : nullptr) {
+    const bool parameter = f->signature.index_of(name) >= 0 && !(skip_own_parameters && f == scope);
+    if (parameter || !facts_.local_assignments(*f, name).empty()) return true;
+  }
+  return false;
+}
+
+bool DtypeClassifier::reads_no_local(TSNode expr, const FunctionFacts* scope) const {
+  // A name bound in the function (or an enclosing one) is a local; anything else is module-level.
+  return all_names_read(expr, scope, [&](const std::string& name) { return !local_anywhere(name, scope, false); });
 }
 
 bool DtypeClassifier::reads_only_parameters(TSNode expr, const FunctionFacts* scope) const {
   if (scope == nullptr) return false;
-  const FunctionFacts* method = holding_method(facts_, scope);
-  const std::string self = method != nullptr ? self_name(*method) : "";
-  bool ok = true;
-  syntax::walk(expr, [&](TSNode n) {
-    if (!ok || !is(n, "identifier")) return ok;
-    TSNode parent = syntax::parent(n);
-    if (is(parent, "attribute") && syntax::same(field(parent, "attribute"), n)) return true;
-    if (is(parent, "keyword_argument") && syntax::same(field(parent, "name"), n)) return true;
-    const std::string name = facts_.text(n);
-    if (name == self) return true;
-    if (scope->signature.index_of(name) >= 0) {
-      ok = facts_.local_assignments(*scope, name).empty();
-      return ok;
-    }
-    // Not a parameter: it must not be a local of this function or an enclosing one either.
-    for (const FunctionFacts* f = scope; f != nullptr && ok;
-         f = f->outer >= 0 ? &facts_.functions()[static_cast<std::size_t>(f->outer)] : nullptr) {
-      ok = (f == scope || f->signature.index_of(name) < 0) && facts_.local_assignments(*f, name).empty();
-    }
-    return ok;
-  });
-  return ok;
+  // A parameter of this function must never be reassigned in it; any other name must be no local at all.
+  return all_names_read(expr, scope, [&](const std::string& name) { return !local_anywhere(name, scope, true); });
 }
 
 DtypeRole DtypeClassifier::role_of_name(const std::string& name) const {

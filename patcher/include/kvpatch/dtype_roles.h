@@ -1,5 +1,7 @@
 #pragma once
 // Which dtype an expression holds: the KV-cache dtype, the model dtype, a gate between them, or unknown.
+#include <functional>
+
 #include "kvpatch/findings.h"
 #include "kvpatch/module_facts.h"
 #include "kvpatch/rule_set.h"
@@ -22,6 +24,12 @@ private:
   bool reads_no_local(TSNode expr, const FunctionFacts* scope) const;
   // True when every local the expression reads is a parameter of `scope` that `scope` never reassigns.
   bool reads_only_parameters(TSNode expr, const FunctionFacts* scope) const;
+  // True when ok() holds for every name the expression reads (attribute and keyword names aside, and
+  // the receiver of the method holding `scope`).
+  bool all_names_read(TSNode expr, const FunctionFacts* scope, const std::function<bool(const std::string&)>& ok) const;
+  // Whether the name is bound in `scope` or an enclosing function: a parameter (of `scope` itself too,
+  // unless skip_own_parameters) or assigned there.
+  bool local_anywhere(const std::string& name, const FunctionFacts* scope, bool skip_own_parameters) const;
 
   const ModuleFacts& facts_;
   const DtypeRoleNames& names_;
