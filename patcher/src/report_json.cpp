@@ -3,7 +3,7 @@
 #include "kvpatch/report.h"
 
 namespace kvpatch {
-// ordered_json keeps the keys in the documented order, which reads better than sorted.
+// ordered_json keeps the keys in the order patcher/REPORT-JSON.md documents, which reads better than sorted.
 using json = nlohmann::ordered_json;
 
 namespace {
