@@ -7,11 +7,13 @@
 Lists the releases with `pip index versions sglang` (or takes VERSIONs), downloads each wheel into
 the cache that check_release.py uses, and for every distinct sglang/srt/layers/attention/ directory
 (its .py files, as the README's `kvpatch check python/sglang/srt/layers/attention/` reads them) runs,
-in a scratch copy: check, apply, check again, py_compile of every file, and apply a second time. It
+in a scratch copy: check, apply, check again, py_compile of every file, and apply a second time; and,
+in a git repository, replays the first manual patch on its flashinfer_mla_backend.py as
+check_release.py does (decode fixed, prefill missed, staged: pre-commit must refuse it). It
 prints one row per distinct directory with the releases that ship it, and exits 1 when any is left
 with a plan site or cast that apply could not settle (unknown, missing, run-input-*; a `required`
 cast is a verdict, not a failure), when a patched file does not compile, or when a second apply
-changes anything. releases.txt pins a hand-counted few of the MLA backends.
+changes anything, or when the replay fails. releases.txt pins a hand-counted few of the MLA backends.
 """
 import argparse
 import hashlib
@@ -52,17 +54,50 @@ def run(*args, cwd):
     return subprocess.run(list(args), cwd=cwd, capture_output=True, check=False)
 
 
+GIT = ["git", "-c", "user.name=kvpatch-survey", "-c", "user.email=kvpatch-survey@invalid", "-c", "core.autocrlf=false"]
+
+
+def replay_manual_patch(kvpatch, source):
+    """check_release.py's replay of the first manual patch on one flashinfer_mla_backend.py: 'refused'
+    with the prefill site count when pre-commit refuses the decode-only patch and takes the full one,
+    '-' when there is no prefill site to miss, else what went wrong."""
+    with tempfile.TemporaryDirectory(prefix="kvpatch-survey-git-") as repo:
+        target = os.path.join(repo, check_release.REPO_PATH)
+        os.makedirs(os.path.dirname(target))
+        with open(target, "wb") as f:
+            f.write(source)
+        c = check_release.Checker(kvpatch, repo)
+        for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "published"]):
+            if c.run(*GIT, *args).returncode != 0:
+                return f"git {args[0]} failed"
+        report = json.loads(c.kv("check", "--format", "json", check_release.REPO_PATH).stdout)
+        diff_text = c.kv("diff", check_release.REPO_PATH).stdout.decode()
+        c.kv("apply", check_release.REPO_PATH)
+        with open(target, "rb") as f:
+            patched = f.read()
+        check_release.check_first_manual_patch(c, GIT, check_release.REPO_PATH, target, source, patched,
+                                               diff_text, report)
+        if c.failures:
+            return "FAILED: " + "; ".join(c.failures)
+        prefill = sum(1 for s in report.get("plan_sites", []) if "Prefill" in s["class"] and s["status"] == "missing")
+        return f"refused ({prefill} prefill site{'s' if prefill != 1 else ''})" if prefill else "-"
+
+
 def survey_tree(kvpatch, sources, form):
     """check / apply / check / py_compile / apply on one attention directory; returns a row of results."""
+    row = {}
     with tempfile.TemporaryDirectory(prefix="kvpatch-survey-") as work:
         for name, data in sources.items():
             os.makedirs(os.path.dirname(os.path.join(work, name)), exist_ok=True)
             with open(os.path.join(work, name), "wb") as f:
                 f.write(data)
+        backend = "flashinfer_mla_backend.py"
+        row["manual"] = (replay_manual_patch(kvpatch, sources[backend])
+                         if form == "original" and backend in sources else "-")
         form_args = ("--kv-dtype-form", form)
         first = run(kvpatch, "check", *form_args, "--format", "json", ".", cwd=work)
         report = json.loads(first.stdout)
-        row = check_release.summarise(report)
+        row.update(check_release.summarise(report))
         row["edits"] = report.get("summary", {}).get("edits")
         row["files"] = len({s.get("file") for s in report.get("plan_sites", []) + report.get("casts", [])})
         row["check"] = first.returncode
@@ -115,8 +150,8 @@ def main():
         return 2
 
     header = ("| releases | files with findings | plan sites (threaded / missing / gated / unknown) | KV casts "
-              "(redundant / required) | edits | check, apply, recheck exit | compiles, idempotent |\n"
-              "|---|---|---|---|---|---|---|")
+              "(redundant / required) | edits | check, apply, recheck exit | compiles, idempotent | decode-only patch, "
+              "staged |\n|---|---|---|---|---|---|---|---|")
     # Survey each distinct directory once, then give each release its directory's result, and merge
     # runs of consecutive releases whose results read the same into one row.
     results = {digest: survey_tree(kvpatch, entry["sources"], args.kv_dtype_form)
@@ -128,19 +163,20 @@ def main():
         cells = (f"{row['files']} | {row['sites']} ({row['threaded']} / {row['missing']} / {row['gated']} / "
                  f"{row['unknown']}) | {row['casts']} ({row['redundant']} / {row['required']}) | {row['edits']} | "
                  f"{row['check']}, {row['apply']}, {row['recheck']} | "
-                 f"{'yes' if row['compiles'] else 'NO'}, {'yes' if row['idempotent'] else 'NO'}")
+                 f"{'yes' if row['compiles'] else 'NO'}, {'yes' if row['idempotent'] else 'NO'} | {row['manual']}")
         if groups and groups[-1]["cells"] == cells and not row["left"]:
             groups[-1]["versions"].append(version)
         else:
             groups.append({"cells": cells, "versions": [version], "left": row["left"]})
     for row in results.values():
-        bad += not (row["recheck"] == 0 and row["unknown"] == 0 and row["compiles"] and row["idempotent"])
+        bad += not (row["recheck"] == 0 and row["unknown"] == 0 and row["compiles"] and row["idempotent"]
+                    and not row["manual"].startswith("FAILED"))
     for g in groups:
         vs = g["versions"]
         named = vs[0] if len(vs) == 1 else f"{vs[0]} - {vs[-1]}"
         lines.append(f"| {named} ({len(vs)}) | {g['cells']} |")
         for left in g["left"]:
-            lines.append(f"|   left after apply: {left} |||||||")
+            lines.append(f"|   left after apply: {left} ||||||||")
     files = len(by_digest)
     releases = sum(len(e["versions"]) for e in by_digest.values())
     lines.append(f"\n{releases} releases of {len(versions)} ship {ATTENTION}, in {files} distinct versions of it; "
