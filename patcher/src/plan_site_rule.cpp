@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <utility>
 
 #include "kvpatch/dtype_roles.h"
 #include "kvpatch/edit_operations.h"
@@ -114,6 +115,10 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
     TSNode argument_list = field(call, "arguments");
     if (!is(argument_list, "argument_list")) continue;  // `f(x for x in y)`
     const std::vector<CallArgument> arguments = call_arguments(source.text(), argument_list);
+    // A call that unpacks *x or **x cannot be bound statically, and may fill any number of parameters.
+    const bool unpacks = std::any_of(arguments.begin(), arguments.end(), [](const CallArgument& a) {
+      return a.kind == ArgumentKind::UnpackedSequence || a.kind == ArgumentKind::UnpackedMapping;
+    });
 
     PlanSite site;
     const Signature* signature = nullptr;
@@ -125,9 +130,6 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
       if (verdict == TypeVerdict::Unknown) {
         // With *args / **kwargs the arity is unknown too: the call may fill every parameter.
         const int count = static_cast<int>(arguments.size());
-        const bool unpacks = std::any_of(arguments.begin(), arguments.end(), [](const CallArgument& a) {
-          return a.kind == ArgumentKind::UnpackedSequence || a.kind == ArgumentKind::UnpackedMapping;
-        });
         const int most = rule.unknown_receiver_arity.empty()
                              ? 0
                              : *std::max_element(rule.unknown_receiver_arity.begin(), rule.unknown_receiver_arity.end());
@@ -161,21 +163,18 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
     }
 
     Binding binding = bind_arguments(*signature, arguments);
-    const bool unpacks = std::any_of(arguments.begin(), arguments.end(), [](const CallArgument& a) {
-      return a.kind == ArgumentKind::UnpackedSequence || a.kind == ArgumentKind::UnpackedMapping;
-    });
     if (!binding.complete && !unpacks && !site.receiver.empty() && !aliases.stand_ins.empty()) {
       // The method may be a function installed with partial() (SGLang 0.5.1 calls
       // `wrapper.plan(qo_indptr_cpu=..., ...)`, keywords only fast_mla_decode_plan has). Bind to the
-      // stand-in whose parameters the call fits; with none or several, the site stays unknown.
-      std::vector<const MethodStandIn*> fits;
+      // stand-in whose parameters the call fits; with none, the site stays unknown.
+      std::vector<std::pair<const MethodStandIn*, Binding>> fits;
       for (const MethodStandIn& s : aliases.stand_ins) {
-        if (bind_arguments(s.unbound, arguments).complete) fits.push_back(&s);
+        Binding b = bind_arguments(s.unbound, arguments);
+        if (b.complete) fits.emplace_back(&s, std::move(b));
       }
       // Several may fit (SGLang main installs fast_mla_decode_plan and fast_mla_prefill_plan, with equal
       // parameters): that is still one answer when all bind the same arguments to the dtype parameters.
-      auto dtype_arguments = [&](const MethodStandIn& s) {
-        const Binding b = bind_arguments(s.unbound, arguments);
+      auto dtype_arguments = [&](const Binding& b) {
         std::vector<std::string> out;
         for (const std::string& p : {rule.q_parameter, rule.kv_parameter}) {
           const BoundValue* v = b.find(p);
@@ -183,13 +182,13 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
         }
         return out;
       };
-      const bool agree = !fits.empty() && std::all_of(fits.begin(), fits.end(), [&](const MethodStandIn* s) {
-        return dtype_arguments(*s) == dtype_arguments(*fits.front());
+      const bool agree = !fits.empty() && std::all_of(fits.begin(), fits.end(), [&](const auto& fit) {
+        return dtype_arguments(fit.second) == dtype_arguments(fits.front().second);
       });
       if (agree) {
-        signature = &fits.front()->unbound;
-        binding = bind_arguments(*signature, arguments);
-        for (const MethodStandIn* s : fits) site.bound_to += (site.bound_to.empty() ? "" : " or ") + s->function->name;
+        signature = &fits.front().first->unbound;
+        binding = fits.front().second;
+        for (const auto& fit : fits) site.bound_to += (site.bound_to.empty() ? "" : " or ") + fit.first->function->name;
       } else {
         std::string names;
         for (const MethodStandIn& s : aliases.stand_ins) names += (names.empty() ? "" : ", ") + s.function->name;

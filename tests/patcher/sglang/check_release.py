@@ -155,6 +155,28 @@ def summarise(report):
     }
 
 
+GIT = ["git", "-c", "user.name=kvpatch-test", "-c", "user.email=kvpatch-test@invalid", "-c", "core.autocrlf=false"]
+
+
+def published_repo(kvpatch, repo, source, message):
+    """A git repository in `repo` whose one commit holds the backend at REPO_PATH; its Checker and path."""
+    target = os.path.join(repo, REPO_PATH)
+    os.makedirs(os.path.dirname(target))
+    with open(target, "wb") as f:
+        f.write(source)
+    c = Checker(kvpatch, repo)
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", message]):
+        done = c.run(*GIT, *args)
+        if done.returncode != 0:
+            raise InputError(f"git {' '.join(args)} failed: {done.stderr.decode(errors='replace')}")
+    return c, target
+
+
+def prefill_sites_missing(report):
+    """How many plan sites of *Prefill classes a check report calls missing: what the first patch missed."""
+    return sum(1 for s in report.get("plan_sites", []) if "Prefill" in s["class"] and s["status"] == "missing")
+
+
 def diff_hunks(diff_text):
     """A unified diff of one file: its header lines and its hunks, each with the first old line it changes."""
     header, hunks = [], []
@@ -198,11 +220,10 @@ def decode_only_diff(diff_text, report):
     return "".join(header + [line for h in kept for line in h["lines"]]), dropped
 
 
-def check_first_manual_patch(c, git, repo_path, target, source, patched, diff_text, report):
+def check_first_manual_patch(c, target, source, patched, diff_text, report):
     """Stage the decode-only patch: pre-commit must name every prefill plan site; then the full patch passes.
     Returns what it showed, for the summary line."""
-    prefill_sites = sum(1 for s in report.get("plan_sites", [])
-                        if "Prefill" in s["class"] and s["status"] == "missing")
+    prefill_sites = prefill_sites_missing(report)
     if prefill_sites == 0:
         return "no prefill site to miss"
     half, dropped = decode_only_diff(diff_text, report)
@@ -212,10 +233,10 @@ def check_first_manual_patch(c, git, repo_path, target, source, patched, diff_te
     patch_file = os.path.join(c.repo, ".git", "decode-only.diff")
     with open(patch_file, "w", encoding="utf-8") as f:
         f.write(half)
-    applied = c.run(*git, "apply", patch_file)
+    applied = c.run(*GIT, "apply", patch_file)
     c.expect(applied.returncode == 0,
              f"git apply rejects the decode-only diff: {applied.stderr.decode(errors='replace')}")
-    c.run(*git, "add", repo_path)
+    c.run(*GIT, "add", REPO_PATH)
     hook = c.kv("pre-commit", "--format", "json")
     c.expect(hook.returncode == 1, f"pre-commit on the decode-only patch exits {hook.returncode}, expected 1")
     try:
@@ -229,7 +250,7 @@ def check_first_manual_patch(c, git, repo_path, target, source, patched, diff_te
              f"missing, expected the {prefill_sites} prefill plan site(s) and nothing else")
     with open(target, "wb") as f:
         f.write(patched)
-    c.run(*git, "add", repo_path)
+    c.run(*GIT, "add", REPO_PATH)
     full = c.kv("pre-commit")
     c.expect(full.returncode == 0, f"pre-commit on the full patch exits {full.returncode}: "
                                    f"{full.stdout.decode(errors='replace')}")
@@ -251,17 +272,7 @@ def check(version, releases, cache, kvpatch):
                          f"{expected['sha256']}; recount the release by hand before updating the pin")
 
     with tempfile.TemporaryDirectory(prefix=f"kvpatch-sglang-{version}-") as repo:
-        target = os.path.join(repo, REPO_PATH)
-        os.makedirs(os.path.dirname(target))
-        with open(target, "wb") as f:
-            f.write(source)
-        c = Checker(kvpatch, repo)
-        git = ["git", "-c", "user.name=kvpatch-test", "-c", "user.email=kvpatch-test@invalid",
-               "-c", "core.autocrlf=false"]
-        for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", f"sglang {version}"]):
-            done = c.run(*git, *args)
-            if done.returncode != 0:
-                raise InputError(f"git {' '.join(args)} failed: {done.stderr.decode(errors='replace')}")
+        c, target = published_repo(kvpatch, repo, source, f"sglang {version}")
 
         # What check reports on the release as published, counted against releases.txt.
         report_run = c.kv("check", "--format", "json", REPO_PATH)
@@ -302,7 +313,7 @@ def check(version, releases, cache, kvpatch):
             unchanged = second.returncode == expected["recheck"] and f.read() == patched
             c.expect(unchanged, "a second apply changed the file")
 
-        git_diff = c.run(*git, "diff", "--stat").stdout.decode()
+        git_diff = c.run(*GIT, "diff", "--stat").stdout.decode()
         c.expect(bool(git_diff.strip()) == (expected["edits"] > 0),
                  f"git diff after apply is {'non-empty' if git_diff.strip() else 'empty'}, "
                  f"expected {expected['edits']} edits")
@@ -314,14 +325,13 @@ def check(version, releases, cache, kvpatch):
         with open(patch_file, "wb") as f:
             f.write(diff_run.stdout)
         if diff_run.stdout:
-            applied = c.run(*git, "apply", patch_file)
+            applied = c.run(*GIT, "apply", patch_file)
             c.expect(applied.returncode == 0, f"git apply rejects kvpatch diff: "
                                               f"{applied.stderr.decode(errors='replace')}")
         with open(target, "rb") as f:
             c.expect(f.read() == patched, "kvpatch diff applied by git differs from kvpatch apply")
 
-        manual = check_first_manual_patch(c, git, REPO_PATH, target, source, patched, diff_run.stdout.decode(),
-                                          report)
+        manual = check_first_manual_patch(c, target, source, patched, diff_run.stdout.decode(), report)
 
     if c.failures:
         for failure in c.failures:

@@ -54,32 +54,24 @@ def run(*args, cwd):
     return subprocess.run(list(args), cwd=cwd, capture_output=True, check=False)
 
 
-GIT = ["git", "-c", "user.name=kvpatch-survey", "-c", "user.email=kvpatch-survey@invalid", "-c", "core.autocrlf=false"]
-
-
 def replay_manual_patch(kvpatch, source):
     """check_release.py's replay of the first manual patch on one flashinfer_mla_backend.py: 'refused'
     with the prefill site count when pre-commit refuses the decode-only patch and takes the full one,
     '-' when there is no prefill site to miss, else what went wrong."""
     with tempfile.TemporaryDirectory(prefix="kvpatch-survey-git-") as repo:
-        target = os.path.join(repo, check_release.REPO_PATH)
-        os.makedirs(os.path.dirname(target))
-        with open(target, "wb") as f:
-            f.write(source)
-        c = check_release.Checker(kvpatch, repo)
-        for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "published"]):
-            if c.run(*GIT, *args).returncode != 0:
-                return f"git {args[0]} failed"
+        try:
+            c, target = check_release.published_repo(kvpatch, repo, source, "published")
+        except check_release.InputError as e:
+            return f"FAILED: {e}"
         report = json.loads(c.kv("check", "--format", "json", check_release.REPO_PATH).stdout)
         diff_text = c.kv("diff", check_release.REPO_PATH).stdout.decode()
         c.kv("apply", check_release.REPO_PATH)
         with open(target, "rb") as f:
             patched = f.read()
-        check_release.check_first_manual_patch(c, GIT, check_release.REPO_PATH, target, source, patched,
-                                               diff_text, report)
+        check_release.check_first_manual_patch(c, target, source, patched, diff_text, report)
         if c.failures:
             return "FAILED: " + "; ".join(c.failures)
-        prefill = sum(1 for s in report.get("plan_sites", []) if "Prefill" in s["class"] and s["status"] == "missing")
+        prefill = check_release.prefill_sites_missing(report)
         return f"refused ({prefill} prefill site{'s' if prefill != 1 else ''})" if prefill else "-"
 
 
