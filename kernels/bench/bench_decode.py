@@ -80,7 +80,7 @@ SHAPES = (
 
 
 class Kvpatch:
-    """Our kernels through the C ABI of kernels/bench/mla_capi.cu."""
+    """Our kernels through the C ABI of kernels/src/mla_capi.cu."""
 
     def __init__(self, path):
         self.lib = ctypes.CDLL(path)

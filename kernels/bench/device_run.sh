@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One full GPU-machine pass for the kernels: build (CUDA toolkit only), GPU tests, compute-sanitizer
 # memcheck on the small matrix, sm_90a resource report, benchmark. Logs and results go to $OUT.
-# Usage (repo root, on the GPU machine): bash kernels/bench/device_run.sh [tests|bench|profile|quick|replay|all] [bench args...]
-# quick = small GPU tests + ncu stall profile + benchmark; replay = the target shapes timed isolated, as GPU spans and
+# Usage (repo root, on the GPU machine): bash kernels/bench/device_run.sh [tests|python|bench|profile|quick|replay|all] [bench args...]
+# python = the Python API's GPU test alone; quick = small GPU tests + ncu stall profile + benchmark; replay = the target shapes timed isolated, as GPU spans and
 # as CUDA-graph replay (replay_decode.py; the bench args go to it).
 set -uo pipefail
 what="${1:-all}"; shift || true
@@ -44,6 +44,12 @@ if [[ "$what" == tests || "$what" == all ]]; then
   compute-sanitizer --tool memcheck --error-exitcode 9 "$build/tests/kernels/kvpatch_gpu_decode_test" --small \
     >"$out/memcheck.log" 2>&1
   echo "memcheck exit: $? ($(grep -c 'Invalid' "$out/memcheck.log") invalid accesses)"; tail -3 "$out/memcheck.log"
+fi
+if [[ "$what" == tests || "$what" == all || "$what" == python ]]; then
+  # The Python API (kernels/python/kvpatch_mla.py) as PyTorch callers use it.
+  python3 tests/kernels/python_api_test.py --lib "$build/kernels/libkvpatch_mla_capi.so" 2>&1 |
+    tee "$out/python_api_test.log" | tail -40
+  [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
 fi
 if [[ "$what" == bench || "$what" == all || "$what" == quick ]]; then
   PYTHONUNBUFFERED=1 python3 kernels/bench/bench_decode.py --lib "$build/kernels/libkvpatch_mla_capi.so" \

@@ -359,7 +359,10 @@ namespace {
 
 // The checks both launch functions share.
 // `rows`: the head rows per block the launch runs (plan_head_rows), when the checks pass.
-cudaError_t check_launch(const DecodeParams& p, const DecodePlan& plan, const void* workspace, int& rows) {
+// `schedule_only`: the schedule kernel reads only kv_indptr and kv_len, so the query, KV and output
+// may still be unknown (a plan made before the layers' tensors exist).
+cudaError_t check_launch(const DecodeParams& p, const DecodePlan& plan, const void* workspace, int& rows,
+                         bool schedule_only = false) {
   const bool length_aware = plan.num_splits == 0;
   rows = plan_head_rows(plan, p.num_heads);
   if (p.batch < 0 || p.num_heads < 1 || p.num_heads > kMaxHeads || !is_supported_page_size(p.page_size) ||
@@ -367,12 +370,14 @@ cudaError_t check_launch(const DecodeParams& p, const DecodePlan& plan, const vo
       (length_aware && (plan.blocks < p.batch || plan.blocks > kMaxSplits || p.batch > kMaxLengthAwareBatch)) || rows == 0)
     return cudaErrorInvalidValue;
   if (p.batch == 0) return cudaSuccess;
-  if (!p.q_nope || !p.q_pe || !p.ckv || !p.kpe || !p.kv_indptr || !p.kv_indices || !p.kv_len || !p.out)
-    return cudaErrorInvalidValue;
-  // cp.async moves 16-byte chunks of each slot: both views and their slot strides must allow it.
-  const int elem = kv_elem_bytes(p.kv_dtype);
-  if (!aligned16(p.ckv, p.ckv_stride_slot * elem) || !aligned16(p.kpe, p.kpe_stride_slot * elem))
-    return cudaErrorInvalidValue;
+  if (!p.kv_indptr || !p.kv_len) return cudaErrorInvalidValue;
+  if (!schedule_only) {
+    if (!p.q_nope || !p.q_pe || !p.ckv || !p.kpe || !p.kv_indices || !p.out) return cudaErrorInvalidValue;
+    // cp.async moves 16-byte chunks of each slot: both views and their slot strides must allow it.
+    const int elem = kv_elem_bytes(p.kv_dtype);
+    if (!aligned16(p.ckv, p.ckv_stride_slot * elem) || !aligned16(p.kpe, p.kpe_stride_slot * elem))
+      return cudaErrorInvalidValue;
+  }
   const DecodePlan sized = length_aware ? length_aware_plan(p.batch, p.num_heads, plan.blocks)
                                         : uniform_plan(p.batch, p.num_heads, plan.num_splits);
   if (sized.workspace_bytes > 0 && (!workspace || plan.workspace_bytes < sized.workspace_bytes))
@@ -391,7 +396,9 @@ cudaError_t launch_schedule(const DecodeParams& p, const DecodePlan& plan, const
 cudaError_t launch_decode_schedule(const DecodeParams& p, const DecodePlan& plan, void* workspace, cudaStream_t stream) {
   if (plan.num_splits != 0) return cudaErrorInvalidValue;
   int rows = 0;
-  if (const cudaError_t err = check_launch(p, plan, workspace, rows); err != cudaSuccess || p.batch == 0) return err;
+  if (const cudaError_t err = check_launch(p, plan, workspace, rows, /*schedule_only=*/true);
+      err != cudaSuccess || p.batch == 0)
+    return err;
   return launch_schedule(p, plan, carve(workspace, p, plan), stream);
 }
 

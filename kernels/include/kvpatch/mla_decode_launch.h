@@ -101,6 +101,8 @@ cudaError_t launch_decode(const DecodeParams& device_params, const DecodePlan& p
                           cudaStream_t stream, const LaunchOptions& options);
 
 // The split table of a length-aware plan (num_splits == 0) for the current kv_len, in `workspace`.
+// It reads only kv_indptr, kv_len, batch and num_heads of device_params (the other pointers may be
+// null), so a caller can make it when it plans, before the layers' tensors are known.
 cudaError_t launch_decode_schedule(const DecodeParams& device_params, const DecodePlan& plan, void* workspace,
                                    cudaStream_t stream);
 

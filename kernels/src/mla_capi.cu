@@ -1,5 +1,6 @@
-// C ABI over the decode launcher, for the Python benchmark driver (ctypes), so that our kernels,
-// PyTorch and FlashInfer run side by side in one process. Return values are cudaError_t codes.
+// C ABI over the decode launcher, loaded with ctypes by the Python API (kernels/python/kvpatch_mla.py)
+// and by the benchmark drivers, so that our kernels, PyTorch and FlashInfer run side by side in one
+// process. Return values are cudaError_t codes; kvpatch_mla_error_string names them.
 #include <cuda_runtime.h>
 
 #include "kvpatch/mla_decode_launch.h"
@@ -10,10 +11,14 @@ using kvpatch::mla::KvDtype;
 
 extern "C" {
 
-// The ABI's version, for bench_decode.py: 3 added head_rows to the plans and the launch (libraries
+// The ABI's version, for its Python callers: 3 added head_rows to the plans and the launch (libraries
 // without this function take none; without kvpatch_mla_plan_uniform, no block count either); 4 the
-// programmatic launch bit of kvpatch_mla_decode's mode.
-int kvpatch_mla_abi_version() { return 4; }
+// programmatic launch bit of kvpatch_mla_decode's mode; 5 kvpatch_mla_error_string and
+// kvpatch_mla_schedule.
+int kvpatch_mla_abi_version() { return 5; }
+
+// The CUDA runtime's name for an error code this library returned (static storage).
+const char* kvpatch_mla_error_string(int code) { return cudaGetErrorString(static_cast<cudaError_t>(code)); }
 
 // num_splits 0 with blocks > 0: a length-aware plan (kvpatch/mla_decode_launch.h).
 int kvpatch_mla_plan(int batch, int num_heads, int max_kv_len, int sm_count, int* num_splits, int* blocks,
@@ -66,6 +71,17 @@ int kvpatch_mla_decode(const void* q_nope, long long q_nope_stride_b, long long 
   options.schedule_ready = mode == 1;
   return mode == 2 ? kvpatch::mla::launch_decode_schedule(p, plan, workspace, s)
                    : kvpatch::mla::launch_decode(p, plan, workspace, s, options);
+}
+
+// launch_decode_schedule for a length-aware plan (num_splits 0): the split table for the current
+// kv_len, made once per decode step; the step's launches then pass mode 1 (schedule ready).
+int kvpatch_mla_schedule(const int* kv_indptr, const int* kv_len, int batch, int num_heads, int blocks, int head_rows,
+                         size_t workspace_bytes, void* workspace, void* stream) {
+  DecodeParams p;
+  p.kv_indptr = kv_indptr, p.kv_len = kv_len, p.batch = batch, p.num_heads = num_heads;
+  DecodePlan plan;
+  plan.num_splits = 0, plan.blocks = blocks, plan.head_rows = head_rows, plan.workspace_bytes = workspace_bytes;
+  return kvpatch::mla::launch_decode_schedule(p, plan, workspace, static_cast<cudaStream_t>(stream));
 }
 
 int kvpatch_mla_cast_fp8_to_bf16(const void* src, void* dst, size_t n, void* stream) {
