@@ -157,9 +157,11 @@ class BatchMLADecodeWrapper:
     def plan(self, kv_indptr, kv_indices, kv_len_arr, num_heads, page_size, sm_scale, kv_data_type,
              max_kv_len=None):
         """Chooses the split plan for this batch and, for a length-aware plan, makes its split table on
-        the current stream. Call it again whenever kv_len_arr changes, as with FlashInfer (run() in a
-        CUDA graph reads the table the last plan() made). max_kv_len (tokens, an upper bound is fine)
-        saves reading kv_len_arr back from the GPU."""
+        the current stream. Call it again whenever kv_len_arr changes, as with FlashInfer. int32 CUDA
+        tensors are used as they are, others copied: a CUDA graph captured over run() reads the
+        tensors and the split table of the plan() before the capture, so for replays write the new
+        lengths and page ids into those same tensors, then call plan() with the same max_kv_len.
+        max_kv_len (tokens, an upper bound is fine) also saves reading kv_len_arr back from the GPU."""
         if kv_data_type not in _KV_DTYPES:
             raise ValueError(f"kv_data_type: {kv_data_type} is not supported; "
                              "use torch.float8_e4m3fn or torch.bfloat16")
