@@ -238,6 +238,7 @@ def main():
     run_case(lib, "page size 16, separate ckv and kpe buffers, B=3 H=32", [16, 170, 2049], 32, 16, fp8,
              split_views=False)
     run_case(lib, "BF16 KV, page size 64, B=2 H=16", [64, 4097], 16, 64, torch.bfloat16)
+    run_case(lib, "every request empty (kv_indices has no element), B=3 H=16", [0, 0, 0], 16, 1, fp8)
     parity_case(lib, "parity, B=5 H=16", [3000, 1, 64, 800, 12000], 16, 1)
     parity_case(lib, "parity, B=2 H=64 page size 16", [513, 9000], 64, 16)
     graph_case(lib)
