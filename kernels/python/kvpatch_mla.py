@@ -104,8 +104,11 @@ def _index_tensor(name, value, device, length=None):
     return t if (t.dtype == torch.int32 and t.device == device) else t.to(device=device, dtype=torch.int32)
 
 
-def _slot_stride(name, cache, dim, page_size, kv_dtype):
-    """The stride between consecutive slots of a KV view, in elements, after checking its shape."""
+def _slot_stride(name, cache, dim, page_size, kv_dtype, device):
+    """The stride between consecutive slots of a KV view, in elements, after checking its device,
+    dtype and shape."""
+    if cache.device != device:
+        raise ValueError(f"{name}: on {cache.device}, expected {device}")
     allowed = (torch.uint8, torch.float8_e4m3fn) if kv_dtype == torch.float8_e4m3fn else (kv_dtype,)
     if cache.dtype not in allowed:
         raise ValueError(f"{name}: dtype {cache.dtype}, but plan() was given kv_data_type={kv_dtype}; "
@@ -176,8 +179,8 @@ class BatchMLADecodeWrapper:
         if self._indices.numel() == 0:  # every request empty: a null pointer would fail the launch's checks
             self._indices = torch.zeros(1, dtype=torch.int32, device=self.device)
         self._lens = lens
-        if max_kv_len is None:
-            source = kv_len_arr if isinstance(kv_len_arr, torch.Tensor) else lens
+        if max_kv_len is None:  # from the caller's tensor or list, so a host copy costs no device sync
+            source = kv_len_arr if isinstance(kv_len_arr, torch.Tensor) else torch.as_tensor(kv_len_arr)
             max_kv_len = int(source.max().item()) if batch else 0
         with torch.cuda.device(self.device):
             sms = torch.cuda.get_device_properties(self.device).multi_processor_count
@@ -216,11 +219,8 @@ class BatchMLADecodeWrapper:
         batch, heads = self._batch, self._num_heads
         _query("q_nope", q_nope, HEAD_DIM_CKV, batch, heads, self.device)
         _query("q_pe", q_pe, HEAD_DIM_KPE, batch, heads, self.device)
-        for name, cache in (("ckv_cache", ckv_cache), ("kpe_cache", kpe_cache)):
-            if cache.device != self.device:
-                raise ValueError(f"{name}: on {cache.device}, expected {self.device}")
-        ckv_stride = _slot_stride("ckv_cache", ckv_cache, HEAD_DIM_CKV, self._page_size, self._kv_dtype)
-        kpe_stride = _slot_stride("kpe_cache", kpe_cache, HEAD_DIM_KPE, self._page_size, self._kv_dtype)
+        ckv_stride = _slot_stride("ckv_cache", ckv_cache, HEAD_DIM_CKV, self._page_size, self._kv_dtype, self.device)
+        kpe_stride = _slot_stride("kpe_cache", kpe_cache, HEAD_DIM_KPE, self._page_size, self._kv_dtype, self.device)
         if out is None:
             out = torch.empty(batch, heads, HEAD_DIM_CKV, dtype=torch.bfloat16, device=self.device)
         else:

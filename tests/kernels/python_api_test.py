@@ -93,12 +93,10 @@ def run_case(lib, name, batch_lens, heads, page_size, kv_dtype, *, fp8_storage=N
     kv = pool(pages_total * page_size, kv_dtype, seed)
     if fp8_storage is torch.uint8:
         kv = kv.view(torch.uint8)  # SGLang keeps FP8 pools as uint8 bytes
-    if split_views:  # two strided views of one [pages, page_size, 576] buffer
-        kv3 = kv.view(pages_total, page_size, 576)
-        ckv, kpe = kv3[..., :512], kv3[..., 512:]
-    else:  # separate buffers, as FlashInfer's own tests lay them out
-        kv3 = kv.view(pages_total, page_size, 576)
-        ckv, kpe = kv3[..., :512].contiguous(), kv3[..., 512:].contiguous()
+    kv3 = kv.view(pages_total, page_size, 576)
+    ckv, kpe = kv3[..., :512], kv3[..., 512:]  # two strided views of one buffer, as SGLang slices it
+    if not split_views:  # separate buffers, as FlashInfer's own tests lay them out
+        ckv, kpe = ckv.contiguous(), kpe.contiguous()
     g = torch.Generator(device="cuda").manual_seed(seed + 1)
     q = torch.randn(len(batch_lens), heads, 576, generator=g, device="cuda").to(torch.bfloat16)
     q_nope, q_pe = q[..., :512], q[..., 512:]  # strided views, as the backend slices them
