@@ -20,8 +20,9 @@ log-sum-exp of the scaled scores, [B, H] float32 (-inf for a request of length 0
 zeros).
 
 The library is the CMake target kvpatch_mla_capi (built whenever nvcc is found, or with
--DKVPATCH_CUDA=ON). It is looked up at `library=`, then $KVPATCH_MLA_LIBRARY, then the build
-folders of this checkout (build/, build-gpu/).
+-DKVPATCH_CUDA=ON). It is looked up at `library=`, then $KVPATCH_MLA_LIBRARY, then beside this
+module (where `cmake --install` puts both, in <prefix>/lib/kvpatch/), then the build folders of
+this checkout (build/, build-gpu/).
 """
 import ctypes
 import os
@@ -45,13 +46,14 @@ def _checkout_root():
 
 
 def find_library(library=None):
-    """The path of libkvpatch_mla_capi.so: `library`, $KVPATCH_MLA_LIBRARY, or this checkout's build."""
+    """The path of libkvpatch_mla_capi.so: `library`, $KVPATCH_MLA_LIBRARY, beside this module, or a build."""
     candidates = [library] if library else []
     if os.environ.get("KVPATCH_MLA_LIBRARY"):
         candidates.append(os.environ["KVPATCH_MLA_LIBRARY"])
     if not candidates:
         root = _checkout_root()
-        candidates = [os.path.join(root, d, "kernels", LIBRARY_NAME) for d in ("build", "build-gpu")]
+        candidates = [os.path.join(os.path.dirname(os.path.abspath(__file__)), LIBRARY_NAME)]
+        candidates += [os.path.join(root, d, "kernels", LIBRARY_NAME) for d in ("build", "build-gpu")]
     for path in candidates:
         if os.path.isfile(path):
             return path

@@ -51,9 +51,24 @@ void print_errors(const std::vector<FileError>& errors) {
   }
 }
 
-std::string default_rules_dir() {
+// Where this very binary is, so the hook keeps working from any directory.
+std::filesystem::path own_binary(const std::string& argv0) {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::absolute(argv0) : self;
+}
+
+// $KVPATCH_RULES_DIR, else the rules installed beside this binary (`cmake --install`:
+// <prefix>/bin/kvpatch reads <prefix>/share/kvpatch/rules), else the source tree it was built
+// from. The installed copy comes first so that an installed kvpatch never depends on the checkout.
+std::string default_rules_dir(const Options& options) {
   const char* env = std::getenv("KVPATCH_RULES_DIR");
-  return env != nullptr && *env != '\0' ? env : KVPATCH_DEFAULT_RULES_DIR;
+  if (env != nullptr && *env != '\0') return env;
+  std::error_code ec;
+  const std::filesystem::path installed =
+      own_binary(options.argv0).parent_path() / KVPATCH_INSTALLED_RULES_FROM_BINDIR;
+  if (std::filesystem::is_directory(installed, ec)) return installed.lexically_normal().string();
+  return KVPATCH_DEFAULT_RULES_DIR;
 }
 
 // Colors the status word of each finding line (`file:l:c: status: ...`).
@@ -85,7 +100,7 @@ std::string colorize(const std::string& report) {
 void add_common_options(CLI::App* command, Options& options) {
   command->add_option("PATH", options.paths, "Python files or directories (walked for *.py, hidden directories skipped)")
       ->required();
-  command->add_option("--rules", options.rules_dir, "rules directory (default: $KVPATCH_RULES_DIR or the source tree's rules/)");
+  command->add_option("--rules", options.rules_dir, "rules directory (default: $KVPATCH_RULES_DIR, the installed rules, or the source tree's rules/)");
   command->add_option("--set", options.sets, "override a rule parameter, NAME=VALUE (repeatable), e.g. kv_field=self.kv_dtype");
   command->add_option("--kv-dtype-form", options.kv_dtype_form,
                       "KV dtype expression for the added field: original (getattr kv_cache_dtype) or upstream "
@@ -123,7 +138,7 @@ std::optional<RuleSet> load_rules(const Options& options) {
   const auto overrides = parse_sets(options);
   if (!overrides) return std::nullopt;
   try {
-    return load_rule_set(options.rules_dir.empty() ? default_rules_dir() : options.rules_dir, *overrides);
+    return load_rule_set(options.rules_dir.empty() ? default_rules_dir(options) : options.rules_dir, *overrides);
   } catch (const InputError& e) {
     print_error(e.formatted());
     return std::nullopt;
@@ -170,13 +185,6 @@ int run_pre_commit(const Options& options) {
   std::cerr << "kvpatch: the staged content has findings; " << remedy
             << " (or skip this check once with `git commit --no-verify`)\n";
   return kFindings;
-}
-
-// Where this very binary is, so the hook keeps working from any directory.
-std::filesystem::path own_binary(const std::string& argv0) {
-  std::error_code ec;
-  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::filesystem::absolute(argv0) : self;
 }
 
 int run_hook_command(const std::string& command, const Options& options) {
@@ -310,7 +318,7 @@ int main(int argc, char** argv) {
   for (CLI::App* command : {pre_commit, install_hook, uninstall_hook}) {
     command->add_option("--repo", options.repo, "a directory in the git work tree (default: $GIT_DIR, else the current directory)");
   }
-  pre_commit->add_option("--rules", options.rules_dir, "rules directory (default: $KVPATCH_RULES_DIR or the source tree's rules/)");
+  pre_commit->add_option("--rules", options.rules_dir, "rules directory (default: $KVPATCH_RULES_DIR, the installed rules, or the source tree's rules/)");
   pre_commit->add_option("--set", options.sets, "override a rule parameter, NAME=VALUE (repeatable)");
   pre_commit->add_option("--format", options.format, "report format: text or json")->check(CLI::IsMember({"text", "json"}));
   pre_commit->add_flag("--all", options.all, "check every tracked *.py in the index, not only the staged changes");

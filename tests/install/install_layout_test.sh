@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# `cmake --install` as a user runs it: into a fresh prefix, then the installed tools used from
+# outside the checkout. Checks that the installed kvpatch reads the installed rules (not the source
+# tree it was built from), also after the prefix is moved; that the hook-free commands behave as
+# the build tree's binary does; and, with the kernels built, that the C ABI library and its Python
+# module sit together and the library's shared dependencies resolve.
+# Usage: install_layout_test.sh BUILD_DIR SOURCE_DIR WITH_CUDA(ON|OFF)
+set -euo pipefail
+build=$1 source=$2 with_cuda=$3
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+unset KVPATCH_RULES_DIR
+
+cmake --install "$build" --prefix "$scratch/prefix" >"$scratch/install.log" 2>&1 \
+  || { cat "$scratch/install.log" >&2; fail "cmake --install exited $?"; }
+
+expect_file() { [[ -f "$scratch/prefix/$1" ]] || fail "not installed: $1"; }
+expect_file bin/kvpatch
+for rule in "$source"/rules/*.yaml; do expect_file "share/kvpatch/rules/$(basename "$rule")"; done
+if [[ $with_cuda == ON ]]; then
+  expect_file bin/kvverify
+  expect_file lib/kvpatch/libkvpatch_mla_capi.so
+  expect_file lib/kvpatch/kvpatch_mla.py
+fi
+
+# Moved after installing: the rules are found relative to the binary, not at the install prefix.
+mv "$scratch/prefix" "$scratch/moved"
+prefix=$scratch/moved
+cp -r "$source/fixtures/gen-b-unpatched" "$scratch/example"
+cd "$scratch"
+
+# The installed binary reports exactly what the build tree's does (both exit 1: sites missing).
+set +e
+"$build/patcher/kvpatch" check --root "$scratch" example >"$scratch/built.txt" 2>&1
+built_rc=$?
+"$prefix/bin/kvpatch" check --root "$scratch" example >"$scratch/installed.txt" 2>&1
+installed_rc=$?
+set -e
+[[ $built_rc == 1 && $installed_rc == 1 ]] || fail "check exit codes: build tree $built_rc, installed $installed_rc (want 1, 1)"
+diff -u "$scratch/built.txt" "$scratch/installed.txt" || fail "installed kvpatch reports differently"
+grep -q "missing" "$scratch/installed.txt" || fail "installed kvpatch found no missing site"
+
+# It reads the installed rules: a broken installed rule file is an error naming that file...
+rule=$prefix/share/kvpatch/rules/flashinfer-mla-plan-kv-dtype.yaml
+printf 'id: [unclosed\n' >>"$rule"
+set +e
+"$prefix/bin/kvpatch" check example >/dev/null 2>"$scratch/broken.txt"
+broken_rc=$?
+set -e
+[[ $broken_rc == 2 ]] || fail "broken installed rule: exit $broken_rc (want 2)"
+grep -qF "$rule" "$scratch/broken.txt" || { cat "$scratch/broken.txt" >&2; fail "error does not name $rule"; }
+# ...and $KVPATCH_RULES_DIR still overrides it.
+set +e
+KVPATCH_RULES_DIR=$source/rules "$prefix/bin/kvpatch" check example >/dev/null 2>&1
+override_rc=$?
+set -e
+[[ $override_rc == 1 ]] || fail "KVPATCH_RULES_DIR override: exit $override_rc (want 1)"
+
+if [[ $with_cuda == ON ]]; then
+  library=$prefix/lib/kvpatch/libkvpatch_mla_capi.so
+  if ldd "$library" | grep -q "not found"; then
+    ldd "$library" >&2
+    fail "installed library has unresolved dependencies"
+  fi
+  # The module finds the library beside itself. PyTorch is not needed to resolve the path: a
+  # stand-in module answers the attribute lookups made at import time.
+  found=$(python3 - "$prefix/lib/kvpatch" <<'PY'
+import sys
+import types
+
+stand_in = types.ModuleType("torch")
+stand_in.__getattr__ = lambda name: name
+sys.modules.setdefault("torch", stand_in)
+sys.path.insert(0, sys.argv[1])
+import kvpatch_mla
+
+print(kvpatch_mla.find_library())
+PY
+  )
+  [[ $found == "$library" ]] || fail "kvpatch_mla.find_library() gave '$found', want $library"
+fi
+echo "install layout: ok (prefix moved after install; kernels: $with_cuda)"
