@@ -177,9 +177,7 @@ class BatchMLADecodeWrapper:
         lens = _index_tensor("kv_len_arr", kv_len_arr, self.device)
         batch = lens.numel()
         self._indptr = _index_tensor("kv_indptr", kv_indptr, self.device, batch + 1)
-        self._indices = _index_tensor("kv_indices", kv_indices, self.device)
-        if self._indices.numel() == 0:  # every request empty: a null pointer would fail the launch's checks
-            self._indices = torch.zeros(1, dtype=torch.int32, device=self.device)
+        self._indices = _index_tensor("kv_indices", kv_indices, self.device)  # empty: a null pointer, allowed
         self._lens = lens
         if max_kv_len is None:  # from the caller's tensor or list, so a host copy costs no device sync
             source = kv_len_arr if isinstance(kv_len_arr, torch.Tensor) else torch.as_tensor(kv_len_arr)

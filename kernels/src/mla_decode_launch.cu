@@ -372,7 +372,9 @@ cudaError_t check_launch(const DecodeParams& p, const DecodePlan& plan, const vo
   if (p.batch == 0) return cudaSuccess;
   if (!p.kv_indptr || !p.kv_len) return cudaErrorInvalidValue;
   if (!schedule_only) {
-    if (!p.q_nope || !p.q_pe || !p.ckv || !p.kpe || !p.kv_indices || !p.out) return cudaErrorInvalidValue;
+    // kv_indices is left out: the kernel reads a page id only for a token it attends to, and a batch
+    // whose requests are all empty has a zero-element index tensor, whose data pointer is null.
+    if (!p.q_nope || !p.q_pe || !p.ckv || !p.kpe || !p.out) return cudaErrorInvalidValue;
     // cp.async moves 16-byte chunks of each slot: both views and their slot strides must allow it.
     const int elem = kv_elem_bytes(p.kv_dtype);
     if (!aligned16(p.ckv, p.ckv_stride_slot * elem) || !aligned16(p.kpe, p.kpe_stride_slot * elem))

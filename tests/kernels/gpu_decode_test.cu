@@ -50,9 +50,10 @@ struct DeviceProblem {
   DeviceBuffer<uint16_t> pool_bf16;
   DeviceBuffer<int32_t> indptr, indices, lens;
   int query_offset = 0;  // elements: a nonzero offset leaves the query views only 2-byte aligned
+  // indices stays null when every request is empty, as a zero-element tensor's data pointer is.
   explicit DeviceProblem(const Problem& pr, int query_offset_elems = 0)
       : q_nope(pr.q_nope.size() + query_offset_elems), q_pe(pr.q_pe.size()), pool(pr.pool.size()),
-        pool_bf16(pr.pool.size()), indptr(pr.indptr.size()), indices(std::max<size_t>(pr.indices.size(), 1)),
+        pool_bf16(pr.pool.size()), indptr(pr.indptr.size()), indices(pr.indices.size()),
         lens(std::max<size_t>(pr.lens.size(), 1)), query_offset(query_offset_elems) {
     KVPATCH_CUDA_CHECK(cudaMemcpy(q_nope.ptr + query_offset, pr.q_nope.data(), pr.q_nope.size() * sizeof(uint16_t),
                              cudaMemcpyHostToDevice));

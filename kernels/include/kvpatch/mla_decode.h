@@ -36,7 +36,8 @@ struct DecodeParams {
   KvDtype kv_dtype = KvDtype::kFp8E4M3;
 
   const int32_t* kv_indptr = nullptr;   // [batch + 1], offsets into kv_indices (in pages)
-  const int32_t* kv_indices = nullptr;  // page ids
+  const int32_t* kv_indices = nullptr;  // page ids; may be null when every request is empty (as a
+                                        // zero-element tensor's data pointer is): none is read then
   const int32_t* kv_len = nullptr;      // [batch], tokens per request (last page may be partial)
 
   int batch = 0;
