@@ -32,6 +32,8 @@ import torch
 HEAD_DIM_CKV = 512  # kv_lora_rank: the latent part, also the value
 HEAD_DIM_KPE = 64  # qk_rope_head_dim: the rope part, keys only
 LIBRARY_NAME = "libkvpatch_mla_capi.so"
+# Copies of kvpatch/mla_capi.h's constants (ctypes cannot include it; tests/kernels/capi_constants_test.py
+# holds them equal).
 _MIN_ABI = 5  # kvpatch_mla_error_string, kvpatch_mla_schedule
 _KV_DTYPES = {torch.float8_e4m3fn: 0, torch.bfloat16: 1}  # kvpatch::mla::KvDtype
 _MODE_SCHEDULE_READY, _MODE_PROGRAMMATIC = 1, 4

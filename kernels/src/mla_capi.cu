@@ -1,6 +1,9 @@
-// C ABI over the decode launcher, loaded with ctypes by the Python API (kernels/python/kvpatch_mla.py)
-// and by the benchmark drivers, so that our kernels, PyTorch and FlashInfer run side by side in one
-// process. Return values are cudaError_t codes; kvpatch_mla_error_string names them.
+// C ABI over the decode launcher, declared and documented in kvpatch/mla_capi.h (included here, so
+// that the compiler holds these definitions to it). Loaded with ctypes by the Python API
+// (kernels/python/kvpatch_mla.py) and by the benchmark drivers, so that our kernels, PyTorch and
+// FlashInfer run side by side in one process.
+#include "kvpatch/mla_capi.h"
+
 #include <cuda_runtime.h>
 
 #include "kvpatch/mla_decode_launch.h"
@@ -11,16 +14,12 @@ using kvpatch::mla::KvDtype;
 
 extern "C" {
 
-// The ABI's version, for its Python callers: 3 added head_rows to the plans and the launch (libraries
-// without this function take none; without kvpatch_mla_plan_uniform, no block count either); 4 the
-// programmatic launch bit of kvpatch_mla_decode's mode; 5 kvpatch_mla_error_string and
-// kvpatch_mla_schedule.
-int kvpatch_mla_abi_version() { return 5; }
+// Libraries older than version 3 lack this function (and take no head_rows); those without
+// kvpatch_mla_plan_uniform take no block count either.
+int kvpatch_mla_abi_version() { return KVPATCH_MLA_ABI_VERSION; }
 
-// The CUDA runtime's name for an error code this library returned (static storage).
 const char* kvpatch_mla_error_string(int code) { return cudaGetErrorString(static_cast<cudaError_t>(code)); }
 
-// num_splits 0 with blocks > 0: a length-aware plan (kvpatch/mla_decode_launch.h).
 int kvpatch_mla_plan(int batch, int num_heads, int max_kv_len, int sm_count, int* num_splits, int* blocks,
                      size_t* workspace_bytes, int* head_rows) {
   const DecodePlan plan = kvpatch::mla::plan_decode(batch, num_heads, max_kv_len, sm_count);
@@ -29,7 +28,6 @@ int kvpatch_mla_plan(int batch, int num_heads, int max_kv_len, int sm_count, int
   return 0;
 }
 
-// The uniform plan (plan_decode_uniform), as the benchmark's baseline for length-aware plans.
 int kvpatch_mla_plan_uniform(int batch, int num_heads, int max_kv_len, int sm_count, int* num_splits,
                              size_t* workspace_bytes, int* head_rows) {
   const DecodePlan plan = kvpatch::mla::plan_decode_uniform(batch, num_heads, max_kv_len, sm_count);
@@ -37,15 +35,13 @@ int kvpatch_mla_plan_uniform(int batch, int num_heads, int max_kv_len, int sm_co
   return 0;
 }
 
-// The workspace a uniform plan with `num_splits` splits needs.
 size_t kvpatch_mla_workspace_bytes(int batch, int num_heads, int num_splits) {
   return kvpatch::mla::uniform_plan(batch, num_heads, num_splits).workspace_bytes;
 }
 
-// kv_dtype: 0 = FP8 E4M3, 1 = BF16 (kvpatch::mla::KvDtype). Strides in elements. mode: 0 = launch_decode,
-// 1 = launch_decode with schedule_ready, 2 = launch_decode_schedule only (length-aware plans); plus
-// kModeProgrammatic: launch_decode with LaunchOptions::programmatic.
-constexpr int kModeProgrammatic = 4;
+static_assert(KVPATCH_MLA_KV_FP8_E4M3 == static_cast<int>(KvDtype::kFp8E4M3) &&
+              KVPATCH_MLA_KV_BF16 == static_cast<int>(KvDtype::kBf16), "kv_dtype values are KvDtype's");
+
 int kvpatch_mla_decode(const void* q_nope, long long q_nope_stride_b, long long q_nope_stride_h, const void* q_pe,
                        long long q_pe_stride_b, long long q_pe_stride_h, const void* ckv, long long ckv_stride_slot,
                        const void* kpe, long long kpe_stride_slot, int kv_dtype, const int* kv_indptr,
@@ -66,15 +62,13 @@ int kvpatch_mla_decode(const void* q_nope, long long q_nope_stride_b, long long 
   plan.num_splits = num_splits, plan.blocks = blocks, plan.workspace_bytes = workspace_bytes, plan.head_rows = head_rows;
   const auto s = static_cast<cudaStream_t>(stream);
   kvpatch::mla::LaunchOptions options;
-  options.programmatic = (mode & kModeProgrammatic) != 0;
-  mode &= ~kModeProgrammatic;
-  options.schedule_ready = mode == 1;
-  return mode == 2 ? kvpatch::mla::launch_decode_schedule(p, plan, workspace, s)
+  options.programmatic = (mode & KVPATCH_MLA_MODE_PROGRAMMATIC) != 0;
+  mode &= ~KVPATCH_MLA_MODE_PROGRAMMATIC;
+  options.schedule_ready = mode == KVPATCH_MLA_MODE_SCHEDULE_READY;
+  return mode == KVPATCH_MLA_MODE_SCHEDULE_ONLY ? kvpatch::mla::launch_decode_schedule(p, plan, workspace, s)
                    : kvpatch::mla::launch_decode(p, plan, workspace, s, options);
 }
 
-// launch_decode_schedule for a length-aware plan (num_splits 0): the split table for the current
-// kv_len, made once per decode step; the step's launches then pass mode 1 (schedule ready).
 int kvpatch_mla_schedule(const int* kv_indptr, const int* kv_len, int batch, int num_heads, int blocks, int head_rows,
                          size_t workspace_bytes, void* workspace, void* stream) {
   DecodeParams p;

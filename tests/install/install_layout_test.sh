@@ -22,6 +22,7 @@ if [[ $with_cuda == ON ]]; then
   expect_file bin/kvverify
   expect_file lib/kvpatch/libkvpatch_mla_capi.so
   expect_file lib/kvpatch/kvpatch_mla.py
+  expect_file include/kvpatch/mla_capi.h
 fi
 
 # Moved after installing: the rules are found relative to the binary, not at the install prefix.
