@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # `cmake --install` as a user runs it: into a fresh prefix, then the installed tools used from
 # outside the checkout. Checks that the installed kvpatch reads the installed rules (not the source
-# tree it was built from), also after the prefix is moved; that the hook-free commands behave as
-# the build tree's binary does; and, with the kernels built, that the C ABI library and its Python
-# module sit together and the library's shared dependencies resolve.
+# tree it was built from), also after the prefix is moved; that it reports as the build tree's
+# binary does and works as a git pre-commit hook; and, with the kernels built, that the C ABI
+# library, its header and its Python module are installed and the library's dependencies resolve.
 # Usage: install_layout_test.sh BUILD_DIR SOURCE_DIR WITH_CUDA(ON|OFF)
 set -euo pipefail
 build=$1 source=$2 with_cuda=$3
@@ -41,6 +41,27 @@ set -e
 [[ $built_rc == 1 && $installed_rc == 1 ]] || fail "check exit codes: build tree $built_rc, installed $installed_rc (want 1, 1)"
 diff -u "$scratch/built.txt" "$scratch/installed.txt" || fail "installed kvpatch reports differently"
 grep -q "missing" "$scratch/installed.txt" || fail "installed kvpatch found no missing site"
+
+# The installed binary as a git hook: install-hook names it (not the build tree's), and a commit
+# of the unpatched example is refused, then allowed once kvpatch's own fix is staged. git runs with
+# HOME and the GIT_* variables isolated from the user's setup.
+if command -v git >/dev/null; then
+  export HOME=$scratch/home XDG_CONFIG_HOME=$scratch/home/.config GIT_CONFIG_NOSYSTEM=1
+  unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_CONFIG_PARAMETERS GIT_CONFIG_COUNT
+  mkdir -p "$HOME" && git init -q "$scratch/repo"
+  cp "$scratch/example/flashinfer_mla_backend.py" "$scratch/repo/"
+  (
+    cd "$scratch/repo"
+    git config user.email test@example.invalid && git config user.name test
+    "$prefix/bin/kvpatch" install-hook >/dev/null
+    grep -qF "$prefix/bin/kvpatch" .git/hooks/pre-commit || fail "the hook does not name the installed binary"
+    git add flashinfer_mla_backend.py
+    if git commit -qm unpatched >/dev/null 2>&1; then fail "the installed hook let the unpatched backend in"; fi
+    "$prefix/bin/kvpatch" apply flashinfer_mla_backend.py >/dev/null
+    git add flashinfer_mla_backend.py
+    git commit -qm patched >/dev/null 2>&1 || fail "the installed hook refused the patched backend"
+  ) || exit 1
+fi
 
 # It reads the installed rules: a broken installed rule file is an error naming that file...
 rule=$prefix/share/kvpatch/rules/flashinfer-mla-plan-kv-dtype.yaml
