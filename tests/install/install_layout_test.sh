@@ -4,9 +4,11 @@
 # tree it was built from), also after the prefix is moved; that it reports as the build tree's
 # binary does and works as a git pre-commit hook; and, with the kernels built, that the C ABI
 # library, its header and its Python module are installed and the library's dependencies resolve.
-# Usage: install_layout_test.sh BUILD_DIR SOURCE_DIR WITH_CUDA(ON|OFF)
+# Usage: install_layout_test.sh BUILD_DIR SOURCE_DIR WITH_CUDA(ON|OFF) [BINDIR DATADIR LIBDIR INCLUDEDIR]
+# (the last four as GNUInstallDirs configured them; bin share lib include by default)
 set -euo pipefail
 build=$1 source=$2 with_cuda=$3
+bindir=${4:-bin} datadir=${5:-share} libdir=${6:-lib} includedir=${7:-include}
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -16,13 +18,13 @@ cmake --install "$build" --prefix "$scratch/prefix" >"$scratch/install.log" 2>&1
   || { cat "$scratch/install.log" >&2; fail "cmake --install exited $?"; }
 
 expect_file() { [[ -f "$scratch/prefix/$1" ]] || fail "not installed: $1"; }
-expect_file bin/kvpatch
-for rule in "$source"/rules/*.yaml; do expect_file "share/kvpatch/rules/$(basename "$rule")"; done
+expect_file "$bindir/kvpatch"
+for rule in "$source"/rules/*.yaml; do expect_file "$datadir/kvpatch/rules/$(basename "$rule")"; done
 if [[ $with_cuda == ON ]]; then
-  expect_file bin/kvverify
-  expect_file lib/kvpatch/libkvpatch_mla_capi.so
-  expect_file lib/kvpatch/kvpatch_mla.py
-  expect_file include/kvpatch/mla_capi.h
+  expect_file "$bindir/kvverify"
+  expect_file "$libdir/kvpatch/libkvpatch_mla_capi.so"
+  expect_file "$libdir/kvpatch/kvpatch_mla.py"
+  expect_file "$includedir/kvpatch/mla_capi.h"
 fi
 
 # Moved after installing: the rules are found relative to the binary, not at the install prefix.
@@ -35,7 +37,7 @@ cd "$scratch"
 set +e
 "$build/patcher/kvpatch" check --root "$scratch" example >"$scratch/built.txt" 2>&1
 built_rc=$?
-"$prefix/bin/kvpatch" check --root "$scratch" example >"$scratch/installed.txt" 2>&1
+"$prefix/$bindir/kvpatch" check --root "$scratch" example >"$scratch/installed.txt" 2>&1
 installed_rc=$?
 set -e
 [[ $built_rc == 1 && $installed_rc == 1 ]] || fail "check exit codes: build tree $built_rc, installed $installed_rc (want 1, 1)"
@@ -53,41 +55,41 @@ if command -v git >/dev/null; then
   (
     cd "$scratch/repo"
     git config user.email test@example.invalid && git config user.name test
-    "$prefix/bin/kvpatch" install-hook >/dev/null
-    grep -qF "$prefix/bin/kvpatch" .git/hooks/pre-commit || fail "the hook does not name the installed binary"
+    "$prefix/$bindir/kvpatch" install-hook >/dev/null
+    grep -qF "$prefix/$bindir/kvpatch" .git/hooks/pre-commit || fail "the hook does not name the installed binary"
     git add flashinfer_mla_backend.py
     if git commit -qm unpatched >/dev/null 2>&1; then fail "the installed hook let the unpatched backend in"; fi
-    "$prefix/bin/kvpatch" apply flashinfer_mla_backend.py >/dev/null
+    "$prefix/$bindir/kvpatch" apply flashinfer_mla_backend.py >/dev/null
     git add flashinfer_mla_backend.py
     git commit -qm patched >/dev/null 2>&1 || fail "the installed hook refused the patched backend"
   ) || exit 1
 fi
 
 # It reads the installed rules: a broken installed rule file is an error naming that file...
-rule=$prefix/share/kvpatch/rules/flashinfer-mla-plan-kv-dtype.yaml
+rule=$prefix/$datadir/kvpatch/rules/flashinfer-mla-plan-kv-dtype.yaml
 printf 'id: [unclosed\n' >>"$rule"
 set +e
-"$prefix/bin/kvpatch" check example >/dev/null 2>"$scratch/broken.txt"
+"$prefix/$bindir/kvpatch" check example >/dev/null 2>"$scratch/broken.txt"
 broken_rc=$?
 set -e
 [[ $broken_rc == 2 ]] || fail "broken installed rule: exit $broken_rc (want 2)"
 grep -qF "$rule" "$scratch/broken.txt" || { cat "$scratch/broken.txt" >&2; fail "error does not name $rule"; }
 # ...and $KVPATCH_RULES_DIR still overrides it.
 set +e
-KVPATCH_RULES_DIR=$source/rules "$prefix/bin/kvpatch" check example >/dev/null 2>&1
+KVPATCH_RULES_DIR=$source/rules "$prefix/$bindir/kvpatch" check example >/dev/null 2>&1
 override_rc=$?
 set -e
 [[ $override_rc == 1 ]] || fail "KVPATCH_RULES_DIR override: exit $override_rc (want 1)"
 
 if [[ $with_cuda == ON ]]; then
-  library=$prefix/lib/kvpatch/libkvpatch_mla_capi.so
+  library=$prefix/$libdir/kvpatch/libkvpatch_mla_capi.so
   if ldd "$library" | grep -q "not found"; then
     ldd "$library" >&2
     fail "installed library has unresolved dependencies"
   fi
   # The module finds the library beside itself. PyTorch is not needed to resolve the path: a
   # stand-in module answers the attribute lookups made at import time.
-  found=$(python3 - "$prefix/lib/kvpatch" <<'PY'
+  found=$(python3 - "$prefix/$libdir/kvpatch" <<'PY'
 import sys
 import types
 
