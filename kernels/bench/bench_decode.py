@@ -80,7 +80,8 @@ SHAPES = (
 
 
 class Kvpatch:
-    """Our kernels through the C ABI of kernels/src/mla_capi.cu."""
+    """Our kernels through the C ABI (kernels/include/kvpatch/mla_capi.h). Unlike the Python API's loader
+    it also drives libraries with older ABIs, the reference side of kernels/bench/ab.sh."""
 
     def __init__(self, path):
         self.lib = ctypes.CDLL(path)

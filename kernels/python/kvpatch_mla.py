@@ -66,7 +66,7 @@ def find_library(library=None):
 
 
 class _Library:
-    """The C ABI of kernels/src/mla_capi.cu, typed for ctypes."""
+    """The C ABI declared in kernels/include/kvpatch/mla_capi.h, typed for ctypes."""
 
     def __init__(self, path):
         try:
