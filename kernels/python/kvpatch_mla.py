@@ -25,6 +25,7 @@ module (where `cmake --install` puts both, in <prefix>/lib/kvpatch/), then the b
 this checkout (build/, build-gpu/).
 """
 import ctypes
+import functools
 import os
 
 import torch
@@ -63,6 +64,13 @@ def find_library(library=None):
         f"cannot find {LIBRARY_NAME} (looked at {', '.join(candidates)}); build it with "
         "`cmake -S . -B build -DKVPATCH_CUDA=ON && cmake --build build --target kvpatch_mla_capi` "
         "or set KVPATCH_MLA_LIBRARY to its path")
+
+
+@functools.lru_cache(maxsize=None)
+def _load(path):
+    """One typed handle per library file and process, shared by every wrapper (a server makes one per
+    model runner; typing the functions again for each would be wasted work)."""
+    return _Library(path)
 
 
 class _Library:
@@ -157,7 +165,7 @@ class BatchMLADecodeWrapper:
             raise ValueError(f"device: the kernel runs on CUDA devices, got {self.device}")
         if workspace_buffer is not None and workspace_buffer.device != self.device:
             raise ValueError(f"workspace_buffer: on {workspace_buffer.device}, expected {self.device}")
-        self._lib = _Library(find_library(library))
+        self._lib = _load(os.path.realpath(find_library(library)))
         self._workspace, self._fixed_workspace = workspace_buffer, workspace_buffer is not None
         self._planned = False
 

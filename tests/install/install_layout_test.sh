@@ -87,7 +87,7 @@ if [[ $with_cuda == ON ]]; then
     ldd "$library" >&2
     fail "installed library has unresolved dependencies"
   fi
-  # The module finds the library beside itself. PyTorch is not needed to resolve the path: a
+  # The module finds the library beside itself and loads it. PyTorch is not needed for that: a
   # stand-in module answers the attribute lookups made at import time.
   found=$(python3 - "$prefix/$libdir/kvpatch" <<'PY'
 import sys
@@ -99,7 +99,10 @@ sys.modules.setdefault("torch", stand_in)
 sys.path.insert(0, sys.argv[1])
 import kvpatch_mla
 
-print(kvpatch_mla.find_library())
+path = kvpatch_mla.find_library()
+# Loading checks the C ABI version; every wrapper of a process shares the one typed handle.
+assert kvpatch_mla._load(path) is kvpatch_mla._load(path), "the library is loaded once per process"
+print(path)
 PY
   )
   [[ $found == "$library" ]] || fail "kvpatch_mla.find_library() gave '$found', want $library"

@@ -210,6 +210,8 @@ def error_cases(lib):
     odd = whole.view(torch.uint8).view(-1)[1:64 * 576 + 1].view(64, 1, 576).view(torch.float8_e4m3fn)
     expect_error("a KV view not 16-byte aligned", kvpatch_mla.KvpatchMlaError, "invalid argument",
                  lambda: w.run(q[..., :512], q[..., 512:], odd[..., :512], odd[..., 512:]))
+    other = kvpatch_mla.BatchMLADecodeWrapper(library=lib)
+    check(other._lib is w._lib, "two wrappers over one library file share one loaded handle")
     expect_error("a library path that does not exist", kvpatch_mla.KvpatchMlaError, "KVPATCH_MLA_LIBRARY",
                  lambda: kvpatch_mla.BatchMLADecodeWrapper(library="/nonexistent/libkvpatch_mla_capi.so"))
 
