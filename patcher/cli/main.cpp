@@ -97,6 +97,26 @@ std::string colorize(const std::string& report) {
   return out;
 }
 
+const std::vector<std::string> kFormats = {"text", "json", "github", "sarif"};
+constexpr const char* kFormatHelp =
+    "report format: text, json, github (GitHub Actions annotations) or sarif (SARIF 2.1.0, for code scanning)";
+
+// The report of a check or pre-commit run on stdout, in --format's form. The machine-read formats always
+// print (an empty SARIF log is still a log); text only when `text_wanted`, github also for input errors (annotations).
+void print_report(const Run& run, const RuleSet& rules, const Options& options, bool text_wanted) {
+  if (options.format == "json") {
+    std::cout << json_report(run);
+  } else if (options.format == "sarif") {
+    std::cout << sarif_report(run, rules, KVPATCH_VERSION);
+  } else if (options.format == "github") {
+    if (text_wanted || !run.errors.empty()) std::cout << github_report(run);
+  } else if (text_wanted) {
+    const bool color = options.color == "always" || (options.color == "auto" && ::isatty(STDOUT_FILENO));
+    const std::string report = text_report(run);
+    std::cout << (color ? colorize(report) : report);
+  }
+}
+
 void add_common_options(CLI::App* command, Options& options) {
   command->add_option("PATH", options.paths, "Python files or directories (walked for *.py, hidden directories skipped)")
       ->required();
@@ -107,8 +127,9 @@ void add_common_options(CLI::App* command, Options& options) {
                       "(the KV dtype only when it is torch.float8_e4m3fn); same as --set kv_dtype_form=...")
       ->check(CLI::IsMember({"original", "upstream"}));
   command->add_option("--root", options.root,
-                      "directory that report and diff paths are relative to (default: a single directory PATH, "
-                      "else the git work tree holding the paths, else the current directory)");
+                      "directory that report and diff paths are relative to (default: a single directory PATH "
+                      "(not for --format github or sarif), else the git work tree holding the paths, else the "
+                      "current directory)");
   command->add_option("--color", options.color, "color the text report: never, auto or always")
       ->check(CLI::IsMember({"never", "auto", "always"}));
 }
@@ -163,11 +184,7 @@ int run_pre_commit(const Options& options) {
   }
   print_errors(run.errors);
   // Text stays quiet when the commit holds no file the rules select, as hooks should.
-  if (options.format == "json") {
-    std::cout << json_report(run);
-  } else if (!run.files.empty()) {
-    std::cout << text_report(run);
-  }
+  print_report(run, *rules, options, !run.files.empty());
   if (!run.errors.empty()) return kUsageOrInput;
   const Summary summary = summarize(run);
   if (!has_findings(summary)) return kClean;
@@ -244,20 +261,15 @@ int run_command(const std::string& command, const Options& options) {
   const RuleSet& rules = *loaded;
   const std::optional<std::filesystem::path> root =
       options.root.empty() ? std::nullopt : std::optional<std::filesystem::path>(options.root);
-  const InputSet inputs = collect_inputs(options.paths, root);
+  const bool repository_paths = options.format == "github" || options.format == "sarif";
+  const InputSet inputs = collect_inputs(options.paths, root, repository_paths);
   const Run run = analyze_inputs(rules, inputs);
   print_errors(run.errors);
   const bool input_errors = !run.errors.empty();
   if (!input_errors) warn_unselected_paths(options.paths, run);
 
   if (command == "check") {
-    if (options.format == "json") {
-      std::cout << json_report(run);
-    } else {
-      const bool color = options.color == "always" || (options.color == "auto" && ::isatty(STDOUT_FILENO));
-      const std::string report = text_report(run);
-      std::cout << (color ? colorize(report) : report);
-    }
+    print_report(run, rules, options, true);
     if (input_errors) return kUsageOrInput;
     return has_findings(summarize(run)) ? kFindings : kClean;
   }
@@ -308,7 +320,7 @@ int main(int argc, char** argv) {
   CLI::App* apply = app.add_subcommand(
       "apply", "write the edits in place, atomically and all-or-nothing (exit 1 when findings remain that it cannot fix)");
   for (CLI::App* command : {check, diff, apply}) add_common_options(command, options);
-  check->add_option("--format", options.format, "report format: text or json")->check(CLI::IsMember({"text", "json"}));
+  check->add_option("--format", options.format, kFormatHelp)->check(CLI::IsMember(kFormats));
   CLI::App* pre_commit = app.add_subcommand(
       "pre-commit", "check the STAGED content of the added and modified *.py files (exit 1 when findings remain)");
   CLI::App* install_hook = app.add_subcommand(
@@ -320,7 +332,7 @@ int main(int argc, char** argv) {
   }
   pre_commit->add_option("--rules", options.rules_dir, "rules directory (default: $KVPATCH_RULES_DIR, the installed rules, or the source tree's rules/)");
   pre_commit->add_option("--set", options.sets, "override a rule parameter, NAME=VALUE (repeatable)");
-  pre_commit->add_option("--format", options.format, "report format: text or json")->check(CLI::IsMember({"text", "json"}));
+  pre_commit->add_option("--format", options.format, kFormatHelp)->check(CLI::IsMember(kFormats));
   pre_commit->add_flag("--all", options.all, "check every tracked *.py in the index, not only the staged changes");
   install_hook->add_flag("--force", options.force,
                          "keep an existing hook as pre-commit.kvpatch-backup and run it before kvpatch");

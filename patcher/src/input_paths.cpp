@@ -48,7 +48,8 @@ bool hidden(const fs::path& p) {
 }
 }  // namespace
 
-InputSet collect_inputs(const std::vector<std::string>& paths, const std::optional<fs::path>& root) {
+InputSet collect_inputs(const std::vector<std::string>& paths, const std::optional<fs::path>& root,
+                        bool repository_paths) {
   InputSet set;
   std::vector<fs::path> existing;
   for (const std::string& p : paths) {
@@ -62,7 +63,7 @@ InputSet collect_inputs(const std::vector<std::string>& paths, const std::option
 
   if (root) {
     set.root = absolute_normal(*root);
-  } else if (existing.size() == 1 && paths.size() == 1 && fs::is_directory(existing.front())) {
+  } else if (!repository_paths && existing.size() == 1 && paths.size() == 1 && fs::is_directory(existing.front())) {
     set.root = existing.front();
   } else {
     fs::path tree = existing.empty() ? fs::path() : git_work_tree(existing.front());

@@ -27,6 +27,22 @@ const FieldRule* RuleSet::field_rule(const std::string& id) const {
   return nullptr;
 }
 
+std::vector<std::pair<std::string, std::string>> RuleSet::finding_ids() const {
+  std::vector<std::pair<std::string, std::string>> ids;
+  for (const PlanSiteRule& r : plan_site_rules) ids.emplace_back(r.id, r.description);
+  for (const FieldRule& r : field_rules) ids.emplace_back(r.id, r.description);
+  for (const CastRule& r : cast_rules) {
+    ids.emplace_back(r.id, r.description);
+    if (r.run_input_id != r.id) {
+      ids.emplace_back(r.run_input_id,
+                       "KV data handed to a run() whose wrapper is, or after the fix will be, planned for the KV-cache "
+                       "dtype is converted on the way (run-input-converted) or comes from where kvpatch cannot trace "
+                       "(run-input-unknown). Reported by the cast rule " + r.id + ": " + r.description);
+    }
+  }
+  return ids;
+}
+
 bool glob_match(const std::string& pattern, const std::string& name) {
   // Iterative wildcard match with backtracking to the last `*`.
   std::size_t p = 0, n = 0, star = std::string::npos, mark = 0;
@@ -78,6 +94,14 @@ public:
     if (!node.IsDefined() || node.IsNull()) return fallback;
     if (!node.IsScalar()) fail(node, join(path, key), "expected a string", "write a plain or quoted string");
     return expand(node, join(path, key), node.as<std::string>());
+  }
+
+  // Free text that is never expanded: a description may mention `${...}` parameters by name.
+  std::string prose(const YAML::Node& map, const char* key) const {
+    YAML::Node node = map[key];
+    if (!node.IsDefined() || node.IsNull()) return "";
+    if (!node.IsScalar()) fail(node, key, "expected a string", "write a plain, quoted or folded (>) string");
+    return node.as<std::string>();
   }
 
   std::string expand(const YAML::Node& at, const std::string& field, const std::string& text) const {
@@ -164,6 +188,7 @@ PlanSiteRule read_plan_site_rule(const RuleReader& r, const YAML::Node& doc) {
                          "arguments", "dtype_roles", "fix", "tests"});
   PlanSiteRule rule;
   rule.id = r.string(doc, "", "id", true);
+  rule.description = r.prose(doc, "description");
   rule.file = r.file();
   rule.files = r.files(doc);
   YAML::Node callee = r.required(doc, "", "callee");
@@ -221,6 +246,7 @@ FieldRule read_field_rule(const RuleReader& r, const YAML::Node& doc) {
   r.allow_keys(doc, "", {"id", "kind", "description", "files", "scope", "anchor", "field", "value", "operation", "tests"});
   FieldRule rule;
   rule.id = r.string(doc, "", "id", true);
+  rule.description = r.prose(doc, "description");
   rule.file = r.file();
   rule.files = r.files(doc);
   YAML::Node scope = r.required(doc, "", "scope");
@@ -304,6 +330,7 @@ CastRule read_cast_rule(const RuleReader& r, const YAML::Node& doc) {
                          "tests"});
   CastRule rule;
   rule.id = r.string(doc, "", "id", true);
+  rule.description = r.prose(doc, "description");
   rule.file = r.file();
   rule.files = r.files(doc);
   rule.functions = required_list(r, doc, "", "functions");

@@ -22,8 +22,10 @@ struct InputSet {
 };
 
 // Files are taken as given; directories are walked for *.py, skipping hidden directories.
-// Root: --root if given; else a single directory argument; else the git work tree holding every
-// path; else the current directory.
-InputSet collect_inputs(const std::vector<std::string>& paths, const std::optional<std::filesystem::path>& root);
+// Root: --root if given; else a single directory argument (unless repository_paths); else the git
+// work tree holding every path; else the current directory. repository_paths is for reports read
+// against a repository (GitHub annotations, SARIF), whose paths must start at its top.
+InputSet collect_inputs(const std::vector<std::string>& paths, const std::optional<std::filesystem::path>& root,
+                        bool repository_paths = false);
 
 }  // namespace kvpatch

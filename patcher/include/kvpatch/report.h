@@ -1,11 +1,12 @@
 #pragma once
-// One run over a set of files, and its outputs: text report, JSON report, unified diff.
+// One run over a set of files, and its outputs: text, JSON, GitHub annotations, SARIF, unified diff.
 #include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "kvpatch/findings.h"
+#include "kvpatch/rule_set.h"
 
 namespace kvpatch {
 
@@ -30,12 +31,31 @@ Summary summarize(const Run& run);
 // converted or of unknown origin.
 bool has_findings(const Summary& summary);
 
+// One entry of a report: a plan site, field, cast or run() input, worded as the text report words it.
+struct ReportItem {
+  std::string file;  // display path, relative to Run::root
+  int line = 0;
+  int column = 0;  // 1-based, in bytes
+  std::string status;  // threaded, missing, gated, unknown, ignored, present, redundant, required, run-input-*
+  std::string message;
+  std::string rule;
+  bool finding = false;  // counts towards has_findings()
+};
+// Every entry, file by file in run order, each file's by line and column.
+std::vector<ReportItem> report_items(const Run& run);
+
 // One line per finding, `<file>:<line>:<col>: <status>: <message> [<rule-id>]`, then the summary line
 // (which names run() inputs only when some are converted, of unknown origin or ignored).
 std::string text_report(const Run& run);
 std::string summary_line(const Summary& summary);
 // The --format json report (format_version 1).
 std::string json_report(const Run& run);
+// --format github: one GitHub Actions workflow command per finding and input error (`::error file=...,line=...::`),
+// which the Actions runner shows as annotations on the lines, then the summary line.
+std::string github_report(const Run& run);
+// --format sarif: a SARIF 2.1.0 log of the findings and input errors (GitHub code scanning, IDE viewers);
+// rules supply each rule id's description, tool_version the driver's version.
+std::string sarif_report(const Run& run, const RuleSet& rules, const std::string& tool_version);
 // `--- a/<file>` / `+++ b/<file>` unified diff with 3 lines of context; "" when the file has no edits.
 std::string unified_diff(const FileReport& file);
 

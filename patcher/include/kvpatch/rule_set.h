@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kvpatch/signature.h"
@@ -25,6 +26,7 @@ struct DtypeRoleNames {
 // kind: plan-site — calls that reach <wrapper_class>.<method>; their KV-dtype argument is threaded.
 struct PlanSiteRule {
   std::string id;
+  std::string description;  // the rule file's prose, for reports that carry rule help (SARIF)
   std::string file;  // the rule file, for messages
   FileSelection files;
   std::string wrapper_class;
@@ -50,6 +52,7 @@ struct PlanSiteRule {
 // kind: field — each class in scope gets `<field> = <value>` after its `<anchor> = ...` in __init__.
 struct FieldRule {
   std::string id;
+  std::string description;  // the rule file's prose, for reports that carry rule help (SARIF)
   std::string file;
   FileSelection files;
   std::string sites_rule;            // classes must hold sites of this plan-site rule (when require_sites)
@@ -113,6 +116,7 @@ struct KvPath {
 // kind: cast — `.to(<x>.dtype)` on a KV-cache value, redundant when every consumer accepts the KV dtype.
 struct CastRule {
   std::string id;
+  std::string description;  // the rule file's prose, for reports that carry rule help (SARIF)
   std::string file;
   FileSelection files;
   std::vector<std::string> functions;
@@ -158,6 +162,9 @@ struct RuleSet {
   std::vector<RuleTestCase> tests;
 
   const PlanSiteRule* plan_site_rule(const std::string& id) const;
+  // Every id a finding can carry (each rule's, and each cast rule's run_input_id), in rule-file order, with
+  // the description of the rule that reports it.
+  std::vector<std::pair<std::string, std::string>> finding_ids() const;
   const FieldRule* field_rule(const std::string& id) const;
 };
 

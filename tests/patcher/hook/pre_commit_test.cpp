@@ -185,6 +185,31 @@ TEST_SUITE("pre_commit") {
     CHECK(report["plan_sites"][0]["line"] == 139);
   }
 
+  TEST_CASE("--format github and sarif report the staged findings from the repository's top") {
+    GitSandbox repo;
+    repo.stage(kBackendPath, fixture_source("gen-b-unpatched"));
+    repo.write(kBackendPath, "the work tree's copy is not what is committed\n");
+    const ProcessResult github = repo.kvpatch({"pre-commit", "--format", "github"});
+    CHECK(github.exit_code == 1);
+    CHECK(contains(github.out, "::error file=" + kBackendPath + ",line=139,col=13,title=kvpatch missing "
+                               "[flashinfer-mla-plan-kv-dtype]::"));
+    const ProcessResult sarif = repo.kvpatch({"pre-commit", "--format", "sarif"});
+    CHECK(sarif.exit_code == 1);
+    const nlohmann::json log = nlohmann::json::parse(sarif.out);
+    const auto& results = log["runs"].at(0)["results"];
+    CHECK(results.size() == 7);  // 3 plan sites, 2 fields, 2 casts, as the text report counts them
+    for (const auto& r : results) {
+      CHECK(r["locations"].at(0)["physicalLocation"]["artifactLocation"]["uri"] == kBackendPath);
+    }
+    // A commit that holds no selected file still gets a log (empty), while github stays quiet.
+    GitSandbox clean;
+    clean.stage("README.md", "nothing to check\n");
+    const ProcessResult empty = clean.kvpatch({"pre-commit", "--format", "sarif"});
+    CHECK(empty.exit_code == 0);
+    CHECK(nlohmann::json::parse(empty.out)["runs"].at(0)["results"].empty());
+    CHECK(clean.kvpatch({"pre-commit", "--format", "github"}).out.empty());
+  }
+
   TEST_CASE("--repo finds the repository from a subdirectory, and --rules and --set are honoured") {
     GitSandbox repo;
     repo.stage(kBackendPath, fixture_source("gen-b-unpatched"));

@@ -1,0 +1,122 @@
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+#include "kvpatch/report.h"
+
+// SARIF 2.1.0 (OASIS), the log format GitHub code scanning uploads and SARIF viewers open. Only what
+// makes a check exit 1 becomes a result; input errors go to the invocation's notifications, and
+// executionSuccessful says whether every file could be read and parsed.
+namespace kvpatch {
+using json = nlohmann::ordered_json;
+
+namespace {
+constexpr const char* kSchema = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json";
+constexpr const char* kRootId = "SRCROOT";
+
+// RFC 3986: unreserved characters and '/' stay, every other byte is percent-encoded.
+std::string uri_encode(const std::string& text) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) != 0 || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+// SARIF's default columnKind counts UTF-16 code units; kvpatch counts bytes. A line's bytes are valid
+// UTF-8 (load_source_file checks), so count the code units of the bytes before the column.
+int utf16_column(std::string_view line, int byte_column) {
+  int units = 0;
+  const std::size_t end = std::min<std::size_t>(line.size(), static_cast<std::size_t>(byte_column - 1));
+  for (std::size_t i = 0; i < end; ++i) {
+    const auto c = static_cast<unsigned char>(line[i]);
+    if ((c & 0xC0) == 0x80) continue;  // a continuation byte
+    units += c >= 0xF0 ? 2 : 1;         // four-byte sequences are surrogate pairs in UTF-16
+  }
+  return units + 1;
+}
+
+std::string first_sentence(const std::string& text) {
+  const std::size_t end = text.find(". ");
+  std::string s = end == std::string::npos ? text : text.substr(0, end + 1);
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  for (char& c : s) {
+    if (c == '\n') c = ' ';
+  }
+  return s;
+}
+
+json location(const std::string& file, int line, int column) {
+  json physical = {{"artifactLocation", {{"uri", uri_encode(file)}, {"uriBaseId", kRootId}}}};
+  if (line > 0) {
+    json region = {{"startLine", line}};
+    if (column > 0) region["startColumn"] = column;
+    physical["region"] = std::move(region);
+  }
+  return json::array({{{"physicalLocation", std::move(physical)}}});
+}
+}  // namespace
+
+std::string sarif_report(const Run& run, const RuleSet& rules, const std::string& tool_version) {
+  json descriptors = json::array();
+  std::map<std::string, int> rule_index;
+  for (const auto& [id, description] : rules.finding_ids()) {
+    if (rule_index.count(id) != 0) continue;
+    rule_index[id] = static_cast<int>(descriptors.size());
+    json d = {{"id", id}};
+    if (!description.empty()) {
+      d["shortDescription"] = {{"text", first_sentence(description)}};
+      std::string full = description;
+      while (!full.empty() && (full.back() == '\n' || full.back() == ' ')) full.pop_back();
+      d["fullDescription"] = {{"text", full}};
+    }
+    descriptors.push_back(std::move(d));
+  }
+  std::map<std::string, const SourceFile*> sources;
+  for (const FileReport& f : run.files) sources[f.file->source.display_path()] = &f.file->source;
+
+  json results = json::array();
+  for (const ReportItem& item : report_items(run)) {
+    if (!item.finding) continue;
+    const SourceFile& source = *sources.at(item.file);
+    const int column = utf16_column(source.line_text(item.line), item.column);
+    json r = {{"ruleId", item.rule}};
+    if (rule_index.count(item.rule) != 0) r["ruleIndex"] = rule_index[item.rule];
+    r["level"] = item.status == "unknown" || item.status == "run-input-unknown" ? "warning" : "error";
+    r["message"] = {{"text", item.status + ": " + item.message}};
+    r["locations"] = location(item.file, item.line, column);
+    r["properties"] = {{"kvpatchStatus", item.status}};
+    results.push_back(std::move(r));
+  }
+  json notifications = json::array();
+  for (const FileError& e : run.errors) {
+    // The byte column of a file that failed to load may not fall on a character; the line is enough.
+    notifications.push_back({{"level", "error"},
+                             {"message", {{"text", e.remedy.empty() ? e.message : e.message + "; " + e.remedy}}},
+                             {"locations", location(e.file, e.line, 0)}});
+  }
+  std::string root = run.root.string();
+  if (root.empty() || root.back() != '/') root += '/';
+  json log = {{"$schema", kSchema},
+              {"version", "2.1.0"},
+              {"runs",
+               json::array({{{"tool", {{"driver", {{"name", "kvpatch"}, {"version", tool_version}, {"rules", descriptors}}}}},
+                             {"invocations",
+                              json::array({{{"executionSuccessful", run.errors.empty()},
+                                            {"toolExecutionNotifications", std::move(notifications)}}})},
+                             {"originalUriBaseIds", {{kRootId, {{"uri", "file://" + uri_encode(root)}}}}},
+                             {"results", std::move(results)},
+                             {"columnKind", "utf16CodeUnits"}}})}};
+  return log.dump(2) + "\n";
+}
+
+}  // namespace kvpatch

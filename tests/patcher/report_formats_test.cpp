@@ -1,0 +1,148 @@
+// `kvpatch check --format github` and `--format sarif` over the fixture named by KVPATCH_FIXTURE, held
+// to `--format json`: the same findings (file, line, column, rule, status), one annotation or result
+// each, the same exit code, and paths from the top of the git repository even for a directory
+// argument (as GitHub resolves them). Refused fixtures: exit 2, the input error as an annotation and as
+// a SARIF notification, and still a well-formed SARIF log on stdout.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <tuple>
+
+#include "support/files.h"
+#include "support/fixture.h"
+#include "support/kvpatch_cli.h"
+#include "support/process.h"
+#include "support/temp_dir.h"
+
+namespace fs = std::filesystem;
+using namespace kvpatch_test;
+using nlohmann::json;
+
+namespace {
+// (line, column, rule, status) of one finding.
+using Finding = std::tuple<int, int, std::string, std::string>;
+
+// What makes check exit 1, read from the JSON report (patcher/REPORT-JSON.md). Its fields[] carry no
+// column (format_version 1), so a field finding's column is compared as kNoColumn.
+constexpr int kNoColumn = -1;
+
+std::multiset<Finding> json_findings(const json& report) {
+  std::multiset<Finding> out;
+  auto add = [&](const json& j) {
+    out.insert({j["line"].get<int>(), j.value("column", kNoColumn), j["rule"].get<std::string>(),
+                j["status"].get<std::string>()});
+  };
+  for (const json& s : report["plan_sites"]) {
+    if (s["status"] == "missing" || s["status"] == "unknown") add(s);
+  }
+  for (const json& c : report["casts"]) {
+    if (c["status"] == "redundant") add(c);
+  }
+  for (const json& f : report["fields"]) {
+    if (f["status"] == "missing") add(f);
+  }
+  for (const json& r : report["run_inputs"]) {
+    if (r["status"] != "ignored") add(r);
+  }
+  return out;
+}
+
+// The rule ids of fields[] entries, whose columns the JSON report does not give.
+std::set<std::string> field_rules(const json& report) {
+  std::set<std::string> out;
+  for (const json& f : report["fields"]) out.insert(f["rule"].get<std::string>());
+  return out;
+}
+
+bool is_warning(const std::string& status) { return status == "unknown" || status == "run-input-unknown"; }
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+}  // namespace
+
+TEST_SUITE("formats") {
+  TEST_CASE("github and sarif report exactly the JSON report's findings, from the repository's top") {
+    const Fixture fixture = load_fixture(required_env("KVPATCH_FIXTURE"));
+    TempDir scratch("kvpatch-formats-" + fixture.name);
+    const fs::path pkg = scratch.path() / "pkg";
+    fs::create_directories(pkg);
+    write_bytes(pkg / fixture.input, read_bytes(fixture.input_path()));
+    REQUIRE(run_process({required_env("KVPATCH_GIT"), "init", "-q", scratch.path().string()}).exit_code == 0);
+    const std::string in_repository = "pkg/" + fixture.input;
+
+    // A directory argument: text reports from the directory, the repository formats from its top.
+    const ProcessResult as_json = run_kvpatch(fixture.command("check", {"--format", "json", "."}), pkg);
+    const ProcessResult github = run_kvpatch(fixture.command("check", {"--format", "github", "."}), pkg);
+    const ProcessResult sarif = run_kvpatch(fixture.command("check", {"--format", "sarif", "."}), pkg);
+    const ProcessResult text = run_kvpatch(fixture.command("check", {"."}), pkg);
+    for (const ProcessResult* r : {&as_json, &github, &sarif, &text}) {
+      CHECK_MESSAGE(r->exit_code == fixture.check_exit, describe({"kvpatch", "check"}, *r));
+    }
+    const json report = json::parse(as_json.out);
+    const std::multiset<Finding> expected = json_findings(report);
+    const std::set<std::string> no_column = field_rules(report);
+    auto column = [&](const std::string& rule, int value) { return no_column.count(rule) != 0 ? kNoColumn : value; };
+
+    SUBCASE("github: one workflow command per finding, at its place, then the text report's summary line") {
+      static const std::regex command(
+          R"(^::(error|warning) file=([^,]*),line=(\d+),col=(\d+),title=kvpatch ([a-z-]+) \[([a-z0-9-]+)\]::(.+)$)");
+      static const std::regex input_error(R"(^::error file=([^,]*),line=(\d+)(,col=\d+)?,title=kvpatch input error::.+$)");
+      std::multiset<Finding> annotated;
+      int input_errors = 0;
+      const std::vector<std::string> lines = lines_of(github.out);
+      REQUIRE(!lines.empty());
+      for (std::size_t i = 0; i + 1 < lines.size(); ++i) {
+        std::smatch m;
+        if (std::regex_match(lines[i], m, input_error)) {
+          CHECK(m[1] == in_repository);
+          ++input_errors;
+          continue;
+        }
+        REQUIRE_MESSAGE(std::regex_match(lines[i], m, command), "not a workflow command: ", lines[i]);
+        CHECK(m[2] == in_repository);
+        CHECK((m[1] == "warning") == is_warning(m[5]));
+        annotated.insert({std::stoi(m[3]), column(m[6], std::stoi(m[4])), m[6], m[5]});
+      }
+      CHECK(annotated == expected);
+      CHECK((input_errors > 0) == fixture.refused());
+      CHECK(lines.back() == lines_of(text.out).back());
+    }
+
+    SUBCASE("sarif: a SARIF 2.1.0 log with one result per finding, rules indexed, errors as notifications") {
+      const json log = json::parse(sarif.out);  // stdout holds the log alone, even for refused input
+      CHECK(log["version"] == "2.1.0");
+      REQUIRE(log["runs"].size() == 1);
+      const json& run = log["runs"][0];
+      CHECK(run["tool"]["driver"]["name"] == "kvpatch");
+      CHECK(run["originalUriBaseIds"]["SRCROOT"]["uri"] ==
+            "file://" + fs::weakly_canonical(scratch.path()).string() + "/");
+      const json& rules = run["tool"]["driver"]["rules"];
+      std::multiset<Finding> results;
+      for (const json& r : run["results"]) {
+        const json& where = r["locations"].at(0)["physicalLocation"];
+        CHECK(where["artifactLocation"]["uri"] == in_repository);
+        CHECK(where["artifactLocation"]["uriBaseId"] == "SRCROOT");
+        CHECK(rules.at(r["ruleIndex"].get<std::size_t>())["id"] == r["ruleId"]);
+        const std::string status = r["properties"]["kvpatchStatus"];
+        CHECK(r["level"] == (is_warning(status) ? "warning" : "error"));
+        // Every fixture's finding lines are ASCII up to the finding, so UTF-16 and byte columns agree.
+        const std::string rule = r["ruleId"];
+        results.insert({where["region"]["startLine"].get<int>(), column(rule, where["region"]["startColumn"].get<int>()),
+                        rule, status});
+      }
+      CHECK(results == expected);
+      const json& invocation = run["invocations"].at(0);
+      CHECK(invocation["executionSuccessful"] == !fixture.refused());
+      CHECK(invocation["toolExecutionNotifications"].empty() == !fixture.refused());
+    }
+  }
+}
