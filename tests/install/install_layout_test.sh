@@ -3,7 +3,8 @@
 # outside the checkout. Checks that the installed kvpatch reads the installed rules (not the source
 # tree it was built from), also after the prefix is moved; that it reports as the build tree's
 # binary does and works as a git pre-commit hook; and, with the kernels built, that the C ABI
-# library, its header and its Python module are installed and the library's dependencies resolve.
+# library, its header and its Python module are installed, the library's dependencies resolve, and
+# a C program outside the project builds against it through find_package(kvpatch) and pkg-config.
 # Usage: install_layout_test.sh BUILD_DIR SOURCE_DIR WITH_CUDA(ON|OFF) [BINDIR DATADIR LIBDIR INCLUDEDIR]
 # (the last four as GNUInstallDirs configured them; bin share lib include by default)
 set -euo pipefail
@@ -25,6 +26,8 @@ if [[ $with_cuda == ON ]]; then
   expect_file "$libdir/kvpatch/libkvpatch_mla_capi.so"
   expect_file "$libdir/kvpatch/kvpatch_mla.py"
   expect_file "$includedir/kvpatch/mla_capi.h"
+  expect_file "$libdir/cmake/kvpatch/kvpatchConfig.cmake"
+  expect_file "$libdir/pkgconfig/kvpatch-mla.pc"
 fi
 
 # Moved after installing: the rules are found relative to the binary, not at the install prefix.
@@ -106,5 +109,22 @@ print(path)
 PY
   )
   [[ $found == "$library" ]] || fail "kvpatch_mla.find_library() gave '$found', want $library"
+
+  # A C program outside the project finds the installed library as a CMake package and through
+  # pkg-config, from the moved prefix, and its host-side checks pass against it.
+  cmake -S "$source/tests/install/consumer" -B "$scratch/consumer" -DCMAKE_PREFIX_PATH="$prefix" \
+        -DKVPATCH_SOURCE_DIR="$source" >"$scratch/consumer.log" 2>&1 \
+    && cmake --build "$scratch/consumer" >>"$scratch/consumer.log" 2>&1 \
+    || { cat "$scratch/consumer.log" >&2; fail "find_package(kvpatch) consumer did not build"; }
+  "$scratch/consumer/consumer" >/dev/null || fail "the find_package(kvpatch) consumer's checks failed"
+  ldd "$scratch/consumer/consumer" | grep -qF "$library" || fail "the consumer does not load $library"
+  if command -v pkg-config >/dev/null; then
+    flags=$(PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig pkg-config --cflags --libs kvpatch-mla) \
+      || fail "pkg-config does not know kvpatch-mla"
+    # shellcheck disable=SC2086  # the flags are words
+    cc -std=c11 -o "$scratch/pc-consumer" "$source/tests/kernels/capi_header_test.c" $flags \
+      || fail "pkg-config's flags do not build the C program"
+    "$scratch/pc-consumer" >/dev/null || fail "the pkg-config consumer's checks failed"
+  fi
 fi
 echo "install layout: ok (prefix moved after install; kernels: $with_cuda)"
