@@ -4,7 +4,8 @@
 # tree it was built from), also after the prefix is moved; that it reports as the build tree's
 # binary does and works as a git pre-commit hook; and, with the kernels built, that the C ABI
 # library, its header and its Python module are installed, the library's dependencies resolve, and
-# a C program outside the project builds against it through find_package(kvpatch) and pkg-config.
+# C and C++ programs outside the project build against it through find_package(kvpatch) (and the C
+# one through pkg-config).
 # Usage: install_layout_test.sh BUILD_DIR SOURCE_DIR WITH_CUDA(ON|OFF) [BINDIR DATADIR LIBDIR INCLUDEDIR]
 # (the last four as GNUInstallDirs configured them; bin share lib include by default)
 set -euo pipefail
@@ -26,6 +27,7 @@ if [[ $with_cuda == ON ]]; then
   expect_file "$libdir/kvpatch/libkvpatch_mla_capi.so"
   expect_file "$libdir/kvpatch/kvpatch_mla.py"
   expect_file "$includedir/kvpatch/mla_capi.h"
+  expect_file "$includedir/kvpatch/mla_decode_launch.h"
   expect_file "$libdir/cmake/kvpatch/kvpatchConfig.cmake"
   expect_file "$libdir/pkgconfig/kvpatch-mla.pc"
 fi
@@ -118,6 +120,8 @@ PY
     || { cat "$scratch/consumer.log" >&2; fail "find_package(kvpatch) consumer did not build"; }
   "$scratch/consumer/consumer" >/dev/null || fail "the find_package(kvpatch) consumer's checks failed"
   ldd "$scratch/consumer/consumer" | grep -qF "$library" || fail "the consumer does not load $library"
+  "$scratch/consumer/cpp_consumer" >/dev/null || fail "the C++ launch API consumer's checks failed"
+  ldd "$scratch/consumer/cpp_consumer" | grep -qF "$library" || fail "the C++ consumer does not load $library"
   if command -v pkg-config >/dev/null; then
     flags=$(PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig pkg-config --cflags --libs kvpatch-mla) \
       || fail "pkg-config does not know kvpatch-mla"
