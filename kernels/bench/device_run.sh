@@ -2,7 +2,7 @@
 # One full GPU-machine pass for the kernels: build (CUDA toolkit only), GPU tests, compute-sanitizer
 # memcheck on the small matrix, sm_90a resource report, benchmark. Logs and results go to $OUT.
 # Usage (repo root, on the GPU machine): bash kernels/bench/device_run.sh [tests|python|bench|profile|quick|replay|all] [bench args...]
-# python = the Python API's GPU test alone; quick = small GPU tests + ncu stall profile + benchmark; replay = the target shapes timed isolated, as GPU spans and
+# python = the Python API's GPU tests alone (and its FlashInfer-interface wrapper's); quick = small GPU tests + ncu stall profile + benchmark; replay = the target shapes timed isolated, as GPU spans and
 # as CUDA-graph replay (replay_decode.py; the bench args go to it).
 set -uo pipefail
 what="${1:-all}"; shift || true
@@ -49,6 +49,11 @@ if [[ "$what" == tests || "$what" == all || "$what" == python ]]; then
   # The Python API (kernels/python/kvpatch_mla.py) as PyTorch callers use it.
   python3 tests/kernels/python_api_test.py --lib "$build/kernels/libkvpatch_mla_capi.so" 2>&1 |
     tee "$out/python_api_test.log" | tail -40
+  [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
+  # FlashInfer's wrapper interface over it; compared with FlashInfer itself when flashinfer_env.sh
+  # was sourced first.
+  python3 tests/kernels/flashinfer_compat_test.py --lib "$build/kernels/libkvpatch_mla_capi.so" 2>&1 |
+    tee "$out/flashinfer_compat_test.log" | tail -40
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
 fi
 if [[ "$what" == bench || "$what" == all || "$what" == quick ]]; then

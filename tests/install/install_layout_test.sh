@@ -26,6 +26,7 @@ if [[ $with_cuda == ON ]]; then
   expect_file "$bindir/kvverify"
   expect_file "$libdir/kvpatch/libkvpatch_mla_capi.so"
   expect_file "$libdir/kvpatch/kvpatch_mla.py"
+  expect_file "$libdir/kvpatch/kvpatch_mla_flashinfer.py"
   expect_file "$includedir/kvpatch/mla_capi.h"
   expect_file "$includedir/kvpatch/mla_decode_launch.h"
   expect_file "$libdir/cmake/kvpatch/kvpatchConfig.cmake"
@@ -103,6 +104,7 @@ stand_in.__getattr__ = lambda name: name
 sys.modules.setdefault("torch", stand_in)
 sys.path.insert(0, sys.argv[1])
 import kvpatch_mla
+import kvpatch_mla_flashinfer  # noqa: F401 (imports beside the module it wraps)
 
 path = kvpatch_mla.find_library()
 # Loading checks the C ABI version; every wrapper of a process shares the one typed handle.

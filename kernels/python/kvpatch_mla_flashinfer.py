@@ -1,0 +1,151 @@
+"""FlashInfer's MLA wrapper interface over kvpatch's decode kernel, for code written against
+flashinfer's BatchMLAPagedAttentionWrapper (SGLang's FlashInfer MLA backend is), on GPUs where
+FlashInfer has no BF16-query x FP8-KV MLA path (SM120) or as a second implementation to compare with.
+
+    from kvpatch_mla_flashinfer import BatchMLAPagedAttentionWrapper
+    wrapper = BatchMLAPagedAttentionWrapper(workspace_buffer)      # FlashInfer's constructor
+    wrapper.plan(qo_indptr, kv_indptr, kv_indices, kv_len_arr, num_heads, 512, 64, page_size,
+                 False, sm_scale, torch.bfloat16, torch.float8_e4m3fn)   # SGLang's positional call
+    out = wrapper.run(q_nope, q_pe, ckv_cache, kpe_cache, ckv_scale=k_scale, kpe_scale=k_scale)
+
+Decode only: one query token per request (qo_indptr is 0, 1, ..., B); plan prefill and extend
+batches with FlashInfer. The parts of FlashInfer's interface (0.7.4) that a decode step uses are
+taken: the constructor's workspace, use_cuda_graph and its caller-reserved buffers; plan()'s twelve
+leading parameters, positional or by keyword, and enable_pdl; run()'s positional form and its
+query=(q_nope, q_pe) / kv_cache=(ckv, kpe) form, out, lse, return_lse, return_lse_base_on_e,
+ckv_scale, kpe_scale (both required for an FP8 cache and refused for a BF16 one, as FlashInfer does)
+and enable_pdl. Any other option raises ValueError naming it, rather than being ignored.
+"""
+import math
+
+import kvpatch_mla
+import torch
+
+HEAD_DIM_CKV, HEAD_DIM_KPE = kvpatch_mla.HEAD_DIM_CKV, kvpatch_mla.HEAD_DIM_KPE
+
+
+def _unsupported(where, options):
+    """Raises for options that were given (not None / False) and that this wrapper does not implement."""
+    given = sorted(name for name, value in options.items() if value is not None and value is not False)
+    if given:
+        raise ValueError(f"{where}: {', '.join(given)} not supported by kvpatch's decode wrapper; "
+                         "use FlashInfer's wrapper for them")
+
+
+def _length(value):
+    return value.numel() if isinstance(value, torch.Tensor) else len(value)
+
+
+class BatchMLAPagedAttentionWrapper:
+    """plan() once per decode step, run() once per layer, as with FlashInfer's class of this name."""
+
+    def __init__(self, float_workspace_buffer, use_cuda_graph=False, qo_indptr=None, kv_indptr=None,
+                 kv_indices=None, kv_len_arr=None, backend="auto", *, library=None):
+        """float_workspace_buffer: any contiguous CUDA tensor (FlashInfer's is uint8); its bytes hold the
+        split partials. With use_cuda_graph, plan() copies its metadata into kv_indptr, kv_indices and
+        kv_len_arr (int32 CUDA tensors the caller keeps, as with FlashInfer), which a captured run()
+        reads, and every plan() keeps the split plan of the first one, so a replay stays valid.
+        backend: "auto" (or "kvpatch"); FlashInfer's own backends are not here."""
+        if backend not in ("auto", "kvpatch"):
+            raise ValueError(f"backend: {backend!r}; this wrapper runs kvpatch's kernel only (use 'auto')")
+        if not isinstance(float_workspace_buffer, torch.Tensor) or not float_workspace_buffer.is_contiguous():
+            raise ValueError("float_workspace_buffer: expected a contiguous CUDA tensor")
+        workspace = float_workspace_buffer.reshape(-1).view(torch.uint8)
+        self._decode = kvpatch_mla.BatchMLADecodeWrapper(workspace, library=library)
+        self._graph = bool(use_cuda_graph)
+        if self._graph:
+            for name, buf in (("kv_indptr", kv_indptr), ("kv_indices", kv_indices), ("kv_len_arr", kv_len_arr)):
+                if not isinstance(buf, torch.Tensor) or buf.dtype != torch.int32 or buf.device != self._decode.device:
+                    raise ValueError(f"{name}: with use_cuda_graph=True, pass an int32 buffer on "
+                                     f"{self._decode.device} for plan() to copy into (as FlashInfer requires)")
+        self._buffers = (kv_indptr, kv_indices, kv_len_arr)
+        self._graph_shape = None  # (batch, num_heads, max_kv_len) of the first plan() in graph mode
+        self._kv_dtype = None
+        self._enable_pdl = False
+
+    def plan(self, qo_indptr=None, kv_indptr=None, kv_indices=None, kv_len_arr=None, num_heads=None,
+             head_dim_ckv=None, head_dim_kpe=None, page_size=None, causal=None, sm_scale=None,
+             q_data_type=None, kv_data_type=None, use_profiler=False, *, enable_pdl=None, **options):
+        """FlashInfer's plan() for a decode batch. causal does not matter with one query per request."""
+        _unsupported("plan()", {"use_profiler": use_profiler, **options})
+        for name, value in (("kv_indptr", kv_indptr), ("kv_indices", kv_indices), ("kv_len_arr", kv_len_arr),
+                            ("num_heads", num_heads), ("page_size", page_size), ("sm_scale", sm_scale),
+                            ("kv_data_type", kv_data_type)):
+            if value is None:
+                raise ValueError(f"plan(): {name} is required")
+        if head_dim_ckv not in (None, HEAD_DIM_CKV) or head_dim_kpe not in (None, HEAD_DIM_KPE):
+            raise ValueError(f"plan(): head_dim_ckv {head_dim_ckv} / head_dim_kpe {head_dim_kpe}; the kernel "
+                             f"takes {HEAD_DIM_CKV} / {HEAD_DIM_KPE} (absorbed MLA, kv_lora_rank 512, rope 64)")
+        if q_data_type not in (None, torch.bfloat16):
+            raise ValueError(f"plan(): q_data_type {q_data_type}; the kernel takes a BF16 query")
+        batch = _length(kv_len_arr)
+        if qo_indptr is not None:
+            queries = torch.as_tensor(qo_indptr).to(device="cpu", dtype=torch.int64)  # small: one int per request
+            if queries.numel() != batch + 1 or not torch.equal(queries, torch.arange(batch + 1)):
+                raise ValueError("plan(): qo_indptr must be 0, 1, ..., B (one query token per request): this "
+                                 "wrapper is for decode; plan prefill and extend batches with FlashInfer")
+        # Lengths already on the host give the longest request without a device sync.
+        on_host = not isinstance(kv_len_arr, torch.Tensor) or kv_len_arr.device.type == "cpu"
+        max_kv_len = int(torch.as_tensor(kv_len_arr).max()) if on_host and batch else None
+        if self._graph:
+            kv_indptr, kv_indices, kv_len_arr, max_kv_len = self._into_graph_buffers(
+                kv_indptr, kv_indices, kv_len_arr, batch, num_heads, max_kv_len)
+        self._decode.plan(kv_indptr, kv_indices, kv_len_arr, num_heads, page_size, sm_scale, kv_data_type,
+                          max_kv_len=max_kv_len)
+        self._kv_dtype = kv_data_type
+        self._enable_pdl = bool(enable_pdl)
+
+    def _into_graph_buffers(self, kv_indptr, kv_indices, kv_len_arr, batch, num_heads, max_kv_len):
+        """Copies the metadata into the caller's buffers; the first plan's shape is kept for every later one."""
+        buf_indptr, buf_indices, buf_lens = self._buffers
+        pages = _length(kv_indices)
+        if buf_indptr.numel() < batch + 1 or buf_lens.numel() < batch or buf_indices.numel() < pages:
+            raise ValueError(f"plan(): the use_cuda_graph buffers hold {buf_indptr.numel()} / "
+                             f"{buf_indices.numel()} / {buf_lens.numel()} entries; this batch needs "
+                             f"{batch + 1} / {pages} / {batch}")
+        buf_indptr[: batch + 1].copy_(torch.as_tensor(kv_indptr), non_blocking=True)
+        buf_indices[:pages].copy_(torch.as_tensor(kv_indices), non_blocking=True)
+        buf_lens[:batch].copy_(torch.as_tensor(kv_len_arr), non_blocking=True)
+        if max_kv_len is None:
+            max_kv_len = int(buf_lens[:batch].max().item()) if batch else 0
+        if self._graph_shape is None:
+            self._graph_shape = (batch, num_heads, max_kv_len)
+        elif self._graph_shape[:2] != (batch, num_heads):
+            raise ValueError(f"plan(): a CUDA-graph wrapper keeps its batch and heads {self._graph_shape[:2]}, "
+                             f"got {(batch, num_heads)}; make a wrapper per captured shape")
+        # Any plan is correct for any lengths (the kernel reads them on the device); the first one's
+        # split count is what a captured run() was recorded with.
+        return buf_indptr[: batch + 1], buf_indices[:pages], buf_lens[:batch], self._graph_shape[2]
+
+    def run(self, q_nope=None, q_pe=None, ckv_cache=None, kpe_cache=None, out=None, lse=None, return_lse=False,
+            profiler_buffer=None, kv_len=None, page_table=None, return_lse_base_on_e=False, o_scale=None, *,
+            query=None, kv_cache=None, ckv_scale=None, ckv_scale_arr=None, kpe_scale=None, enable_pdl=None,
+            **options):
+        """FlashInfer's run(): the output [B, H, 512] BF16, and with return_lse the LSE [B, H] float32,
+        base 2 (FlashInfer's default) or, with return_lse_base_on_e, base e."""
+        _unsupported("run()", {"profiler_buffer": profiler_buffer, "kv_len": kv_len, "page_table": page_table,
+                               "o_scale": o_scale, "ckv_scale_arr": ckv_scale_arr, **options})
+        if query is not None:
+            if q_nope is not None or q_pe is not None:
+                raise ValueError("run(): pass the query either as q_nope, q_pe or as query=(q_nope, q_pe)")
+            q_nope, q_pe = query
+        if kv_cache is not None:
+            if ckv_cache is not None or kpe_cache is not None:
+                raise ValueError("run(): pass the cache either as ckv_cache, kpe_cache or as kv_cache=(ckv, kpe)")
+            ckv_cache, kpe_cache = kv_cache
+        if self._kv_dtype == torch.float8_e4m3fn:
+            if ckv_scale is None or kpe_scale is None:
+                raise ValueError("run(): an FP8 cache needs ckv_scale and kpe_scale (real = stored x scale)")
+        elif ckv_scale is not None or kpe_scale is not None:
+            raise ValueError("run(): ckv_scale / kpe_scale are only for an FP8 cache")
+        pdl = self._enable_pdl if enable_pdl is None else bool(enable_pdl)
+        result = self._decode.run(q_nope, q_pe, ckv_cache, kpe_cache, out=out, lse=lse,
+                                  return_lse=return_lse or lse is not None,
+                                  ckv_scale=1.0 if ckv_scale is None else float(ckv_scale),
+                                  kpe_scale=1.0 if kpe_scale is None else float(kpe_scale), enable_pdl=pdl)
+        if not (return_lse or lse is not None):
+            return result
+        out, lse = result
+        if return_lse_base_on_e:
+            lse.mul_(math.log(2.0))
+        return (out, lse) if return_lse else out
