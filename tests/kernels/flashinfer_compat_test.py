@@ -144,7 +144,7 @@ def expect_error(what, text, fn):
 def refusals(lib):
     heads = 16
     b = batch([100, 200], heads, FP8, 5)
-    ws = torch.empty(1 << 20, dtype=torch.uint8, device="cuda")
+    ws = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
     wrapper_class = kvpatch_mla_flashinfer.BatchMLAPagedAttentionWrapper
     expect_error("backend='fa3'", "backend", lambda: wrapper_class(ws, backend="fa3", library=lib))
     expect_error("use_cuda_graph without buffers", "kv_indptr", lambda: wrapper_class(ws, True, library=lib))
