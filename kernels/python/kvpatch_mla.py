@@ -168,6 +168,7 @@ class BatchMLADecodeWrapper:
         self._lib = _load(os.path.realpath(find_library(library)))
         self._workspace, self._fixed_workspace = workspace_buffer, workspace_buffer is not None
         self._planned = False
+        self._captured = None  # ((batch, heads), plan, workspace bytes) of a run() captured in a CUDA graph
 
     def plan(self, kv_indptr, kv_indices, kv_len_arr, num_heads, page_size, sm_scale, kv_data_type,
              max_kv_len=None):
@@ -175,8 +176,9 @@ class BatchMLADecodeWrapper:
         the current stream. Call it again whenever kv_len_arr changes, as with FlashInfer. int32 CUDA
         tensors are used as they are, others copied: a CUDA graph captured over run() reads the
         tensors and the split table of the plan() before the capture, so for replays write the new
-        lengths and page ids into those same tensors, then call plan() with the same max_kv_len.
-        max_kv_len (tokens, an upper bound is fine) also saves reading kv_len_arr back from the GPU."""
+        lengths and page ids into those same tensors, then call plan(). Once run() has been captured,
+        plan() for a batch of the same size and heads keeps the captured split plan, whatever the new
+        lengths. max_kv_len (tokens, an upper bound is fine) saves reading kv_len_arr back from the GPU."""
         if kv_data_type not in _KV_DTYPES:
             raise ValueError(f"kv_data_type: {kv_data_type} is not supported; "
                              "use torch.float8_e4m3fn or torch.bfloat16")
@@ -197,18 +199,25 @@ class BatchMLADecodeWrapper:
             splits, blocks, ws, rows = ctypes.c_int(), ctypes.c_int(), ctypes.c_size_t(), ctypes.c_int()
             self._lib.lib.kvpatch_mla_plan(batch, num_heads, max_kv_len, sms, ctypes.byref(splits),
                                            ctypes.byref(blocks), ctypes.byref(ws), ctypes.byref(rows))
-        if self._workspace is None or self._workspace.numel() < ws.value:
+        plan, ws_bytes = (splits.value, blocks.value, rows.value), ws.value
+        if self._captured is not None and self._captured[0] == (batch, num_heads):
+            # A CUDA graph holds a run() of this shape with the plan it had then. Any plan is correct for
+            # any lengths (the kernel reads them on the device), so keep that one: a plan that changed
+            # from length-aware to uniform would leave the replay reading a stale split table, and a
+            # larger workspace would move the buffer the replay writes to.
+            plan, ws_bytes = self._captured[1], self._captured[2]
+        if self._workspace is None or self._workspace.numel() < ws_bytes:
             if self._fixed_workspace:
                 raise ValueError(f"workspace_buffer: this batch (B={batch}, H={num_heads}, longest {max_kv_len} "
-                                 f"tokens) needs {ws.value} bytes, the buffer has {self._workspace.numel()}")
-            self._workspace = torch.empty(max(ws.value, 16), dtype=torch.uint8, device=self.device)
-        self._plan = (splits.value, blocks.value, rows.value)
+                                 f"tokens) needs {ws_bytes} bytes, the buffer has {self._workspace.numel()}")
+            self._workspace = torch.empty(max(ws_bytes, 16), dtype=torch.uint8, device=self.device)
+        self._plan, self._ws_bytes = plan, ws_bytes
         self._batch, self._num_heads, self._page_size = batch, num_heads, page_size
         self._sm_scale, self._kv_dtype = float(sm_scale), kv_data_type
-        if splits.value == 0 and batch:  # length-aware: every layer of the step reads one split table
+        if plan[0] == 0 and batch:  # length-aware: every layer of the step reads one split table
             with torch.cuda.device(self.device):
                 err = self._lib.lib.kvpatch_mla_schedule(
-                    self._indptr.data_ptr(), lens.data_ptr(), batch, num_heads, blocks.value, rows.value,
+                    self._indptr.data_ptr(), lens.data_ptr(), batch, num_heads, plan[1], plan[2],
                     self._workspace.numel(), self._workspace.data_ptr(),
                     torch.cuda.current_stream(self.device).cuda_stream)
             self._lib.check(err, f"plan(): the split table (B={batch}, H={num_heads}; 1-128 heads)")
@@ -241,6 +250,8 @@ class BatchMLADecodeWrapper:
                                 or not lse.is_contiguous() or lse.device != self.device):
             raise ValueError(f"lse: expected a contiguous float32 [{batch}, {heads}] tensor on {self.device}")
         splits, blocks, rows = self._plan
+        if torch.cuda.is_current_stream_capturing():  # later plan() calls keep this plan (see plan())
+            self._captured = ((batch, heads), self._plan, self._ws_bytes)
         mode = (_MODE_SCHEDULE_READY if splits == 0 else 0) | (_MODE_PROGRAMMATIC if enable_pdl else 0)
         with torch.cuda.device(self.device):
             err = self._lib.lib.kvpatch_mla_decode(

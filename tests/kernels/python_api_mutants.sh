@@ -11,7 +11,8 @@ run_mutant() {  # name, sed expression
   timeout 180 python3 /tmp/mut/tests/kernels/python_api_test.py --lib "$lib" > /tmp/mut/log 2>&1
   echo "$1: exit $? ($(grep -c '^FAIL' /tmp/mut/log) FAIL lines; last: $(tail -1 /tmp/mut/log))"
 }
-run_mutant "no split table in plan()" 's/if splits.value == 0 and batch:/if False:/'
+run_mutant "no split table in plan()" 's/if plan\[0\] == 0 and batch:/if False:/'
+run_mutant "a capture not remembered (plan() free to change it)" 's/if torch.cuda.is_current_stream_capturing():/if False:/'
 run_mutant "scales swapped" 's/float(ckv_scale),$/float(kpe_scale),/; s/^\(\s*\)float(kpe_scale), out.data_ptr()/\1float(ckv_scale), out.data_ptr()/'
 run_mutant "rope view's slot stride taken from the latent view" 's/kpe_cache.data_ptr(), kpe_stride,/kpe_cache.data_ptr(), ckv_stride,/'
 # Equivalent (must pass): without the flag, the launch makes its own split table.

@@ -176,6 +176,45 @@ def graph_case(lib):
           f"CUDA graph: replay after a replan with new lengths equals an eager run (plan {wrapper.split_plan})")
 
 
+def graph_keeps_plan_case(lib):
+    """After run() is captured under a length-aware plan, plan() with lengths that alone would get a
+    uniform plan (every request within one tile: no split table) must keep the captured plan, or the
+    replay reads a stale split table."""
+    heads, pages_total = 16, 4 * 3000 + 7
+    kv = pool(pages_total, torch.float8_e4m3fn, 13).view(pages_total, 1, 576)
+    ckv, kpe = kv[..., :512], kv[..., 512:]
+    q = torch.randn(4, heads, 576, device="cuda").to(torch.bfloat16)
+    q_nope, q_pe = q[..., :512], q[..., 512:]
+    indptr = torch.tensor([0, 3000, 6000, 9000, 12000], dtype=torch.int32, device="cuda")
+    indices = torch.arange(pages_total, dtype=torch.int32, device="cuda")
+    lens = torch.tensor([700, 2900, 12, 1500], dtype=torch.int32, device="cuda")
+    wrapper = kvpatch_mla.BatchMLADecodeWrapper(library=lib)
+    wrapper.plan(indptr, indices, lens, heads, 1, 0.07, torch.float8_e4m3fn)
+    captured = wrapper.split_plan
+    out = torch.empty(4, heads, 512, dtype=torch.bfloat16, device="cuda")
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        wrapper.run(q_nope, q_pe, ckv, kpe, out=out)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            wrapper.run(q_nope, q_pe, ckv, kpe, out=out)
+    torch.cuda.current_stream().wait_stream(stream)
+    lens.copy_(torch.tensor([5, 64, 1, 30], dtype=torch.int32))
+    wrapper.plan(indptr, indices, lens, heads, 1, 0.07, torch.float8_e4m3fn)
+    graph.replay()
+    alone = kvpatch_mla.BatchMLADecodeWrapper(library=lib)
+    alone.plan(indptr, indices, lens, heads, 1, 0.07, torch.float8_e4m3fn)
+    eager = kvpatch_mla.BatchMLADecodeWrapper(library=lib)
+    eager.plan(indptr, indices, lens, heads, 1, 0.07, torch.float8_e4m3fn, max_kv_len=2900)
+    expected = eager.run(q_nope, q_pe, ckv, kpe)
+    torch.cuda.synchronize()
+    check(wrapper.split_plan == captured and alone.split_plan != captured,
+          f"CUDA graph: plan() after the capture kept {captured} (alone these lengths get {alone.split_plan})")
+    check(bool(torch.equal(out.view(torch.int16), expected.view(torch.int16))),
+          "CUDA graph: replay after plan() with lengths that alone get another plan equals an eager run")
+
+
 def expect_error(what, kind, text, fn):
     try:
         fn()
@@ -242,6 +281,7 @@ def main():
     parity_case(lib, "parity, B=5 H=16", [3000, 1, 64, 800, 12000], 16, 1)
     parity_case(lib, "parity, B=2 H=64 page size 16", [513, 9000], 64, 16)
     graph_case(lib)
+    graph_keeps_plan_case(lib)
     error_cases(lib)
     print(f"{'FAILED: ' + str(len(FAILURES)) if FAILURES else 'PASSED'}")
     return 1 if FAILURES else 0
