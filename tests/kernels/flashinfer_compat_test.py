@@ -10,7 +10,6 @@ plan() calls. Where FlashInfer itself imports (kernels/bench/flashinfer_env.sh o
 the very same calls go to FlashInfer's BatchMLAPagedAttentionWrapper too, and both outputs must be
 within the verifier's tolerance of the FP32 reference. Exit 0 all pass, 1 a failure, 77 skipped.
 """
-import argparse
 import math
 import os
 import sys
@@ -108,14 +107,7 @@ def graph_keeps_its_plan(lib):
 
     out = torch.empty(4, heads, 512, dtype=torch.bfloat16, device="cuda")
     plan([700, 2900, 12, 1500])
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        w.run(q_nope, q_pe, ckv, kpe, out=out, ckv_scale=1.0, kpe_scale=1.0)  # warm-up outside the capture
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=stream):
-            w.run(q_nope, q_pe, ckv, kpe, out=out, ckv_scale=1.0, kpe_scale=1.0)
-    torch.cuda.current_stream().wait_stream(stream)
+    graph = api.capture(lambda: w.run(q_nope, q_pe, ckv, kpe, out=out, ckv_scale=1.0, kpe_scale=1.0))
     captured = w._decode.split_plan
     short = [5, 64, 1, 30]
     plan(short)
@@ -195,16 +187,8 @@ def against_flashinfer(lib):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--lib", default=None, help="path of libkvpatch_mla_capi.so (else the module's lookup)")
-    args = ap.parse_args()
-    if not torch.cuda.is_available():
-        print("skipped: no CUDA device")
-        return 77
-    try:
-        lib = kvpatch_mla.find_library(args.lib)
-    except kvpatch_mla.KvpatchMlaError as err:
-        print(f"skipped: {err}")
+    lib = api.library_or_skip(__doc__.splitlines()[0])
+    if lib is None:
         return 77
     torch.manual_seed(0)
     same_as_python_api(lib)

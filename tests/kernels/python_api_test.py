@@ -136,6 +136,34 @@ def parity_case(lib, name, batch_lens, heads, page_size):
           f"{name}: FP8 KV equals BF16 KV on the cast pool bit for bit")
 
 
+def capture(step):
+    """step() once as a warm-up, then captured in a CUDA graph on a side stream; returns the graph."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        step()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            step()
+    torch.cuda.current_stream().wait_stream(stream)
+    return graph
+
+
+def library_or_skip(description):
+    """Parses --lib; the library's path, or None after printing why the test is skipped."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--lib", default=None, help="path of libkvpatch_mla_capi.so (else the module's lookup)")
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("skipped: no CUDA device")
+        return None
+    try:
+        return kvpatch_mla.find_library(args.lib)
+    except kvpatch_mla.KvpatchMlaError as err:
+        print(f"skipped: {err}")
+        return None
+
+
 def graph_case(lib):
     """run() captured in a CUDA graph; new lengths written in place and plan() again; replay == eager."""
     heads, page_size, longest = 16, 1, 3000
@@ -157,14 +185,7 @@ def graph_case(lib):
     write(first)
     wrapper.plan(indptr, indices, lens, heads, page_size, 0.07, torch.float8_e4m3fn, max_kv_len=longest)
     out = torch.empty(4, heads, 512, dtype=torch.bfloat16, device="cuda")
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        wrapper.run(q_nope, q_pe, ckv, kpe, out=out)  # warm-up outside the capture
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=stream):
-            wrapper.run(q_nope, q_pe, ckv, kpe, out=out)
-    torch.cuda.current_stream().wait_stream(stream)
+    graph = capture(lambda: wrapper.run(q_nope, q_pe, ckv, kpe, out=out))
     write(second)
     wrapper.plan(indptr, indices, lens, heads, page_size, 0.07, torch.float8_e4m3fn, max_kv_len=longest)
     graph.replay()
@@ -192,14 +213,7 @@ def graph_keeps_plan_case(lib):
     wrapper.plan(indptr, indices, lens, heads, 1, 0.07, torch.float8_e4m3fn)
     captured = wrapper.split_plan
     out = torch.empty(4, heads, 512, dtype=torch.bfloat16, device="cuda")
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        wrapper.run(q_nope, q_pe, ckv, kpe, out=out)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=stream):
-            wrapper.run(q_nope, q_pe, ckv, kpe, out=out)
-    torch.cuda.current_stream().wait_stream(stream)
+    graph = capture(lambda: wrapper.run(q_nope, q_pe, ckv, kpe, out=out))
     lens.copy_(torch.tensor([5, 64, 1, 30], dtype=torch.int32))
     wrapper.plan(indptr, indices, lens, heads, 1, 0.07, torch.float8_e4m3fn)
     graph.replay()
@@ -256,16 +270,8 @@ def error_cases(lib):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--lib", default=None, help="path of libkvpatch_mla_capi.so (else the module's lookup)")
-    args = ap.parse_args()
-    if not torch.cuda.is_available():
-        print("skipped: no CUDA device")
-        return 77
-    try:
-        lib = kvpatch_mla.find_library(args.lib)
-    except kvpatch_mla.KvpatchMlaError as err:
-        print(f"skipped: {err}")
+    lib = library_or_skip(__doc__.splitlines()[0])
+    if lib is None:
         return 77
     torch.manual_seed(0)
     fp8 = torch.float8_e4m3fn
