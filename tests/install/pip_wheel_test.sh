@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# `pip install .` as a Python user runs it: builds the kvpatch-mla wheel from the source tree
+# (pyproject.toml, scikit-build-core; compiles the library), installs it into a scratch folder, and
+# checks from outside the checkout that the modules import, find the library beside themselves, load
+# it (the C ABI version check) and that its CUDA runtime resolves. No GPU needed.
+# Usage: pip_wheel_test.sh SOURCE_DIR
+# With KVPATCH_PIP_NO_BUILD_ISOLATION=1 it builds with the scikit-build-core already installed (a
+# machine without network); otherwise pip fetches it from PyPI.
+set -euo pipefail
+source=$1
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+isolation=()
+[[ ${KVPATCH_PIP_NO_BUILD_ISOLATION:-0} == 1 ]] && isolation=(--no-build-isolation)
+python3 -m pip wheel --no-deps "${isolation[@]}" -w "$scratch/wheel" "$source" >"$scratch/wheel.log" 2>&1 \
+  || { tail -40 "$scratch/wheel.log" >&2; fail "pip wheel exited $?"; }
+wheels=("$scratch"/wheel/kvpatch_mla-*.whl)
+[[ ${#wheels[@]} == 1 && -f ${wheels[0]} ]] || fail "expected one kvpatch_mla wheel, got: ${wheels[*]}"
+python3 -m pip install -q --no-deps --no-index --target "$scratch/site" "${wheels[0]}" \
+  || fail "pip install of ${wheels[0]##*/} exited $?"
+for f in kvpatch_mla.py kvpatch_mla_flashinfer.py libkvpatch_mla_capi.so; do
+  [[ -f $scratch/site/$f ]] || fail "the wheel did not install $f"
+done
+if ldd "$scratch/site/libkvpatch_mla_capi.so" | grep -q "not found"; then
+  ldd "$scratch/site/libkvpatch_mla_capi.so" >&2
+  fail "the wheel's library has unresolved dependencies"
+fi
+
+# From another directory, with the checkout out of reach: only the installed copy can be found.
+# PyTorch is not needed to find and load the library; a stand-in answers import-time lookups.
+cd "$scratch"
+found=$(PYTHONPATH=$scratch/site python3 - <<'PY'
+import sys
+import types
+
+stand_in = types.ModuleType("torch")
+stand_in.__getattr__ = lambda name: name
+sys.modules.setdefault("torch", stand_in)
+import kvpatch_mla
+import kvpatch_mla_flashinfer  # noqa: F401 (imports beside the module it wraps)
+
+path = kvpatch_mla.find_library()
+kvpatch_mla._load(path)  # loads it and checks its C ABI version
+print(path)
+PY
+)
+[[ $found == "$scratch/site/libkvpatch_mla_capi.so" ]] || fail "find_library() gave '$found', want the wheel's copy"
+echo "pip wheel: ok (${wheels[0]##*/})"
