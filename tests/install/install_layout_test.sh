@@ -89,8 +89,11 @@ set -e
 
 if [[ $with_cuda == ON ]]; then
   library=$prefix/$libdir/kvpatch/libkvpatch_mla_capi.so
-  if ldd "$library" | grep -q "not found"; then
-    ldd "$library" >&2
+  # ldd's output is captured before grep reads it: with pipefail, `ldd | grep -q` fails whenever grep
+  # stops reading first and ldd then dies of SIGPIPE (it did, once in CI).
+  deps=$(ldd "$library")
+  if grep -q "not found" <<<"$deps"; then
+    echo "$deps" >&2
     fail "installed library has unresolved dependencies"
   fi
   # The module finds the library beside itself and loads it. PyTorch is not needed for that: a
@@ -121,9 +124,9 @@ PY
     && cmake --build "$scratch/consumer" >>"$scratch/consumer.log" 2>&1 \
     || { cat "$scratch/consumer.log" >&2; fail "find_package(kvpatch) consumer did not build"; }
   "$scratch/consumer/consumer" >/dev/null || fail "the find_package(kvpatch) consumer's checks failed"
-  ldd "$scratch/consumer/consumer" | grep -qF "$library" || fail "the consumer does not load $library"
+  grep -qF "$library" <<<"$(ldd "$scratch/consumer/consumer")" || fail "the consumer does not load $library"
   "$scratch/consumer/cpp_consumer" >/dev/null || fail "the C++ launch API consumer's checks failed"
-  ldd "$scratch/consumer/cpp_consumer" | grep -qF "$library" || fail "the C++ consumer does not load $library"
+  grep -qF "$library" <<<"$(ldd "$scratch/consumer/cpp_consumer")" || fail "the C++ consumer does not load $library"
   if command -v pkg-config >/dev/null; then
     flags=$(PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig pkg-config --cflags --libs kvpatch-mla) \
       || fail "pkg-config does not know kvpatch-mla"

@@ -23,8 +23,9 @@ python3 -m pip install -q --no-deps --no-index --target "$scratch/site" "${wheel
 for f in kvpatch_mla.py kvpatch_mla_flashinfer.py libkvpatch_mla_capi.so; do
   [[ -f $scratch/site/$f ]] || fail "the wheel did not install $f"
 done
-if ldd "$scratch/site/libkvpatch_mla_capi.so" | grep -q "not found"; then
-  ldd "$scratch/site/libkvpatch_mla_capi.so" >&2
+deps=$(ldd "$scratch/site/libkvpatch_mla_capi.so")  # captured first: `ldd | grep -q` can die of SIGPIPE
+if grep -q "not found" <<<"$deps"; then
+  echo "$deps" >&2
   fail "the wheel's library has unresolved dependencies"
 fi
 
