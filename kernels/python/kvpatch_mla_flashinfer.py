@@ -44,7 +44,8 @@ class BatchMLAPagedAttentionWrapper:
         """float_workspace_buffer: any contiguous CUDA tensor (FlashInfer's is uint8); its bytes hold the
         split partials. With use_cuda_graph, plan() copies its metadata into kv_indptr, kv_indices and
         kv_len_arr (int32 CUDA tensors the caller keeps, as with FlashInfer), which a captured run()
-        reads, and every plan() keeps the split plan of the first one, so a replay stays valid.
+        reads; once run() is captured, later plan() calls keep its split plan (BatchMLADecodeWrapper
+        does that), so a replay stays valid.
         backend: "auto" (or "kvpatch"); FlashInfer's own backends are not here."""
         if backend not in ("auto", "kvpatch"):
             raise ValueError(f"backend: {backend!r}; this wrapper runs kvpatch's kernel only (use 'auto')")
@@ -59,7 +60,7 @@ class BatchMLAPagedAttentionWrapper:
                     raise ValueError(f"{name}: with use_cuda_graph=True, pass an int32 buffer on "
                                      f"{self._decode.device} for plan() to copy into (as FlashInfer requires)")
         self._buffers = (kv_indptr, kv_indices, kv_len_arr)
-        self._graph_shape = None  # (batch, num_heads, max_kv_len) of the first plan() in graph mode
+        self._graph_shape = None  # (batch, num_heads) of the first plan() in graph mode
         self._kv_dtype = None
         self._enable_pdl = False
 
@@ -84,19 +85,19 @@ class BatchMLAPagedAttentionWrapper:
             if queries.numel() != batch + 1 or not torch.equal(queries, torch.arange(batch + 1)):
                 raise ValueError("plan(): qo_indptr must be 0, 1, ..., B (one query token per request): this "
                                  "wrapper is for decode; plan prefill and extend batches with FlashInfer")
-        # Lengths already on the host give the longest request without a device sync.
-        on_host = not isinstance(kv_len_arr, torch.Tensor) or kv_len_arr.device.type == "cpu"
-        max_kv_len = int(torch.as_tensor(kv_len_arr).max()) if on_host and batch else None
+        max_kv_len = None  # the wrapped plan() reads it from the caller's lengths
         if self._graph:
-            kv_indptr, kv_indices, kv_len_arr, max_kv_len = self._into_graph_buffers(
-                kv_indptr, kv_indices, kv_len_arr, batch, num_heads, max_kv_len)
+            # From the caller's lengths before they are copied: no device sync when they are on the host.
+            max_kv_len = int(torch.as_tensor(kv_len_arr).max()) if batch else 0
+            kv_indptr, kv_indices, kv_len_arr = self._into_graph_buffers(kv_indptr, kv_indices, kv_len_arr,
+                                                                         batch, num_heads)
         self._decode.plan(kv_indptr, kv_indices, kv_len_arr, num_heads, page_size, sm_scale, kv_data_type,
                           max_kv_len=max_kv_len)
         self._kv_dtype = kv_data_type
         self._enable_pdl = bool(enable_pdl)
 
-    def _into_graph_buffers(self, kv_indptr, kv_indices, kv_len_arr, batch, num_heads, max_kv_len):
-        """Copies the metadata into the caller's buffers; the first plan's shape is kept for every later one."""
+    def _into_graph_buffers(self, kv_indptr, kv_indices, kv_len_arr, batch, num_heads):
+        """Copies the metadata into the caller's buffers, whose addresses a captured run() keeps."""
         buf_indptr, buf_indices, buf_lens = self._buffers
         pages = _length(kv_indices)
         if buf_indptr.numel() < batch + 1 or buf_lens.numel() < batch or buf_indices.numel() < pages:
@@ -106,16 +107,12 @@ class BatchMLAPagedAttentionWrapper:
         buf_indptr[: batch + 1].copy_(torch.as_tensor(kv_indptr), non_blocking=True)
         buf_indices[:pages].copy_(torch.as_tensor(kv_indices), non_blocking=True)
         buf_lens[:batch].copy_(torch.as_tensor(kv_len_arr), non_blocking=True)
-        if max_kv_len is None:
-            max_kv_len = int(buf_lens[:batch].max().item()) if batch else 0
         if self._graph_shape is None:
-            self._graph_shape = (batch, num_heads, max_kv_len)
-        elif self._graph_shape[:2] != (batch, num_heads):
-            raise ValueError(f"plan(): a CUDA-graph wrapper keeps its batch and heads {self._graph_shape[:2]}, "
+            self._graph_shape = (batch, num_heads)
+        elif self._graph_shape != (batch, num_heads):
+            raise ValueError(f"plan(): a CUDA-graph wrapper keeps its batch and heads {self._graph_shape}, "
                              f"got {(batch, num_heads)}; make a wrapper per captured shape")
-        # Any plan is correct for any lengths (the kernel reads them on the device); the first one's
-        # split count is what a captured run() was recorded with.
-        return buf_indptr[: batch + 1], buf_indices[:pages], buf_lens[:batch], self._graph_shape[2]
+        return buf_indptr[: batch + 1], buf_indices[:pages], buf_lens[:batch]
 
     def run(self, q_nope=None, q_pe=None, ckv_cache=None, kpe_cache=None, out=None, lse=None, return_lse=False,
             profiler_buffer=None, kv_len=None, page_table=None, return_lse_base_on_e=False, o_scale=None, *,

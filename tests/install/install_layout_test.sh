@@ -96,25 +96,7 @@ if [[ $with_cuda == ON ]]; then
     echo "$deps" >&2
     fail "installed library has unresolved dependencies"
   fi
-  # The module finds the library beside itself and loads it. PyTorch is not needed for that: a
-  # stand-in module answers the attribute lookups made at import time.
-  found=$(python3 - "$prefix/$libdir/kvpatch" <<'PY'
-import sys
-import types
-
-stand_in = types.ModuleType("torch")
-stand_in.__getattr__ = lambda name: name
-sys.modules.setdefault("torch", stand_in)
-sys.path.insert(0, sys.argv[1])
-import kvpatch_mla
-import kvpatch_mla_flashinfer  # noqa: F401 (imports beside the module it wraps)
-
-path = kvpatch_mla.find_library()
-# Loading checks the C ABI version; every wrapper of a process shares the one typed handle.
-assert kvpatch_mla._load(path) is kvpatch_mla._load(path), "the library is loaded once per process"
-print(path)
-PY
-  )
+  found=$(python3 "$source/tests/install/installed_modules_check.py" "$prefix/$libdir/kvpatch")
   [[ $found == "$library" ]] || fail "kvpatch_mla.find_library() gave '$found', want $library"
 
   # A C program outside the project finds the installed library as a CMake package and through

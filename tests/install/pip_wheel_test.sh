@@ -30,22 +30,7 @@ if grep -q "not found" <<<"$deps"; then
 fi
 
 # From another directory, with the checkout out of reach: only the installed copy can be found.
-# PyTorch is not needed to find and load the library; a stand-in answers import-time lookups.
 cd "$scratch"
-found=$(PYTHONPATH=$scratch/site python3 - <<'PY'
-import sys
-import types
-
-stand_in = types.ModuleType("torch")
-stand_in.__getattr__ = lambda name: name
-sys.modules.setdefault("torch", stand_in)
-import kvpatch_mla
-import kvpatch_mla_flashinfer  # noqa: F401 (imports beside the module it wraps)
-
-path = kvpatch_mla.find_library()
-kvpatch_mla._load(path)  # loads it and checks its C ABI version
-print(path)
-PY
-)
+found=$(python3 "$source/tests/install/installed_modules_check.py" "$scratch/site")
 [[ $found == "$scratch/site/libkvpatch_mla_capi.so" ]] || fail "find_library() gave '$found', want the wheel's copy"
 echo "pip wheel: ok (${wheels[0]##*/})"

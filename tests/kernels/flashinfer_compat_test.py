@@ -85,7 +85,7 @@ def same_as_python_api(lib):
 def graph_keeps_its_plan(lib):
     """use_cuda_graph: run() captured after a length-aware plan; plan() again with every request within
     one tile (alone, that batch gets a uniform plan and no split table); replay must equal an eager run
-    of the captured plan: the wrapper keeps the first plan's shape and refreshes its split table."""
+    of the captured plan: plan() keeps the captured split plan and refreshes its split table."""
     heads, sm_scale, pages_total = 16, 0.07, 4 * 3000 + 7
     kv = api.pool(pages_total, FP8, 11).view(pages_total, 1, 576)
     ckv, kpe = kv[..., :512], kv[..., 512:]
