@@ -32,12 +32,6 @@ std::string escape_property(const std::string& text) {
   return out;
 }
 
-// A site or input kvpatch cannot judge needs a reader, not necessarily a change: a warning. The rest
-// (missing, redundant, run-input-converted) are what the patch exists to fix: errors.
-const char* command_for(const std::string& status) {
-  return status == "unknown" || status == "run-input-unknown" ? "warning" : "error";
-}
-
 std::string location(const std::string& file, int line, int column) {
   std::string out = "file=" + escape_property(file);
   if (line > 0) out += ",line=" + std::to_string(line);
@@ -54,7 +48,7 @@ std::string github_report(const Run& run) {
   }
   for (const ReportItem& item : report_items(run)) {
     if (!item.finding) continue;
-    out << "::" << command_for(item.status) << " " << location(item.file, item.line, item.column)
+    out << "::" << finding_level(item) << " " << location(item.file, item.line, item.column)
         << ",title=" << escape_property("kvpatch " + item.status + " [" + item.rule + "]") << "::"
         << escape_data(item.message) << "\n";
   }

@@ -72,6 +72,10 @@ std::string run_input_message(const RunInputFinding& r) {
 
 }  // namespace
 
+const char* finding_level(const ReportItem& item) {
+  return item.status == "unknown" || item.status == "run-input-unknown" ? "warning" : "error";
+}
+
 std::vector<ReportItem> report_items(const Run& run) {
   std::vector<ReportItem> all;
   for (const FileReport& f : run.files) {

@@ -91,7 +91,7 @@ std::string sarif_report(const Run& run, const RuleSet& rules, const std::string
     const int column = utf16_column(source.line_text(item.line), item.column);
     json r = {{"ruleId", item.rule}};
     if (rule_index.count(item.rule) != 0) r["ruleIndex"] = rule_index[item.rule];
-    r["level"] = item.status == "unknown" || item.status == "run-input-unknown" ? "warning" : "error";
+    r["level"] = finding_level(item);
     r["message"] = {{"text", item.status + ": " + item.message}};
     r["locations"] = location(item.file, item.line, column);
     r["properties"] = {{"kvpatchStatus", item.status}};

@@ -43,6 +43,9 @@ struct ReportItem {
 };
 // Every entry, file by file in run order, each file's by line and column.
 std::vector<ReportItem> report_items(const Run& run);
+// The severity CI formats give a finding: "warning" for what kvpatch cannot judge (unknown sites and
+// run() inputs: a reader must look, not necessarily change), "error" for what the patch exists to fix.
+const char* finding_level(const ReportItem& item);
 
 // One line per finding, `<file>:<line>:<col>: <status>: <message> [<rule-id>]`, then the summary line
 // (which names run() inputs only when some are converted, of unknown origin or ignored).
