@@ -85,6 +85,7 @@ std::string json_report(const Run& run) {
       json j = {{"rule", field.rule},
                 {"file", file},
                 {"line", field.line},
+                {"column", field.column},
                 {"class", field.class_name},
                 {"status", field.ignored ? "ignored" : field.present ? "present" : "missing"}};
       if (field.ignored) j["reason"] = field.reason;

@@ -27,14 +27,11 @@ namespace {
 // (line, column, rule, status) of one finding.
 using Finding = std::tuple<int, int, std::string, std::string>;
 
-// What makes check exit 1, read from the JSON report (patcher/REPORT-JSON.md). Its fields[] carry no
-// column (format_version 1), so a field finding's column is compared as kNoColumn.
-constexpr int kNoColumn = -1;
-
+// What makes check exit 1, read from the JSON report (patcher/REPORT-JSON.md).
 std::multiset<Finding> json_findings(const json& report) {
   std::multiset<Finding> out;
   auto add = [&](const json& j) {
-    out.insert({j["line"].get<int>(), j.value("column", kNoColumn), j["rule"].get<std::string>(),
+    out.insert({j["line"].get<int>(), j.at("column").get<int>(), j["rule"].get<std::string>(),
                 j["status"].get<std::string>()});
   };
   for (const json& s : report["plan_sites"]) {
@@ -52,12 +49,6 @@ std::multiset<Finding> json_findings(const json& report) {
   return out;
 }
 
-// The rule ids of fields[] entries, whose columns the JSON report does not give.
-std::set<std::string> field_rules(const json& report) {
-  std::set<std::string> out;
-  for (const json& f : report["fields"]) out.insert(f["rule"].get<std::string>());
-  return out;
-}
 
 bool is_warning(const std::string& status) { return status == "unknown" || status == "run-input-unknown"; }
 
@@ -89,8 +80,6 @@ TEST_SUITE("formats") {
     }
     const json report = json::parse(as_json.out);
     const std::multiset<Finding> expected = json_findings(report);
-    const std::set<std::string> no_column = field_rules(report);
-    auto column = [&](const std::string& rule, int value) { return no_column.count(rule) != 0 ? kNoColumn : value; };
 
     SUBCASE("github: one workflow command per finding, at its place, then the text report's summary line") {
       static const std::regex command(
@@ -110,7 +99,7 @@ TEST_SUITE("formats") {
         REQUIRE_MESSAGE(std::regex_match(lines[i], m, command), "not a workflow command: ", lines[i]);
         CHECK(m[2] == in_repository);
         CHECK((m[1] == "warning") == is_warning(m[5]));
-        annotated.insert({std::stoi(m[3]), column(m[6], std::stoi(m[4])), m[6], m[5]});
+        annotated.insert({std::stoi(m[3]), std::stoi(m[4]), m[6], m[5]});
       }
       CHECK(annotated == expected);
       CHECK((input_errors > 0) == fixture.refused());
@@ -135,9 +124,8 @@ TEST_SUITE("formats") {
         const std::string status = r["properties"]["kvpatchStatus"];
         CHECK(r["level"] == (is_warning(status) ? "warning" : "error"));
         // Every fixture's finding lines are ASCII up to the finding, so UTF-16 and byte columns agree.
-        const std::string rule = r["ruleId"];
-        results.insert({where["region"]["startLine"].get<int>(), column(rule, where["region"]["startColumn"].get<int>()),
-                        rule, status});
+        results.insert({where["region"]["startLine"].get<int>(), where["region"]["startColumn"].get<int>(),
+                        r["ruleId"].get<std::string>(), status});
       }
       CHECK(results == expected);
       const json& invocation = run["invocations"].at(0);
