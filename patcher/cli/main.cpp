@@ -20,6 +20,7 @@
 #include "kvpatch/input_error.h"
 #include "kvpatch/python_syntax.h"
 #include "kvpatch/report.h"
+#include "terminal_color.h"
 
 namespace {
 using namespace kvpatch;
@@ -35,7 +36,7 @@ struct Options {
   std::string kv_dtype_form;
   std::string format = "text";
   std::string root;
-  std::string color = "never";
+  std::string color = "auto";
   std::string repo;   // pre-commit, install-hook, uninstall-hook
   bool all = false;   // pre-commit: every tracked file, not only the changed ones
   bool force = false; // install-hook: keep a foreign hook as the backup
@@ -71,32 +72,6 @@ std::string default_rules_dir(const Options& options) {
   return KVPATCH_DEFAULT_RULES_DIR;
 }
 
-// Colors the status word of each finding line (`file:l:c: status: ...`).
-std::string colorize(const std::string& report) {
-  static const std::map<std::string, std::string> colors = {
-      {"threaded", "32"}, {"present", "32"}, {"missing", "31"}, {"unknown", "35"},
-      {"redundant", "31"}, {"gated", "33"}, {"required", "36"}, {"ignored", "90"},
-      {"run-input-converted", "31"}, {"run-input-unknown", "35"}};
-  std::string out;
-  std::size_t start = 0;
-  while (start < report.size()) {
-    std::size_t end = report.find('\n', start);
-    end = end == std::string::npos ? report.size() : end + 1;
-    std::string line = report.substr(start, end - start);
-    for (const auto& [word, code] : colors) {
-      const std::string marker = ": " + word + ": ";
-      const std::size_t at = line.find(marker);
-      if (at != std::string::npos) {
-        line.replace(at + 2, word.size(), "\033[" + code + "m" + word + "\033[0m");
-        break;
-      }
-    }
-    out += line;
-    start = end;
-  }
-  return out;
-}
-
 const std::vector<std::string> kFormats = {"text", "json", "github", "sarif"};
 constexpr const char* kFormatHelp =
     "report format: text, json, github (GitHub Actions annotations) or sarif (SARIF 2.1.0, for code scanning)";
@@ -111,9 +86,8 @@ void print_report(const Run& run, const RuleSet& rules, const Options& options, 
   } else if (options.format == "github") {
     if (text_wanted || !run.errors.empty()) std::cout << github_report(run);
   } else if (text_wanted) {
-    const bool color = options.color == "always" || (options.color == "auto" && ::isatty(STDOUT_FILENO));
     const std::string report = text_report(run);
-    std::cout << (color ? colorize(report) : report);
+    std::cout << (cli::color_wanted(options.color, STDOUT_FILENO) ? cli::colorize_report(report) : report);
   }
 }
 
@@ -130,7 +104,11 @@ void add_common_options(CLI::App* command, Options& options) {
                       "directory that report and diff paths are relative to (default: a single directory PATH "
                       "(not for --format github or sarif), else the git work tree holding the paths, else the "
                       "current directory)");
-  command->add_option("--color", options.color, "color the text report: never, auto or always")
+}
+
+void add_color_option(CLI::App* command, Options& options, const std::string& what) {
+  command->add_option("--color", options.color,
+                      "color " + what + ": auto (the default: on a terminal, unless NO_COLOR is set), always or never")
       ->check(CLI::IsMember({"never", "auto", "always"}));
 }
 
@@ -274,11 +252,12 @@ int run_command(const std::string& command, const Options& options) {
     return has_findings(summarize(run)) ? kFindings : kClean;
   }
   if (command == "diff") {
+    const bool color = cli::color_wanted(options.color, STDOUT_FILENO);
     bool any = false;
     for (const FileReport& f : run.files) {
       const std::string diff = unified_diff(f);
       any |= !diff.empty();
-      std::cout << diff;
+      std::cout << (color ? cli::colorize_diff(diff) : diff);
     }
     if (input_errors) return kUsageOrInput;
     return any ? kFindings : kClean;
@@ -321,6 +300,8 @@ int main(int argc, char** argv) {
       "apply", "write the edits in place, atomically and all-or-nothing (exit 1 when findings remain that it cannot fix)");
   for (CLI::App* command : {check, diff, apply}) add_common_options(command, options);
   check->add_option("--format", options.format, kFormatHelp)->check(CLI::IsMember(kFormats));
+  add_color_option(check, options, "the text report's status words");
+  add_color_option(diff, options, "the diff as git does");
   CLI::App* pre_commit = app.add_subcommand(
       "pre-commit", "check the STAGED content of the added and modified *.py files (exit 1 when findings remain)");
   CLI::App* install_hook = app.add_subcommand(
@@ -333,6 +314,7 @@ int main(int argc, char** argv) {
   pre_commit->add_option("--rules", options.rules_dir, "rules directory (default: $KVPATCH_RULES_DIR, the installed rules, or the source tree's rules/)");
   pre_commit->add_option("--set", options.sets, "override a rule parameter, NAME=VALUE (repeatable)");
   pre_commit->add_option("--format", options.format, kFormatHelp)->check(CLI::IsMember(kFormats));
+  add_color_option(pre_commit, options, "the text report's status words");
   pre_commit->add_flag("--all", options.all, "check every tracked *.py in the index, not only the staged changes");
   install_hook->add_flag("--force", options.force,
                          "keep an existing hook as pre-commit.kvpatch-backup and run it before kvpatch");

@@ -170,6 +170,17 @@ TEST_SUITE("pre_commit") {
     }
   }
 
+  TEST_CASE("--color always colors the status words; through a pipe the default does not") {
+    GitSandbox repo;
+    repo.stage(kBackendPath, fixture_source("gen-b-unpatched"));
+    const ProcessResult plain = repo.kvpatch({"pre-commit"});
+    const ProcessResult colored = repo.kvpatch({"pre-commit", "--color", "always"});
+    CHECK(plain.exit_code == 1);
+    CHECK(colored.exit_code == 1);
+    CHECK_FALSE(contains(plain.out, "\033["));
+    CHECK(contains(colored.out, kBackendPath + ":139:13: \033[31mmissing\033[0m:"));
+  }
+
   TEST_CASE("--format json reports the staged findings") {
     GitSandbox repo;
     repo.stage(kBackendPath, fixture_source("gen-b-unpatched"));

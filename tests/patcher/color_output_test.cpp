@@ -1,0 +1,114 @@
+// --color: `check` colors each finding's status word, `diff` colors as `git diff` does, `auto` (the
+// default) colors a terminal only and honours NO_COLOR, and colors never change the text beneath.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "support/files.h"
+#include "support/kvpatch_cli.h"
+#include "support/temp_dir.h"
+
+namespace fs = std::filesystem;
+using namespace kvpatch_test;
+
+namespace {
+const std::string kEscape = "\033[";
+
+std::string strip_sgr(const std::string& text) {
+  static const std::regex sgr("\033\\[[0-9;]*m");
+  return std::regex_replace(text, sgr, "");
+}
+
+bool has_escape(const std::string& text) { return text.find(kEscape) != std::string::npos; }
+
+// A scratch copy of the unpatched generation-B backend, whose check and diff both have findings.
+struct Backend {
+  TempDir scratch{"kvpatch-color"};
+  Backend() {
+    write_bytes(scratch.path() / "backend.py",
+                read_bytes(fs::path(required_env("KVPATCH_FIXTURES_DIR")) / "gen-b-unpatched" / "flashinfer_mla_backend.py"));
+  }
+  ProcessResult run(std::vector<std::string> args) const { return run_kvpatch(args, scratch.path()); }
+};
+
+// `command` run under a pseudo-terminal by util-linux `script`, so that stdout is a terminal.
+ProcessResult run_on_terminal(const Backend& backend, const std::string& command) {
+  return run_process({"script", "-qec", command, "/dev/null"}, ProcessOptions{backend.scratch.path()});
+}
+}  // namespace
+
+TEST_SUITE("color") {
+  TEST_CASE("check --color always colors each status word and nothing else") {
+    Backend backend;
+    const ProcessResult plain = backend.run({"check", "--color", "never", "backend.py"});
+    const ProcessResult colored = backend.run({"check", "--color", "always", "backend.py"});
+    CHECK(plain.exit_code == 1);
+    CHECK(colored.exit_code == 1);
+    CHECK_FALSE(has_escape(plain.out));
+    CHECK(strip_sgr(colored.out) == plain.out);
+    CHECK(colored.out.find(": \033[31mmissing\033[0m: ") != std::string::npos);
+    CHECK(colored.out.find(": \033[31mredundant\033[0m: ") != std::string::npos);
+  }
+
+  TEST_CASE("diff --color always colors headers, hunk headers, removed and added lines as git does") {
+    Backend backend;
+    const ProcessResult plain = backend.run({"diff", "--color", "never", "backend.py"});
+    const ProcessResult colored = backend.run({"diff", "--color", "always", "backend.py"});
+    CHECK(plain.exit_code == 1);
+    CHECK(colored.exit_code == 1);
+    CHECK_FALSE(has_escape(plain.out));
+    CHECK(strip_sgr(colored.out) == plain.out);
+    const std::vector<std::string> plain_lines = split_lines_keep_ends(plain.out);
+    const std::vector<std::string> colored_lines = split_lines_keep_ends(colored.out);
+    REQUIRE(plain_lines.size() == colored_lines.size());
+    int added = 0;
+    int removed = 0;
+    for (std::size_t i = 0; i < plain_lines.size(); ++i) {
+      const std::string& line = plain_lines[i];
+      const std::string& shown = colored_lines[i];
+      CAPTURE(line);
+      if (line.starts_with("--- ") || line.starts_with("+++ ")) {
+        CHECK(shown.starts_with("\033[1m"));
+      } else if (line.starts_with("@@ ")) {
+        CHECK(shown.starts_with("\033[36m"));
+      } else if (line.starts_with("-")) {
+        CHECK(shown.starts_with("\033[31m"));
+        ++removed;
+      } else if (line.starts_with("+")) {
+        CHECK(shown.starts_with("\033[32m"));
+        ++added;
+      } else {
+        CHECK(shown == line);  // context lines stay as they are
+      }
+      if (shown != line) CHECK(shown.ends_with("\033[0m\n"));  // a color ends before its line's newline
+    }
+    CHECK(added > 0);
+    CHECK(removed > 0);
+  }
+
+  TEST_CASE("auto, the default, colors a terminal only, and NO_COLOR turns it off") {
+    Backend backend;
+    // Through a pipe (as in CI and in these tests): no escape codes.
+    CHECK_FALSE(has_escape(backend.run({"check", "backend.py"}).out));
+    CHECK_FALSE(has_escape(backend.run({"diff", "backend.py"}).out));
+    const std::string kvpatch = required_env("KVPATCH_BIN");
+    // On a terminal: colored, unless NO_COLOR is set; --color always outranks NO_COLOR.
+    CHECK(has_escape(run_on_terminal(backend, kvpatch + " check backend.py").out));
+    CHECK(has_escape(run_on_terminal(backend, kvpatch + " diff backend.py").out));
+    CHECK_FALSE(has_escape(run_on_terminal(backend, "env NO_COLOR=1 " + kvpatch + " check backend.py").out));
+    CHECK_FALSE(has_escape(run_on_terminal(backend, "env NO_COLOR=1 " + kvpatch + " diff backend.py").out));
+    CHECK(has_escape(run_on_terminal(backend, "env NO_COLOR=1 " + kvpatch + " check --color always backend.py").out));
+    CHECK_FALSE(has_escape(run_on_terminal(backend, kvpatch + " check --color never backend.py").out));
+  }
+
+  TEST_CASE("machine-read formats are never colored") {
+    Backend backend;
+    for (const char* format : {"json", "github", "sarif"}) {
+      CAPTURE(format);
+      CHECK_FALSE(has_escape(backend.run({"check", "--format", format, "--color", "always", "backend.py"}).out));
+    }
+  }
+}
