@@ -10,6 +10,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,7 @@ struct Options {
   std::string rules_dir;
   std::vector<std::string> sets;
   std::string kv_dtype_form;
+  std::string flashinfer_version;
   std::string format = "text";
   std::string root;
   std::string color = "auto";
@@ -91,6 +93,13 @@ void print_report(const Run& run, const RuleSet& rules, const Options& options, 
   }
 }
 
+// FlashInfer 0.6.14 and later need FP8 scales in run(); which release the files run with decides that edit.
+void add_flashinfer_option(CLI::App* command, Options& options) {
+  command->add_option("--flashinfer-version", options.flashinfer_version,
+                      "the FlashInfer release the files run with, e.g. 0.7.2, or auto (the default: the pin in a "
+                      "pyproject.toml or dist-info above each file); same as --set flashinfer_version=...");
+}
+
 void add_common_options(CLI::App* command, Options& options) {
   command->add_option("PATH", options.paths, "Python files or directories (walked for *.py, hidden directories skipped)")
       ->required();
@@ -100,6 +109,7 @@ void add_common_options(CLI::App* command, Options& options) {
                       "KV dtype expression for the added field: original (getattr kv_cache_dtype) or upstream "
                       "(the KV dtype only when it is torch.float8_e4m3fn); same as --set kv_dtype_form=...")
       ->check(CLI::IsMember({"original", "upstream"}));
+  add_flashinfer_option(command, options);
   command->add_option("--root", options.root,
                       "directory that report and diff paths are relative to (default: a single directory PATH "
                       "(not for --format github or sarif), else the git work tree holding the paths, else the "
@@ -123,6 +133,14 @@ std::optional<std::map<std::string, std::string>> parse_sets(const Options& opti
     overrides[s.substr(0, eq)] = s.substr(eq + 1);
   }
   if (!options.kv_dtype_form.empty()) overrides["kv_dtype_form"] = options.kv_dtype_form;
+  if (!options.flashinfer_version.empty()) overrides["flashinfer_version"] = options.flashinfer_version;
+  if (const auto v = overrides.find("flashinfer_version"); v != overrides.end()) {
+    static const std::regex release(R"(auto|[0-9]+(\.[0-9]+)*([.+!]?[A-Za-z0-9]+)*)");
+    if (!std::regex_match(v->second, release)) {
+      print_error("--flashinfer-version " + v->second + ": expected a release number such as 0.7.2, or auto");
+      return std::nullopt;
+    }
+  }
   return overrides;
 }
 
@@ -313,6 +331,7 @@ int main(int argc, char** argv) {
   }
   pre_commit->add_option("--rules", options.rules_dir, "rules directory (default: $KVPATCH_RULES_DIR, the installed rules, or the source tree's rules/)");
   pre_commit->add_option("--set", options.sets, "override a rule parameter, NAME=VALUE (repeatable)");
+  add_flashinfer_option(pre_commit, options);
   pre_commit->add_option("--format", options.format, kFormatHelp)->check(CLI::IsMember(kFormats));
   add_color_option(pre_commit, options, "the text report's status words");
   pre_commit->add_flag("--all", options.all, "check every tracked *.py in the index, not only the staged changes");

@@ -1,4 +1,5 @@
 #include "kvpatch/analyze.h"
+#include "kvpatch/flashinfer_version.h"
 
 #include <algorithm>
 #include <fstream>
@@ -51,7 +52,7 @@ Run analyze_inputs(const RuleSet& rules, const InputSet& inputs) {
     if (!any_rule_selects(rules, source->text())) continue;
     try {
       auto parsed = std::make_shared<const ParsedFile>(parse_source_file(std::move(*source)));
-      run.files.push_back(analyze_file(rules, parsed));
+      run.files.push_back(analyze_file(rules, parsed, flashinfer_target(rules.parameters, input.path)));
     } catch (const InputError& e) {
       run.errors.push_back(to_file_error(e));
     } catch (const OverlappingEdit& e) {
@@ -69,7 +70,14 @@ std::vector<std::string> run_rule_test(const RuleSet& base, const RuleTestCase& 
   auto analyse = [&](const std::string& code) -> std::optional<FileReport> {
     try {
       auto parsed = std::make_shared<const ParsedFile>(parse_source_file(SourceFile("test.py", "test.py", code)));
-      return analyze_file(rules, parsed);
+      // A case runs against the FlashInfer its parameters name (flashinfer_version), else the newest behaviour:
+      // it has no files around it to read a pin from.
+      const auto version = rules.parameters.find("flashinfer_version");
+      std::optional<FlashInferVersion> target;
+      if (version != rules.parameters.end() && version->second != "auto") {
+        target = FlashInferVersion{version->second, "the test case's flashinfer_version"};
+      }
+      return analyze_file(rules, parsed, target);
     } catch (const std::exception& e) {
       failures.push_back(where + ": " + e.what());
       return std::nullopt;
@@ -79,10 +87,15 @@ std::vector<std::string> run_rule_test(const RuleSet& base, const RuleTestCase& 
   if (!report) return failures;
 
   std::vector<std::pair<int, std::string>> found;
-  // A cast rule's cases cover its run-input findings too, which carry their own id.
+  // A cast rule's cases cover its run-input and run() scale findings too, which carry their own ids.
   std::string run_input_id = test.rule;
+  std::vector<std::string> scale_ids;
   for (const CastRule& c : rules.cast_rules) {
-    if (c.id == test.rule) run_input_id = c.run_input_id;
+    if (c.id != test.rule) continue;
+    run_input_id = c.run_input_id;
+    for (const Fp8Consumer& consumer : c.fp8_consumers) {
+      if (consumer.kv_scales) scale_ids.push_back(consumer.kv_scales->id);
+    }
   }
   for (const PlanSite& s : report->plan_sites) {
     if (s.rule == test.rule) found.emplace_back(s.line, status_name(s.status));
@@ -95,6 +108,11 @@ std::vector<std::string> run_rule_test(const RuleSet& base, const RuleTestCase& 
   }
   for (const RunInputFinding& r : report->run_inputs) {
     if (r.rule == test.rule || r.rule == run_input_id) found.emplace_back(r.line, run_input_label(r));
+  }
+  for (const RunScaleFinding& r : report->run_scales) {
+    if (std::find(scale_ids.begin(), scale_ids.end(), r.rule) != scale_ids.end()) {
+      found.emplace_back(r.line, r.ignored ? "ignored" : r.present ? "present" : "missing");
+    }
   }
   std::vector<std::pair<int, std::string>> expected;
   for (const ExpectedFinding& e : test.expect) expected.emplace_back(e.line, e.status);

@@ -55,7 +55,10 @@ Edit replace_argument_value(const CallArgument& argument, const std::string& tex
 
 Edit add_keyword_argument(const SourceFile& source, TSNode argument_list, const std::string& name,
                           const std::string& value, const std::string& rule) {
-  const std::string item = name + "=" + value;
+  return add_argument(source, argument_list, name + "=" + value, rule);
+}
+
+Edit add_argument(const SourceFile& source, TSNode argument_list, const std::string& item, const std::string& rule) {
   const std::vector<TSNode> arguments = syntax::statements(argument_list);
   const std::size_t close = ts_node_end_byte(argument_list) - 1;  // the `)`
   if (arguments.empty()) return {close, close, item, rule};

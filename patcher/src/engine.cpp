@@ -88,9 +88,33 @@ void drop_unused_fields(const RuleSet& rules, std::vector<FieldFinding>& fields,
     f.reason = "no plan site of " + f.class_name + " is threaded (see the run-input findings), so no field is added";
   }
 }
+
+// The scale findings of every cast rule's consumers that name kv_scales, for the FlashInfer the file runs with.
+std::vector<RunScaleFinding> run_scales_of(const RuleSet& rules, const ModuleFacts& facts, const FileReport& report,
+                                           const std::optional<FlashInferVersion>& target) {
+  std::vector<RunScaleFinding> out;
+  const std::string& text = facts.file().source.text();
+  for (const CastRule& rule : rules.cast_rules) {
+    if (!rule.files.matches(text)) continue;
+    std::string since;
+    for (const Fp8Consumer& c : rule.fp8_consumers) {
+      if (c.kv_scales) since = c.kv_scales->since;
+    }
+    if (since.empty() || (target && !version_at_least(target->version, since))) continue;
+    const std::string flashinfer =
+        target ? "FlashInfer " + target->version + " (" + target->evidence + ")"
+               : "FlashInfer " + since + " or later (assumed: no FlashInfer version found above the file; "
+                 "say which with --flashinfer-version)";
+    for (RunScaleFinding& f : check_run_scales(rule, rules, facts, report.plan_sites, report.casts, flashinfer)) {
+      out.push_back(std::move(f));
+    }
+  }
+  return out;
+}
 }  // namespace
 
-FileReport analyze_file(const RuleSet& rules, std::shared_ptr<const ParsedFile> file) {
+FileReport analyze_file(const RuleSet& rules, std::shared_ptr<const ParsedFile> file,
+                        const std::optional<FlashInferVersion>& target) {
   FileReport report;
   report.file = file;
   const ModuleFacts facts(*file);
@@ -139,12 +163,14 @@ FileReport analyze_file(const RuleSet& rules, std::shared_ptr<const ParsedFile> 
   for (RunInputFinding& r : run_inputs) r.effect = effect(r, report.plan_sites, withheld);
   drop_unused_fields(rules, report.fields, report.plan_sites, withheld);
   report.run_inputs = std::move(run_inputs);
+  report.run_scales = run_scales_of(rules, facts, report, target);
 
   auto by_position = [](const auto& a, const auto& b) { return std::tie(a.line, a.column) < std::tie(b.line, b.column); };
   std::stable_sort(report.plan_sites.begin(), report.plan_sites.end(), by_position);
   std::stable_sort(report.fields.begin(), report.fields.end(), by_position);
   std::stable_sort(report.casts.begin(), report.casts.end(), by_position);
   std::stable_sort(report.run_inputs.begin(), report.run_inputs.end(), by_position);
+  std::stable_sort(report.run_scales.begin(), report.run_scales.end(), by_position);
 
   for (const FieldFinding& f : report.fields) {
     if (f.fix) report.edits.add(*f.fix);
@@ -154,6 +180,9 @@ FileReport analyze_file(const RuleSet& rules, std::shared_ptr<const ParsedFile> 
   }
   for (const CastFinding& c : report.casts) {
     for (const Edit& e : c.fix) report.edits.add(e);
+  }
+  for (const RunScaleFinding& r : report.run_scales) {
+    if (r.fix) report.edits.add(*r.fix);
   }
   return report;
 }

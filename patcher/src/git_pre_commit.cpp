@@ -1,4 +1,5 @@
 #include "kvpatch/git_pre_commit.h"
+#include "kvpatch/flashinfer_version.h"
 
 #include <algorithm>
 #include <memory>
@@ -33,7 +34,8 @@ Run analyze_staged(const RuleSet& rules, const GitRepository& repo, const Staged
       require_source_text(content, file.path, "; then stage it again");
       SourceFile source(repo.work_tree() / file.path, file.path, std::move(content));
       auto parsed = std::make_shared<const ParsedFile>(parse_source_file(std::move(source)));
-      run.files.push_back(analyze_file(rules, parsed));
+      // The FlashInfer pin is read from the work tree around the file (python/pyproject.toml in SGLang).
+      run.files.push_back(analyze_file(rules, parsed, flashinfer_target(rules.parameters, repo.work_tree() / file.path)));
     } catch (const InputError& e) {
       run.errors.push_back(to_file_error(e));
     } catch (const OverlappingEdit& e) {

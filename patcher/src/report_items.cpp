@@ -70,6 +70,14 @@ std::string run_input_message(const RunInputFinding& r) {
   return scope_name(r.class_name, r.method) + ": " + what + ": " + r.why + "; " + r.effect;
 }
 
+std::string run_scale_message(const RunScaleFinding& r) {
+  std::string m = scope_name(r.class_name, r.method) + ": " + r.call + " is handed the KV cache as stored, and " +
+                  r.flashinfer + " needs FP8 scales there for an FP8 cache";
+  if (r.ignored) return m + "; " + (r.ignore_reason.empty() ? "suppressed by kvpatch: ignore" : r.ignore_reason);
+  if (r.present) return m + "; it " + r.how;
+  return m + (r.fix ? "; fix: add " + r.fix_text + " (the cast it replaces applied no scale)" : "; no fix: " + r.reason);
+}
+
 }  // namespace
 
 const char* finding_level(const ReportItem& item) {
@@ -97,6 +105,11 @@ std::vector<ReportItem> report_items(const Run& run) {
     }
     for (const RunInputFinding& r : f.run_inputs) {
       items.push_back({path, r.line, r.column, run_input_label(r), run_input_message(r), r.rule, !r.ignored});
+    }
+    for (const RunScaleFinding& r : f.run_scales) {
+      const bool missing = !r.present && !r.ignored;
+      items.push_back({path, r.line, r.column, r.ignored ? "ignored" : r.present ? "present" : "missing",
+                       run_scale_message(r), r.rule, missing});
     }
     std::stable_sort(items.begin(), items.end(), [](const ReportItem& a, const ReportItem& b) {
       return std::tie(a.line, a.column) < std::tie(b.line, b.column);

@@ -96,6 +96,28 @@ std::string json_report(const Run& run) {
   report["casts"] = std::move(casts);
   report["run_inputs"] = std::move(run_inputs);
   report["fields"] = std::move(fields);
+  json run_scales = json::array();
+  for (const FileReport& f : run.files) {
+    for (const RunScaleFinding& r : f.run_scales) {
+      json j = {{"rule", r.rule},
+                {"file", f.file->source.display_path()},
+                {"line", r.line},
+                {"column", r.column},
+                {"class", r.class_name},
+                {"method", r.method},
+                {"call", r.call},
+                {"status", r.ignored ? "ignored" : r.present ? "present" : "missing"},
+                {"flashinfer", r.flashinfer}};
+      if (r.present) j["passes"] = r.how;
+      if (!r.present && !r.ignored) {
+        if (r.fix) j["fix"] = r.fix_text;
+        else j["reason"] = r.reason;
+      }
+      if (r.ignored) j["reason"] = r.ignore_reason;
+      run_scales.push_back(std::move(j));
+    }
+  }
+  report["run_scales"] = std::move(run_scales);
   json errors = json::array();
   for (const FileError& e : run.errors) {
     errors.push_back({{"file", e.file},
@@ -110,6 +132,8 @@ std::string json_report(const Run& run) {
                        {"ignored", s.ignored},     {"casts", s.casts},           {"redundant", s.redundant},
                        {"required", s.required},   {"run_inputs_converted", s.run_inputs_converted},
                        {"run_inputs_unknown", s.run_inputs_unknown}, {"run_inputs_ignored", s.run_inputs_ignored},
+                       {"run_scales", s.run_scales}, {"run_scales_missing", s.run_scales_missing},
+                       {"run_scales_ignored", s.run_scales_ignored},
                        {"edits", s.edits}};
   return report.dump(2) + "\n";
 }

@@ -30,13 +30,20 @@ Summary summarize(const Run& run) {
       ++(r.ignored ? s.run_inputs_ignored
                    : r.status == RunInputStatus::Converted ? s.run_inputs_converted : s.run_inputs_unknown);
     }
+    for (const RunScaleFinding& r : f.run_scales) {
+      ++s.run_scales;
+      if (r.ignored) ++s.run_scales_ignored;
+      else if (!r.present) ++s.run_scales_missing;
+    }
     s.edits += static_cast<int>(f.edits.size());
   }
   return s;
 }
 
 bool has_findings(const Summary& s) {
-  return s.missing + s.unknown + s.redundant + s.fields_missing + s.run_inputs_converted + s.run_inputs_unknown > 0;
+  return s.missing + s.unknown + s.redundant + s.fields_missing + s.run_inputs_converted + s.run_inputs_unknown +
+             s.run_scales_missing >
+         0;
 }
 
 std::string summary_line(const Summary& s) {
@@ -49,6 +56,12 @@ std::string summary_line(const Summary& s) {
         << " converted, " << s.run_inputs_unknown << " unknown; ";
   }
   if (s.run_inputs_ignored > 0) out << s.run_inputs_ignored << " run() inputs ignored; ";
+  if (s.run_scales > 0) {
+    out << s.run_scales << " FP8 run() calls: " << s.run_scales - s.run_scales_missing - s.run_scales_ignored
+        << " with scales, " << s.run_scales_missing << " without";
+    if (s.run_scales_ignored > 0) out << ", " << s.run_scales_ignored << " ignored";
+    out << "; ";
+  }
   out << s.edits << " edits";
   return out.str();
 }

@@ -39,6 +39,9 @@ std::vector<std::pair<std::string, std::string>> RuleSet::finding_ids() const {
                        "dtype is converted on the way (run-input-converted) or comes from where kvpatch cannot trace "
                        "(run-input-unknown). Reported by the cast rule " + r.id + ": " + r.description);
     }
+    for (const Fp8Consumer& c : r.fp8_consumers) {
+      if (c.kv_scales) ids.emplace_back(c.kv_scales->id, c.kv_scales->description);
+    }
   }
   return ids;
 }
@@ -381,7 +384,7 @@ CastRule read_cast_rule(const RuleReader& r, const YAML::Node& doc) {
     if (!consumers.IsSequence()) r.fail(consumers, "fp8_consumers", "expected a list", "write a - list or []");
     for (const YAML::Node& c : consumers) {
       r.allow_keys(c, "fp8_consumers",
-                   {"method", "sites_rule", "planned_by", "parameters", "kv_parameters", "kv_parameter_forms"});
+                   {"method", "sites_rule", "planned_by", "parameters", "kv_parameters", "kv_parameter_forms", "kv_scales"});
       Fp8Consumer consumer;
       consumer.method = r.string(c, "fp8_consumers", "method", true);
       consumer.sites_rule = r.string(c, "fp8_consumers", "sites_rule", true);
@@ -432,6 +435,30 @@ CastRule read_cast_rule(const RuleReader& r, const YAML::Node& doc) {
                                          required_list(r, ch, "fp8_consumers.planned_by", "classes")});
         }
       }
+      YAML::Node scales = c["kv_scales"];
+      if (scales.IsDefined() && !scales.IsNull()) {
+        const std::string where = "fp8_consumers.kv_scales";
+        r.allow_keys(scales, where, {"id", "description", "since_flashinfer", "keywords", "any_of", "value", "fp8_dtype"});
+        if (consumer.kv_parameters.empty()) {
+          r.fail(scales, where, "scales are checked only on traced KV inputs", "add kv_parameters to the consumer");
+        }
+        KvScales k;
+        k.id = r.string(scales, where, "id", true);
+        k.description = r.prose(scales, "description");
+        k.since = r.string(scales, where, "since_flashinfer", true);
+        k.keywords = required_list(r, scales, where, "keywords");
+        k.any_of = r.strings(scales, where, "any_of", false);
+        k.value = r.string(scales, where, "value", true);
+        k.fp8_dtype = r.string(scales, where, "fp8_dtype", true);
+        for (const std::string& keyword : k.keywords) {
+          if (consumer.signature.index_of(keyword) < 0) {
+            r.fail(scales["keywords"], where + ".keywords", "'" + keyword + "' is not one of the consumer's parameters",
+                   "name a parameter listed under parameters");
+          }
+          if (std::find(k.any_of.begin(), k.any_of.end(), keyword) == k.any_of.end()) k.any_of.push_back(keyword);
+        }
+        consumer.kv_scales = std::move(k);
+      }
       rule.fp8_consumers.push_back(std::move(consumer));
     }
   }
@@ -447,7 +474,9 @@ std::vector<RuleTestCase> read_tests(const RuleReader& raw, const YAML::Node& do
   const std::set<std::string> statuses =
       kind == "plan-site" ? std::set<std::string>{"threaded", "missing", "gated", "unknown", "ignored"}
       : kind == "field"   ? std::set<std::string>{"present", "missing", "ignored"}
-                          : std::set<std::string>{"redundant", "required", "run-input-converted", "run-input-unknown", "ignored"};
+                          // present / missing: the run() scale findings of the rule's consumers
+                          : std::set<std::string>{"redundant", "required", "run-input-converted", "run-input-unknown",
+                                                  "ignored", "present", "missing"};
   for (const YAML::Node& t : tests) {
     raw.allow_keys(t, "tests", {"name", "code", "expect", "fixed", "parameters"});
     RuleTestCase c;

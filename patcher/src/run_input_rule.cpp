@@ -5,6 +5,8 @@
 #include <tuple>
 
 #include "kvpatch/dtype_roles.h"
+#include "kvpatch/edit_operations.h"
+#include "kvpatch/imported_names.h"
 #include "kvpatch/rule_engine.h"
 
 namespace kvpatch {
@@ -96,6 +98,35 @@ public:
 
   std::vector<RunInputFinding> run() const {
     std::vector<RunInputFinding> out;
+    each_consumer_call([&](const Fp8Consumer& spec, TSNode call, const FunctionFacts* scope,
+                           const std::vector<std::size_t>& planning, const std::string& unsure) {
+      check_call(spec, call, scope, planning, unsure, out);
+    });
+    return out;
+  }
+
+  // The scale findings of every consumer call whose KV inputs all trace back to a KV source unconverted.
+  std::vector<RunScaleFinding> scales(const std::string& flashinfer) const {
+    std::vector<RunScaleFinding> out;
+    each_consumer_call([&](const Fp8Consumer& spec, TSNode call, const FunctionFacts* scope,
+                           const std::vector<std::size_t>&, const std::string&) {
+      if (!spec.kv_scales) return;
+      const TracedInputs inputs = trace_inputs(spec, call, scope);
+      if (!inputs.reached_source) return;
+      for (const Traced& traced : inputs.traces) {
+        if (!traced.ignored && !traced.trace.problems.empty()) return;  // a run-input finding covers this call
+      }
+      out.push_back(scale_finding(*spec.kv_scales, call, inputs.first_argument, flashinfer));
+    });
+    return out;
+  }
+
+private:
+  // Calls visit(spec, call, scope, planning sites, unsure) for each consumer call on a wrapper that a plan
+  // site plans for the KV dtype after the edits. unsure: "" for a receiver known to be the wrapper; else why
+  // it is checked all the same (then only KV data that reaches it counts).
+  template <typename Visit>
+  void each_consumer_call(Visit visit) const {
     for (const Fp8Consumer& spec : rule_.fp8_consumers) {
       const PlanSiteRule* sites_rule = rules_.plan_site_rule(spec.sites_rule);
       if (spec.kv_parameters.empty() || sites_rule == nullptr) continue;
@@ -119,41 +150,27 @@ public:
         const std::string unsure = verdict == TypeVerdict::Wrapper
                                        ? ""
                                        : "; its receiver is not known to be a " + sites_rule->wrapper_class + " but may be";
-        check_call(spec, call, scope, planning, unsure, out);
+        visit(spec, call, scope, planning, unsure);
       }
     }
-    return out;
   }
 
-private:
-  std::string at(TSNode node) const {
-    const SourcePosition p = source_.position(ts_node_start_byte(node));
-    return std::to_string(p.line) + ":" + std::to_string(p.column);
-  }
-
-  // unsure: "" for a receiver known to be the wrapper; else why it is checked all the same (then only KV
-  // data that reaches it counts).
-  void check_call(const Fp8Consumer& spec, TSNode call, const FunctionFacts* scope,
-                  const std::vector<std::size_t>& planning, const std::string& unsure,
-                  std::vector<RunInputFinding>& out) const {
-    // Problems by node and by whether they are ignored, with the parameters whose values meet them.
-    struct Entry {
-      Problem problem;
-      std::vector<std::string> parameters;
-      std::string ignore_reason;
-    };
-    std::map<std::tuple<uint32_t, uint32_t, bool>, Entry> found;
-    bool reached_source = false;
-    struct Traced {
-      std::string parameter;
-      Trace trace;
-      std::optional<std::string> ignored;  // the reason of an ignore comment on its argument or on the call
-    };
+  struct Traced {
+    std::string parameter;
+    Trace trace;
+    std::optional<std::string> ignored;  // the reason of an ignore comment on its argument or on the call
+  };
+  struct TracedInputs {
     std::vector<Traced> traces;
+    bool reached_source = false;
+    TSNode first_argument{};  // the value of the first KV parameter checked (null when none is bound)
+  };
+
+  // Every KV parameter of the forms the call visibly uses (FlashInfer's ckv_cache and kpe_cache, or since 0.7
+  // kv_cache=(ckv, kpe)), traced back; a call that shows nothing of any form is one unknown trace.
+  TracedInputs trace_inputs(const Fp8Consumer& spec, TSNode call, const FunctionFacts* scope) const {
+    TracedInputs out;
     const std::optional<std::string> call_ignored = suppression(source_, field(call, "function"), rule_.run_input_id);
-    // The KV data may be passed in one of several forms (FlashInfer's ckv_cache and kpe_cache, or since
-    // 0.7 kv_cache=(ckv, kpe)): the forms the call visibly uses are checked, every parameter of each; a
-    // call that shows nothing of any form is unknown.
     struct Bound {
       TSNode argument;
       std::string why;
@@ -174,16 +191,16 @@ private:
         if (!listed(checked, p)) checked.push_back(p);
       }
     }
-    std::string names;
-    for (const std::string& n : spec.kv_parameters) names += (names.empty() ? "" : ", ") + n;
     if (checked.empty()) {
+      std::string names;
+      for (const std::string& n : spec.kv_parameters) names += (names.empty() ? "" : ", ") + n;
       Traced traced;
       traced.parameter = names;
       traced.ignored = call_ignored;
       const Bound& first = bound[spec.kv_parameters.front()];
       traced.trace.problems.push_back({RunInputStatus::Unknown, call,
                                        first.defaulted ? "the call passes none of " + names : first.why});
-      traces.push_back(std::move(traced));
+      out.traces.push_back(std::move(traced));
     }
     for (const std::string& parameter : checked) {
       Traced traced;
@@ -193,12 +210,36 @@ private:
       if (syntax::is_null(argument)) {
         traced.trace.problems.push_back({RunInputStatus::Unknown, call, bound[parameter].why});
       } else {
+        if (syntax::is_null(out.first_argument)) out.first_argument = argument;
         trace(argument, scope, 0, traced.trace);
         if (auto reason = suppression(source_, argument, rule_.run_input_id)) traced.ignored = reason;
       }
-      reached_source |= traced.trace.reached_source;
-      traces.push_back(std::move(traced));
+      out.reached_source |= traced.trace.reached_source;
+      out.traces.push_back(std::move(traced));
     }
+    return out;
+  }
+
+  std::string at(TSNode node) const {
+    const SourcePosition p = source_.position(ts_node_start_byte(node));
+    return std::to_string(p.line) + ":" + std::to_string(p.column);
+  }
+
+  // unsure: "" for a receiver known to be the wrapper; else why it is checked all the same (then only KV
+  // data that reaches it counts).
+  void check_call(const Fp8Consumer& spec, TSNode call, const FunctionFacts* scope,
+                  const std::vector<std::size_t>& planning, const std::string& unsure,
+                  std::vector<RunInputFinding>& out) const {
+    // Problems by node and by whether they are ignored, with the parameters whose values meet them.
+    struct Entry {
+      Problem problem;
+      std::vector<std::string> parameters;
+      std::string ignore_reason;
+    };
+    std::map<std::tuple<uint32_t, uint32_t, bool>, Entry> found;
+    const TracedInputs inputs = trace_inputs(spec, call, scope);
+    const bool reached_source = inputs.reached_source;
+    const std::vector<Traced>& traces = inputs.traces;
     if (!unsure.empty() && !reached_source) return;  // no KV data: some other object's run()
     for (const Traced& traced : traces) {
       for (const Problem& p : traced.trace.problems) {
@@ -234,6 +275,74 @@ private:
       for (std::size_t i : planning) f.wrapper_sites.push_back({sites_[i].line, sites_[i].column});
       out.push_back(std::move(f));
     }
+  }
+
+  // Whether the call already hands over scales, and if not the argument that does so for an FP8 cache only
+  // (FlashInfer refuses scales for any other KV dtype, and the model may run with a BF16 cache).
+  RunScaleFinding scale_finding(const KvScales& spec, TSNode call, TSNode kv_argument, const std::string& flashinfer) const {
+    RunScaleFinding f;
+    f.rule = spec.id;
+    const SourcePosition pos = source_.position(ts_node_start_byte(call));
+    f.line = pos.line;
+    f.column = pos.column;
+    if (const FunctionFacts* method = holding_method(facts_, facts_.function_at(call))) {
+      f.class_name = method->class_name;
+      f.method = method->name;
+    }
+    f.call = one_line(facts_.text(field(call, "function")));
+    f.flashinfer = flashinfer;
+    if (auto reason = suppression(source_, field(call, "function"), spec.id)) {
+      f.ignored = true;
+      f.ignore_reason = *reason;
+    }
+    TSNode list = field(call, "arguments");
+    for (TSNode a : is(list, "argument_list") ? syntax::statements(list) : std::vector<TSNode>{}) {
+      if (is(a, "keyword_argument") && listed(spec.any_of, facts_.text(field(a, "name")))) {
+        f.present = true;
+        f.how = "passes " + facts_.text(field(a, "name"));
+        return f;
+      }
+      if (is(a, "dictionary_splat")) {
+        f.present = true;
+        f.how = "passes " + one_line(facts_.text(a)) + ", which may hold them";
+        return f;
+      }
+    }
+    // The dtype test reads the buffer the KV argument is a view of: `k_buffer` for `k_buffer[:, :, :512]`.
+    TSNode buffer = syntax::unparenthesized(kv_argument);
+    while (is(buffer, "subscript")) buffer = syntax::unparenthesized(field(buffer, "value"));
+    if (is(buffer, "tuple")) buffer = syntax::statements(buffer).front();  // kv_cache=(ckv, kpe)
+    while (is(buffer, "subscript")) buffer = syntax::unparenthesized(field(buffer, "value"));
+    const std::string dtype_module = spec.fp8_dtype.substr(0, spec.fp8_dtype.find('.'));
+    const ImportedNames imported(facts_);
+    const std::map<std::string, std::string>& imports = imported.paths();
+    const auto module = imports.find(dtype_module);
+    if (!is(list, "argument_list")) {
+      f.reason = "the call's arguments are a generator expression; add the scales by hand";
+    } else if (!(is(buffer, "identifier") || (is(buffer, "attribute") && plain_chain(buffer)))) {
+      f.reason = "the KV data is not a name kvpatch can test the dtype of; pass " + keyword_list(spec) +
+                 " by hand for an FP8 cache";
+    } else if (module == imports.end() || module->second != dtype_module) {
+      f.reason = "the module does not import " + dtype_module + "; pass " + keyword_list(spec) + " by hand";
+    } else {
+      std::string mapping;
+      for (const std::string& k : spec.keywords) mapping += (mapping.empty() ? "" : ", ") + ("\"" + k + "\": " + spec.value);
+      f.fix_text = "**({" + mapping + "} if " + one_line(facts_.text(buffer)) + ".dtype == " + spec.fp8_dtype + " else {})";
+      if (!f.ignored) f.fix = add_argument(source_, list, f.fix_text, spec.id);
+    }
+    return f;
+  }
+
+  static std::string keyword_list(const KvScales& spec) {
+    std::string out;
+    for (const std::string& k : spec.keywords) out += (out.empty() ? "" : " and ") + k;
+    return out;
+  }
+
+  // `a.b.c`: attributes on a name, nothing evaluated twice but attribute reads.
+  static bool plain_chain(TSNode node) {
+    while (is(node, "attribute")) node = field(node, "object");
+    return is(node, "identifier");
   }
 
   // The value the call passes for a parameter, or null with why. A call that also unpacks *x or **x still
@@ -456,6 +565,12 @@ private:
 std::vector<RunInputFinding> check_run_inputs(const CastRule& rule, const RuleSet& rules, const ModuleFacts& facts,
                                               const std::vector<PlanSite>& sites, const std::vector<CastFinding>& casts) {
   return RunInputChecker(rule, rules, facts, sites, casts).run();
+}
+
+std::vector<RunScaleFinding> check_run_scales(const CastRule& rule, const RuleSet& rules, const ModuleFacts& facts,
+                                              const std::vector<PlanSite>& sites, const std::vector<CastFinding>& casts,
+                                              const std::string& flashinfer) {
+  return RunInputChecker(rule, rules, facts, sites, casts).scales(flashinfer);
 }
 
 }  // namespace kvpatch

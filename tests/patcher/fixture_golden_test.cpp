@@ -39,7 +39,7 @@ TEST_SUITE("golden") {
     const std::string original = read_bytes(fixture.input_path());
     // A scratch copy: the tool runs on a tree of its own, outside any git checkout.
     TempDir scratch("kvpatch-golden-" + fixture.name);
-    write_bytes(scratch.path() / fixture.input, original);
+    fixture.stage(scratch.path());
 
     const std::vector<GoldenCommand> commands = {
         {"check", {}, "expected.check.txt", &Fixture::check_exit},

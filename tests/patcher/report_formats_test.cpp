@@ -46,6 +46,9 @@ std::multiset<Finding> json_findings(const json& report) {
   for (const json& r : report["run_inputs"]) {
     if (r["status"] != "ignored") add(r);
   }
+  for (const json& r : report["run_scales"]) {
+    if (r["status"] == "missing") add(r);
+  }
   return out;
 }
 
@@ -66,7 +69,7 @@ TEST_SUITE("formats") {
     TempDir scratch("kvpatch-formats-" + fixture.name);
     const fs::path pkg = scratch.path() / "pkg";
     fs::create_directories(pkg);
-    write_bytes(pkg / fixture.input, read_bytes(fixture.input_path()));
+    fixture.stage(pkg);
     REQUIRE(run_process({required_env("KVPATCH_GIT"), "init", "-q", scratch.path().string()}).exit_code == 0);
     const std::string in_repository = "pkg/" + fixture.input;
 

@@ -23,6 +23,8 @@ Edit replace_argument_value(const CallArgument& argument, const std::string& tex
 // trailing comma or not).
 Edit add_keyword_argument(const SourceFile& source, TSNode argument_list, const std::string& name,
                           const std::string& value, const std::string& rule);
+// Adds `item` (`name=value`, `**mapping`, ...) as the call's last argument, laid out as above.
+Edit add_argument(const SourceFile& source, TSNode argument_list, const std::string& item, const std::string& rule);
 
 // Inserts `statement` on a new line after the anchor statement, with the anchor's indentation and the
 // file's line ending; a comment at the end of the anchor's last line stays on that line.

@@ -125,6 +125,25 @@ struct RunInputFinding {
 // "ignored" for an ignored finding, else run_input_status_name.
 const char* run_input_label(const RunInputFinding& finding);
 
+// A run() on a wrapper that is (or after the fix will be) planned for the KV-cache dtype and handed the KV
+// data as stored: with FlashInfer 0.6.14 or later an FP8 cache needs ckv_scale and kpe_scale there.
+struct RunScaleFinding {
+  std::string rule;
+  int line = 0;  // of the run() call
+  int column = 0;
+  std::string class_name;
+  std::string method;
+  std::string call;        // `decode_wrapper.run`
+  bool present = false;    // the call passes a scale keyword, or a **mapping that may hold them
+  bool ignored = false;    // `# kvpatch: ignore[<rule>] reason` on the call's first line
+  std::string ignore_reason;
+  std::string how;         // with present: what the call passes
+  std::string flashinfer;  // which FlashInfer the finding assumes, and from where
+  std::string fix_text;    // the argument the fix adds
+  std::string reason;      // missing without a fix: why, and what to do
+  std::optional<Edit> fix;
+};
+
 struct ParsedFile;
 
 struct FileReport {
@@ -133,6 +152,7 @@ struct FileReport {
   std::vector<FieldFinding> fields;
   std::vector<CastFinding> casts;
   std::vector<RunInputFinding> run_inputs;
+  std::vector<RunScaleFinding> run_scales;
   EditSet edits;
 };
 

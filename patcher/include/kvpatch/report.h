@@ -23,12 +23,13 @@ struct Summary {
   int casts = 0, redundant = 0, required = 0;
   int fields = 0, fields_missing = 0;  // an ignored field is not missing
   int run_inputs_converted = 0, run_inputs_unknown = 0, run_inputs_ignored = 0;  // an ignored input is not unsafe
+  int run_scales = 0, run_scales_missing = 0, run_scales_ignored = 0;  // an ignored run() is not missing them
   int edits = 0;
 };
 
 Summary summarize(const Run& run);
-// Findings remain: a missing or unknown plan site, a redundant cast, a missing field, or a run() input that is
-// converted or of unknown origin.
+// Findings remain: a missing or unknown plan site, a redundant cast, a missing field, a run() input that is
+// converted or of unknown origin, or a run() without the FP8 scales its FlashInfer requires.
 bool has_findings(const Summary& summary);
 
 // One entry of a report: a plan site, field, cast or run() input, worded as the text report words it.

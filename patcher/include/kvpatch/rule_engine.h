@@ -7,6 +7,7 @@
 
 #include "kvpatch/dtype_roles.h"
 #include "kvpatch/findings.h"
+#include "kvpatch/flashinfer_version.h"
 #include "kvpatch/module_facts.h"
 #include "kvpatch/rule_set.h"
 #include "kvpatch/wrapper_types.h"
@@ -42,11 +43,21 @@ std::vector<CastFinding> check_casts(const CastRule& rule, const RuleSet& rules,
 std::vector<RunInputFinding> check_run_inputs(const CastRule& rule, const RuleSet& rules, const ModuleFacts& facts,
                                               const std::vector<PlanSite>& sites, const std::vector<CastFinding>& casts);
 
+// The consumers with kv_scales, on the same run() calls whose inputs all trace back unconverted: each passes
+// the FP8 scales already (present) or gets them for an FP8 cache only (missing, with the fix). flashinfer says
+// which FlashInfer release the findings assume, and why; the caller skips the check for releases before it.
+std::vector<RunScaleFinding> check_run_scales(const CastRule& rule, const RuleSet& rules, const ModuleFacts& facts,
+                                              const std::vector<PlanSite>& sites, const std::vector<CastFinding>& casts,
+                                              const std::string& flashinfer);
+
 // `# kvpatch: ignore[RULE-ID] reason` on any line the node spans: the reason ("" when none is given).
 std::optional<std::string> suppression(const SourceFile& source, TSNode node, const std::string& rule_id);
 
 // Runs every rule that selects the file, in dependency order, and fills the edit set.
 // Throws OverlappingEdit when two rules ask for clashing edits.
-FileReport analyze_file(const RuleSet& rules, std::shared_ptr<const ParsedFile> file);
+// target: the FlashInfer the file will run with, when known (FlashInfer 0.6.14 and later need FP8 scales in
+// run(); earlier releases refuse them). Unknown: the rule files' newest behaviour is assumed, and said so.
+FileReport analyze_file(const RuleSet& rules, std::shared_ptr<const ParsedFile> file,
+                        const std::optional<FlashInferVersion>& target = std::nullopt);
 
 }  // namespace kvpatch

@@ -71,6 +71,18 @@ struct WrapperChannel {
   std::vector<std::string> classes;  // globs
 };
 
+// FP8 scales a consumer must be handed once it is planned for an FP8 KV dtype (FlashInfer 0.6.14 and later
+// refuse an FP8 run() without ckv_scale and kpe_scale, and refuse them for any other dtype).
+struct KvScales {
+  std::string id;           // the finding's rule id, named by `# kvpatch: ignore[<id>]`
+  std::string description;  // for reports that carry rule help (SARIF)
+  std::string since;        // the first FlashInfer release that requires them: "0.6.14"
+  std::vector<std::string> keywords;  // the keywords the fix passes, each with `value`: ckv_scale, kpe_scale
+  std::vector<std::string> any_of;    // keywords any of which a call may already pass (ckv_scale_arr too)
+  std::string value;                  // "1.0": the cast the patch removes applied no scale
+  std::string fp8_dtype;              // "torch.float8_e4m3fn": the one dtype FlashInfer takes scales for
+};
+
 struct Fp8Consumer {
   std::string method;      // e.g. run
   std::string sites_rule;  // the receiver must be that rule's wrapper class; that rule's sites decide
@@ -80,6 +92,7 @@ struct Fp8Consumer {
   // Alternative ways of passing the KV data, each some of kv_parameters (default: one, all of them). A call
   // is checked on the forms it visibly uses; passing nothing of any form is unknown.
   std::vector<std::vector<std::string>> kv_parameter_forms;
+  std::optional<KvScales> kv_scales;  // absent: the consumer takes FP8 data as it is
 };
 
 // The kind of value an argument of a device move takes.

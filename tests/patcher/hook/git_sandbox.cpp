@@ -9,7 +9,11 @@ namespace kvpatch_test {
 namespace fs = std::filesystem;
 
 std::string fixture_source(const std::string& fixture) {
-  return read_bytes(fs::path(required_env("KVPATCH_FIXTURES_DIR")) / fixture / "flashinfer_mla_backend.py");
+  return read_fixture_file(fixture, "flashinfer_mla_backend.py");
+}
+
+std::string read_fixture_file(const std::string& fixture, const std::string& name) {
+  return read_bytes(fs::path(required_env("KVPATCH_FIXTURES_DIR")) / fixture / name);
 }
 
 ProcessResult git_run(const fs::path& dir, const std::vector<std::string>& args) {

@@ -9,6 +9,7 @@
 using kvpatch_test::fixture_source;
 using kvpatch_test::GitSandbox;
 using kvpatch_test::kBackendPath;
+using kvpatch_test::read_fixture_file;
 using kvpatch_test::ProcessResult;
 
 namespace {
@@ -19,6 +20,23 @@ const std::string kMissingDecodeSite = kBackendPath + ":139:13: missing:";
 }  // namespace
 
 TEST_SUITE("pre_commit") {
+  TEST_CASE("the FlashInfer pin is read from the work tree above the staged file") {
+    GitSandbox repo;
+    repo.stage(kBackendPath, fixture_source("gen-b-unpatched"));
+    const ProcessResult unpinned = repo.kvpatch({"pre-commit"});
+    CHECK(contains(unpinned.out, "FlashInfer 0.6.14 or later (assumed"));
+    CHECK(contains(unpinned.out, "2 FP8 run() calls: 0 with scales, 2 without"));
+    repo.write("python/pyproject.toml", "dependencies = [\"flashinfer_python==0.6.13\"]\n");
+    const ProcessResult old = repo.kvpatch({"pre-commit"});
+    CHECK_FALSE(contains(old.out, "FP8 run() calls"));
+    repo.write("python/pyproject.toml", "dependencies = [\"flashinfer-python[cu13] == 0.7.2\"]\n");
+    const ProcessResult pinned = repo.kvpatch({"pre-commit"});
+    CHECK(contains(pinned.out, "FlashInfer 0.7.2 (flashinfer_python==0.7.2 in " +
+                                   (repo.work_tree() / "python" / "pyproject.toml").string() + ")"));
+    CHECK(repo.kvpatch({"pre-commit", "--flashinfer-version", "0.6.13"}).out.find("FP8 run() calls") ==
+          std::string::npos);
+  }
+
   TEST_CASE("the staged blob is checked, not the work tree") {
     GitSandbox repo;
     const std::string unpatched = fixture_source("gen-b-unpatched");
@@ -97,6 +115,9 @@ TEST_SUITE("pre_commit") {
   TEST_CASE("a clean backend passes; files the rules do not select are skipped") {
     GitSandbox repo;
     repo.stage(kBackendPath, fixture_source("gen-a"));
+    // The FlashInfer pin beside the package, as in an SGLang checkout: gen-a's release predates run()'s FP8
+    // scales, so its run() calls need none.
+    repo.stage("python/pyproject.toml", read_fixture_file("gen-a", "pyproject.toml"));
     // Not Python by name, and Python that no rule selects (even broken or binary): never read further.
     repo.stage("notes/backend.txt", fixture_source("gen-b-unpatched"));
     repo.stage("tools/broken.py", "def broken(:\n");
@@ -208,7 +229,7 @@ TEST_SUITE("pre_commit") {
     CHECK(sarif.exit_code == 1);
     const nlohmann::json log = nlohmann::json::parse(sarif.out);
     const auto& results = log["runs"].at(0)["results"];
-    CHECK(results.size() == 7);  // 3 plan sites, 2 fields, 2 casts, as the text report counts them
+    CHECK(results.size() == 9);  // 3 plan sites, 2 fields, 2 casts, 2 run() calls without FP8 scales
     for (const auto& r : results) {
       CHECK(r["locations"].at(0)["physicalLocation"]["artifactLocation"]["uri"] == kBackendPath);
     }

@@ -15,6 +15,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -25,7 +26,8 @@ import zipfile
 BACKEND_SUFFIX = "sglang/srt/layers/attention/flashinfer_mla_backend.py"
 REPO_PATH = "python/sglang/srt/layers/attention/flashinfer_mla_backend.py"
 INT_KEYS = ("sites", "threaded", "missing", "gated", "unknown", "ignored", "casts", "redundant",
-            "required", "fields_missing", "edits", "check", "recheck")
+            "required", "fields_missing", "scales_missing", "edits", "check", "recheck")
+FLASHINFER_PIN = re.compile(r"flashinfer[-_]python\s*(?:\[[^\]]*\])?\s*==\s*([0-9][0-9A-Za-z.+!]*)", re.IGNORECASE)
 
 
 class InputError(Exception):
@@ -55,8 +57,10 @@ def load_releases(path):
                 if key not in entry:
                     raise InputError(f"{path}:{number}: release {version} lacks {key}=")
                 entry[key] = int(entry[key])
-            for key in ("site_lines", "cast_lines"):
+            for key in ("site_lines", "cast_lines", "scale_lines"):
                 entry[key] = parse_lines(entry.get(key, ""))
+            if "flashinfer" not in entry:
+                raise InputError(f"{path}:{number}: release {version} lacks flashinfer= (its pin, or none)")
             if "sha256" not in entry:
                 raise InputError(f"{path}:{number}: release {version} lacks sha256=")
             releases[version] = entry
@@ -112,6 +116,21 @@ def extract_backend(archive):
     raise InputError(f"{archive}: no single {BACKEND_SUFFIX} inside")
 
 
+def flashinfer_pin(archive):
+    """The exact flashinfer_python release the wheel requires, from its METADATA; None without an exact pin."""
+    if not archive.endswith((".whl", ".zip")):
+        return None
+    with zipfile.ZipFile(archive) as z:
+        names = [n for n in z.namelist() if n.endswith(".dist-info/METADATA")]
+        if len(names) != 1:
+            return None
+        for line in z.read(names[0]).decode(errors="replace").splitlines():
+            match = FLASHINFER_PIN.search(line) if line.startswith("Requires-Dist:") else None
+            if match:
+                return match.group(1)
+    return None
+
+
 class Checker:
     def __init__(self, kvpatch, repo):
         self.kvpatch = kvpatch
@@ -133,6 +152,7 @@ def summarise(report):
     sites = report.get("plan_sites", [])
     casts = report.get("casts", [])
     fields = report.get("fields", [])
+    scales = report.get("run_scales", [])
     by_status = {}
     for site in sites:
         by_status[site.get("status")] = by_status.get(site.get("status"), 0) + 1
@@ -150,6 +170,8 @@ def summarise(report):
         "redundant": cast_status.get("redundant", 0),
         "required": cast_status.get("required", 0),
         "fields_missing": sum(1 for f in fields if f.get("status") == "missing"),
+        "scales_missing": sum(1 for r in scales if r.get("status") == "missing"),
+        "scale_lines": sorted(r.get("line") for r in scales),
         "site_lines": sorted(s.get("line") for s in sites),
         "cast_lines": sorted(c.get("line") for c in casts),
     }
@@ -158,12 +180,16 @@ def summarise(report):
 GIT = ["git", "-c", "user.name=kvpatch-test", "-c", "user.email=kvpatch-test@invalid", "-c", "core.autocrlf=false"]
 
 
-def published_repo(kvpatch, repo, source, message):
-    """A git repository in `repo` whose one commit holds the backend at REPO_PATH; its Checker and path."""
+def published_repo(kvpatch, repo, source, message, flashinfer=None):
+    """A git repository in `repo` whose one commit holds the backend at REPO_PATH and, as an SGLang checkout
+    does, python/pyproject.toml pinning `flashinfer` (when given); its Checker and the backend's path."""
     target = os.path.join(repo, REPO_PATH)
     os.makedirs(os.path.dirname(target))
     with open(target, "wb") as f:
         f.write(source)
+    if flashinfer:
+        with open(os.path.join(repo, "python", "pyproject.toml"), "w", encoding="utf-8") as f:
+            f.write(f'[project]\nname = "sglang"\ndependencies = [\n  "flashinfer_python=={flashinfer}",\n]\n')
     c = Checker(kvpatch, repo)
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", message]):
         done = c.run(*GIT, *args)
@@ -203,11 +229,12 @@ def decode_only_diff(diff_text, report):
 
     Each hunk fixes the nearest finding at or above its first changed line (a plan site's edit is
     inside its call, a field's right after its anchor, a cast's on its line). Prefill findings are
-    plan sites and fields of *Prefill classes and casts in forward_extend.
+    plan sites and fields of *Prefill classes, and casts and run() scales in forward_extend.
     """
     findings = [(s["line"], "Prefill" in s["class"]) for s in report.get("plan_sites", [])]
     findings += [(f["line"], "Prefill" in f["class"]) for f in report.get("fields", []) if f.get("status") == "missing"]
     findings += [(c["line"], c.get("method") == "forward_extend") for c in report.get("casts", [])]
+    findings += [(r["line"], r.get("method") == "forward_extend") for r in report.get("run_scales", [])]
     findings.sort()
     header, hunks = diff_hunks(diff_text)
     kept, dropped = [], 0
@@ -271,8 +298,13 @@ def check(version, releases, cache, kvpatch):
         raise InputError(f"sglang {version}: flashinfer_mla_backend.py has sha256 {digest}, pinned "
                          f"{expected['sha256']}; recount the release by hand before updating the pin")
 
+    pin = flashinfer_pin(archive)
+    if (pin or "none") != expected["flashinfer"]:
+        raise InputError(f"sglang {version}: the wheel pins flashinfer_python {pin or 'not exactly'}, releases.txt "
+                         f"says {expected['flashinfer']}")
+
     with tempfile.TemporaryDirectory(prefix=f"kvpatch-sglang-{version}-") as repo:
-        c, target = published_repo(kvpatch, repo, source, f"sglang {version}")
+        c, target = published_repo(kvpatch, repo, source, f"sglang {version}", pin)
 
         # What check reports on the release as published, counted against releases.txt.
         report_run = c.kv("check", "--format", "json", REPO_PATH)
@@ -286,7 +318,7 @@ def check(version, releases, cache, kvpatch):
             report = {}
         got = summarise(report)
         for key in ("sites", "threaded", "missing", "gated", "unknown", "ignored", "casts", "redundant",
-                    "required", "fields_missing", "site_lines", "cast_lines"):
+                    "required", "fields_missing", "scales_missing", "site_lines", "cast_lines", "scale_lines"):
             c.expect(got[key] == expected[key], f"{key}: kvpatch reports {got[key]}, hand count {expected[key]}")
         edits = report.get("summary", {}).get("edits")
         c.expect(edits == expected["edits"], f"summary.edits: kvpatch reports {edits}, expected {expected['edits']}")

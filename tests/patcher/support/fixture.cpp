@@ -67,4 +67,11 @@ std::vector<std::string> Fixture::command(const std::string& subcommand, const s
   return args;
 }
 
+void Fixture::stage(const std::filesystem::path& into) const {
+  write_bytes(into / input, read_bytes(input_path()));
+  if (std::filesystem::exists(dir / "pyproject.toml")) {
+    write_bytes(into / "pyproject.toml", read_bytes(dir / "pyproject.toml"));
+  }
+}
+
 }  // namespace kvpatch_test

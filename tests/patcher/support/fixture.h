@@ -21,6 +21,10 @@ struct Fixture {
   bool refused() const { return check_exit == 2; }
   std::filesystem::path input_path() const { return dir / input; }
 
+  // Writes the input into dir, with the fixture's pyproject.toml beside it when it has one: the FlashInfer
+  // pin kvpatch reads, as it reads python/pyproject.toml in an SGLang checkout.
+  void stage(const std::filesystem::path& into) const;
+
   // argv after the binary: the subcommand, the fixture's options, then the extra arguments and path.
   std::vector<std::string> command(const std::string& subcommand, const std::vector<std::string>& rest) const;
 };

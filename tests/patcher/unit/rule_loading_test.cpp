@@ -237,8 +237,8 @@ TEST_SUITE("rule_loading") {
 
   TEST_CASE("a test case with a status the rule kind does not have is refused") {
     RuleDir rules({{"cast.yaml", std::string(kCast) +
-                                     "tests:\n  - name: t\n    code: |\n      x = 1\n    expect:\n      - {line: 1, status: missing}\n"}});
-    CHECK(load_error(rules).rfind("cast.yaml:14: field 'tests.expect.status': 'missing' is not a status of a cast rule", 0) == 0);
+                                     "tests:\n  - name: t\n    code: |\n      x = 1\n    expect:\n      - {line: 1, status: threaded}\n"}});
+    CHECK(load_error(rules).rfind("cast.yaml:14: field 'tests.expect.status': 'threaded' is not a status of a cast rule", 0) == 0);
   }
 
   TEST_CASE("a missing rules directory or one without rule files is refused") {

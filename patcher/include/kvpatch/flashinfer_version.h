@@ -1,0 +1,31 @@
+#pragma once
+// Which FlashInfer a backend file will run with, read from what sits above it on disk. The answer decides
+// whether run() must be handed FP8 scales: FlashInfer 0.6.14 and later refuse an FP8 KV run without
+// ckv_scale / kpe_scale, and earlier releases have no such parameters at all.
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace kvpatch {
+
+struct FlashInferVersion {
+  std::string version;   // "0.7.2"
+  std::string evidence;  // where it was read: "flashinfer_python==0.7.2 in python/pyproject.toml"
+};
+
+// Walks up from the file's directory; in each directory, the first of: an installed
+// `flashinfer_python-<v>.dist-info` (a site-packages install), a `pyproject.toml` that pins
+// `flashinfer_python==<v>` or `flashinfer-python==<v>` (an SGLang checkout pins it in python/pyproject.toml),
+// or an `sglang-*.dist-info/METADATA` that requires it (an installed SGLang). nullopt when none is found.
+std::optional<FlashInferVersion> find_flashinfer_version(const std::filesystem::path& file);
+
+// The FlashInfer a file is checked against: the `flashinfer_version` rule parameter (--flashinfer-version)
+// when it names a release, else what find_flashinfer_version reads above the file ("auto", the default).
+std::optional<FlashInferVersion> flashinfer_target(const std::map<std::string, std::string>& parameters,
+                                                   const std::filesystem::path& file);
+
+// Release-number order on the leading numeric components: "0.6.18.post1" >= "0.6.14", "0.6.13" < "0.6.14".
+bool version_at_least(const std::string& version, const std::string& since);
+
+}  // namespace kvpatch

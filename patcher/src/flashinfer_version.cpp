@@ -1,0 +1,100 @@
+#include "kvpatch/flashinfer_version.h"
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <vector>
+
+namespace kvpatch {
+namespace fs = std::filesystem;
+
+namespace {
+std::string read_text(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+// An exact pin of the distribution in requirement text (PEP 508; either spelling, extras allowed).
+std::optional<std::string> pinned_version(const std::string& text) {
+  static const std::regex pin(R"(flashinfer[-_]python\s*(?:\[[^\]]*\])?\s*==\s*([0-9][0-9A-Za-z.+!]*))",
+                              std::regex::icase);
+  std::smatch m;
+  if (!std::regex_search(text, m, pin)) return std::nullopt;
+  return m[1].str();
+}
+
+std::optional<FlashInferVersion> in_directory(const fs::path& dir) {
+  std::error_code ec;
+  std::vector<fs::path> entries;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) entries.push_back(e.path());
+  if (ec) return std::nullopt;
+  std::sort(entries.begin(), entries.end());
+  static const std::regex installed(R"(flashinfer_python-([0-9][0-9A-Za-z.+!]*)\.dist-info)", std::regex::icase);
+  for (const fs::path& p : entries) {
+    std::smatch m;
+    const std::string name = p.filename().string();
+    if (std::regex_match(name, m, installed)) return FlashInferVersion{m[1].str(), "installed " + p.string()};
+  }
+  const fs::path pyproject = dir / "pyproject.toml";
+  if (fs::is_regular_file(pyproject, ec)) {
+    if (auto v = pinned_version(read_text(pyproject))) {
+      return FlashInferVersion{*v, "flashinfer_python==" + *v + " in " + pyproject.string()};
+    }
+  }
+  for (const fs::path& p : entries) {
+    const std::string name = p.filename().string();
+    if (name.rfind("sglang-", 0) != 0 || p.extension() != ".dist-info") continue;
+    if (auto v = pinned_version(read_text(p / "METADATA"))) {
+      return FlashInferVersion{*v, "flashinfer_python==" + *v + " required by " + (p / "METADATA").string()};
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<long> components(const std::string& version) {
+  std::vector<long> out;
+  std::size_t i = 0;
+  while (i < version.size() && std::isdigit(static_cast<unsigned char>(version[i]))) {
+    long n = 0;
+    while (i < version.size() && std::isdigit(static_cast<unsigned char>(version[i]))) n = n * 10 + (version[i++] - '0');
+    out.push_back(n);
+    if (i < version.size() && version[i] == '.') ++i;
+  }
+  return out;
+}
+}  // namespace
+
+std::optional<FlashInferVersion> find_flashinfer_version(const fs::path& file) {
+  // Only files a rule selects are looked up (a handful per run), so nothing is cached.
+  std::error_code ec;
+  fs::path dir = fs::weakly_canonical(fs::absolute(file, ec), ec).parent_path();
+  for (;;) {
+    if (auto found = in_directory(dir)) return found;
+    if (dir == dir.parent_path()) return std::nullopt;
+    dir = dir.parent_path();
+  }
+}
+
+std::optional<FlashInferVersion> flashinfer_target(const std::map<std::string, std::string>& parameters,
+                                                   const fs::path& file) {
+  const auto given = parameters.find("flashinfer_version");
+  if (given != parameters.end() && given->second != "auto") {
+    return FlashInferVersion{given->second, "given by --flashinfer-version"};
+  }
+  return find_flashinfer_version(file);
+}
+
+bool version_at_least(const std::string& version, const std::string& since) {
+  std::vector<long> a = components(version);
+  std::vector<long> b = components(since);
+  const std::size_t n = std::max(a.size(), b.size());
+  a.resize(n, 0);
+  b.resize(n, 0);
+  return a >= b;
+}
+
+}  // namespace kvpatch
