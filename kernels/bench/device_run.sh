@@ -55,6 +55,9 @@ if [[ "$what" == tests || "$what" == all || "$what" == python ]]; then
   python3 tests/kernels/flashinfer_compat_test.py --lib "$build/kernels/libkvpatch_mla_capi.so" 2>&1 |
     tee "$out/flashinfer_compat_test.log" | tail -40
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
+  # The run() scales kvpatch adds, on FlashInfer's own wrapper (skipped, 77, without FlashInfer).
+  python3 tests/kernels/flashinfer_run_scales_test.py 2>&1 | tee "$out/flashinfer_run_scales_test.log" | tail -20
+  [[ ${PIPESTATUS[0]} -eq 0 || ${PIPESTATUS[0]} -eq 77 ]] || status=1
 fi
 if [[ "$what" == bench || "$what" == all || "$what" == quick ]]; then
   PYTHONUNBUFFERED=1 python3 kernels/bench/bench_decode.py --lib "$build/kernels/libkvpatch_mla_capi.so" \
