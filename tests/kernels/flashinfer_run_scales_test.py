@@ -88,7 +88,8 @@ def main():
 
     def patched_run(w, k_buffer):
         """decode_wrapper.run as kvpatch leaves SGLang's forward_decode: the argument evaluated where it stands."""
-        extra = eval(argument, {"torch": torch}, {"k_buffer": k_buffer})  # the text kvpatch inserts
+        # The text kvpatch inserts, evaluated as what it is: an argument of a call.
+        extra = eval(f"dict({argument})", {"torch": torch}, {"k_buffer": k_buffer})
         return w.run(q_nope, q_pe, k_buffer[:, :, :512], k_buffer[:, :, 512:], **extra)
 
     ref, _, mag = api.reference(q_nope, q_pe, fp8_pool[:, :, :512], fp8_pool[:, :, 512:], indptr, indices, lens,
