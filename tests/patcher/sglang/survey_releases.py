@@ -14,6 +14,9 @@ prints one row per distinct directory with the releases that ship it, and exits 
 with a plan site or cast that apply could not settle (unknown, missing, run-input-*; a `required`
 cast is a verdict, not a failure), when a patched file does not compile, or when a second apply
 changes anything, or when the replay fails. releases.txt pins a hand-counted few of the MLA backends.
+Each scratch copy carries a pyproject.toml with the wheel's exact flashinfer_python pin, as an SGLang
+checkout's python/pyproject.toml does, so kvpatch adds run() FP8 scales exactly where that FlashInfer
+(0.6.14 or later) needs them; directories are surveyed once per (files, pin).
 """
 import argparse
 import hashlib
@@ -54,13 +57,13 @@ def run(*args, cwd):
     return subprocess.run(list(args), cwd=cwd, capture_output=True, check=False)
 
 
-def replay_manual_patch(kvpatch, source):
+def replay_manual_patch(kvpatch, source, pin):
     """check_release.py's replay of the first manual patch on one flashinfer_mla_backend.py: 'refused'
     with the prefill site count when pre-commit refuses the decode-only patch and takes the full one,
     '-' when there is no prefill site to miss, else what went wrong."""
     with tempfile.TemporaryDirectory(prefix="kvpatch-survey-git-") as repo:
         try:
-            c, target = check_release.published_repo(kvpatch, repo, source, "published")
+            c, target = check_release.published_repo(kvpatch, repo, source, "published", pin)
         except check_release.InputError as e:
             return f"FAILED: {e}"
         report = json.loads(c.kv("check", "--format", "json", check_release.REPO_PATH).stdout)
@@ -75,16 +78,19 @@ def replay_manual_patch(kvpatch, source):
         return f"refused ({prefill} prefill site{'s' if prefill != 1 else ''})" if prefill else "-"
 
 
-def survey_tree(kvpatch, sources, form):
+def survey_tree(kvpatch, sources, form, pin):
     """check / apply / check / py_compile / apply on one attention directory; returns a row of results."""
-    row = {}
+    row = {"flashinfer": pin or "none"}
     with tempfile.TemporaryDirectory(prefix="kvpatch-survey-") as work:
+        if pin:
+            with open(os.path.join(work, "pyproject.toml"), "w", encoding="utf-8") as f:
+                f.write(f'[project]\nname = "sglang"\ndependencies = ["flashinfer_python=={pin}"]\n')
         for name, data in sources.items():
             os.makedirs(os.path.dirname(os.path.join(work, name)), exist_ok=True)
             with open(os.path.join(work, name), "wb") as f:
                 f.write(data)
         backend = "flashinfer_mla_backend.py"
-        row["manual"] = (replay_manual_patch(kvpatch, sources[backend])
+        row["manual"] = (replay_manual_patch(kvpatch, sources[backend], pin)
                          if form == "original" and backend in sources else "-")
         form_args = ("--kv-dtype-form", form)
         first = run(kvpatch, "check", *form_args, "--format", "json", ".", cwd=work)
@@ -131,29 +137,35 @@ def main():
             return 2
         by_digest = {}
         for version in versions:
-            sources = attention_sources(check_release.cached_archive(args.cache, version))
+            archive = check_release.cached_archive(args.cache, version)
+            sources = attention_sources(archive)
             if not sources:
                 continue  # no attention package in this release
+            pin = check_release.flashinfer_pin(archive)
             digest = hashlib.sha256(b"".join(name.encode() + b"\0" + data for name, data in sorted(sources.items())))
-            entry = by_digest.setdefault(digest.hexdigest(), {"sources": sources, "versions": []})
+            files_digest = digest.hexdigest()
+            digest.update(b"flashinfer==" + (pin or "none").encode())
+            entry = by_digest.setdefault(digest.hexdigest(), {"sources": sources, "versions": [], "pin": pin,
+                                                              "files_digest": files_digest})
             entry["versions"].append(version)
     except check_release.InputError as e:
         print(f"survey_releases: {e}", file=sys.stderr)
         return 2
 
-    header = ("| releases | files with findings | plan sites (threaded / missing / gated / unknown) | KV casts "
-              "(redundant / required) | edits | check, apply, recheck exit | compiles, idempotent | decode-only patch, "
-              "staged |\n|---|---|---|---|---|---|---|---|")
+    header = ("| releases | FlashInfer pin | files with findings | plan sites (threaded / missing / gated / unknown) | "
+              "KV casts (redundant / required) | run() FP8 scales missing | edits | check, apply, recheck exit | "
+              "compiles, idempotent | decode-only patch, staged |\n|---|---|---|---|---|---|---|---|---|---|")
     # Survey each distinct directory once, then give each release its directory's result, and merge
     # runs of consecutive releases whose results read the same into one row.
-    results = {digest: survey_tree(kvpatch, entry["sources"], args.kv_dtype_form)
+    results = {digest: survey_tree(kvpatch, entry["sources"], args.kv_dtype_form, entry["pin"])
                for digest, entry in by_digest.items()}
     per_release = sorted(((v, d) for d, e in by_digest.items() for v in e["versions"]), key=lambda x: version_key(x[0]))
     lines, bad, groups = [header], 0, []
     for version, digest in per_release:
         row = results[digest]
-        cells = (f"{row['files']} | {row['sites']} ({row['threaded']} / {row['missing']} / {row['gated']} / "
-                 f"{row['unknown']}) | {row['casts']} ({row['redundant']} / {row['required']}) | {row['edits']} | "
+        cells = (f"{row['flashinfer']} | {row['files']} | {row['sites']} ({row['threaded']} / {row['missing']} / "
+                 f"{row['gated']} / {row['unknown']}) | {row['casts']} ({row['redundant']} / {row['required']}) | "
+                 f"{row['scales_missing']} | {row['edits']} | "
                  f"{row['check']}, {row['apply']}, {row['recheck']} | "
                  f"{'yes' if row['compiles'] else 'NO'}, {'yes' if row['idempotent'] else 'NO'} | {row['manual']}")
         if groups and groups[-1]["cells"] == cells and not row["left"]:
@@ -168,11 +180,12 @@ def main():
         named = vs[0] if len(vs) == 1 else f"{vs[0]} - {vs[-1]}"
         lines.append(f"| {named} ({len(vs)}) | {g['cells']} |")
         for left in g["left"]:
-            lines.append(f"|   left after apply: {left} ||||||||")
+            lines.append(f"|   left after apply: {left} ||||||||||")
     files = len(by_digest)
     releases = sum(len(e["versions"]) for e in by_digest.values())
-    lines.append(f"\n{releases} releases of {len(versions)} ship {ATTENTION}, in {files} distinct versions of it; "
-                 f"{files - bad} end settled after apply, {bad} do not.")
+    directories = len({e["files_digest"] for e in by_digest.values()})
+    lines.append(f"\n{releases} releases of {len(versions)} ship {ATTENTION}, in {directories} distinct versions of "
+                 f"it, {files} with their FlashInfer pins; {files - bad} end settled after apply, {bad} do not.")
     text = "\n".join(lines)
     print(text)
     if args.markdown:
