@@ -15,6 +15,14 @@ leading parameters, positional or by keyword, and enable_pdl; run()'s positional
 query=(q_nope, q_pe) / kv_cache=(ckv, kpe) form, out, lse, return_lse, return_lse_base_on_e,
 ckv_scale, kpe_scale (both required for an FP8 cache and refused for a BF16 one, as FlashInfer does)
 and enable_pdl. Any other option raises ValueError naming it, rather than being ignored.
+
+SGLang's CUDA-graph decode path also works: after capture it replaces the wrapper's plan with its own
+fast_mla_decode_plan (functools.partial), which sets _causal / _page_size / _sm_scale and calls
+FlashInfer's private `_cached_module.plan(float_ws, int_ws, pinned_ws, qo_indptr_cpu, kv_indptr_cpu,
+kv_len_arr_cpu, num_heads, head_dim_ckv, causal[, stream])` (`.plan.default(...)` in some releases)
+with host arrays, having written the page ids into the captured kv_indices buffer itself. This
+wrapper answers to those names: the call replans the kernel from the host arrays into the captured
+buffers, keeping the captured split plan and the dtypes of the last plan().
 """
 import math
 
@@ -34,6 +42,27 @@ def _unsupported(where, options):
 
 def _length(value):
     return value.numel() if isinstance(value, torch.Tensor) else len(value)
+
+
+class _HostPlan:
+    """`_cached_module.plan` as SGLang's fast_mla_decode_plan calls it, and its `.default` (a torch op's
+    overload name, which some SGLang releases call)."""
+
+    def __init__(self, wrapper):
+        self._wrapper = wrapper
+        self.default = self
+
+    def __call__(self, float_workspace, int_workspace, pinned_workspace, qo_indptr, kv_indptr, kv_len_arr,
+                 num_heads, head_dim_ckv, causal, *stream):
+        del float_workspace, int_workspace, pinned_workspace, causal, stream  # FlashInfer's own; unused here
+        self._wrapper._plan_from_host(qo_indptr, kv_indptr, kv_len_arr, num_heads, head_dim_ckv)
+
+
+class _HostPlanModule:
+    """Stands where FlashInfer keeps its compiled MLA module; only the plan entry is taken."""
+
+    def __init__(self, wrapper):
+        self.plan = _HostPlan(wrapper)
 
 
 class BatchMLAPagedAttentionWrapper:
@@ -63,6 +92,13 @@ class BatchMLAPagedAttentionWrapper:
         self._graph_shape = None  # (batch, num_heads) of the first plan() in graph mode
         self._kv_dtype = None
         self._enable_pdl = False
+        # The names SGLang's fast_mla_decode_plan reads and sets (see the module docstring).
+        self.device = self._decode.device
+        self._float_workspace_buffer = float_workspace_buffer
+        self._int_workspace_buffer = None
+        self._pin_memory_int_workspace_buffer = None
+        self._cached_module = _HostPlanModule(self)
+        self._causal, self._page_size, self._sm_scale = False, None, None
 
     def plan(self, qo_indptr=None, kv_indptr=None, kv_indices=None, kv_len_arr=None, num_heads=None,
              head_dim_ckv=None, head_dim_kpe=None, page_size=None, causal=None, sm_scale=None,
@@ -95,6 +131,35 @@ class BatchMLAPagedAttentionWrapper:
                           max_kv_len=max_kv_len)
         self._kv_dtype = kv_data_type
         self._enable_pdl = bool(enable_pdl)
+        self._causal, self._page_size, self._sm_scale = bool(causal), page_size, sm_scale
+
+    def _plan_from_host(self, qo_indptr, kv_indptr, kv_len_arr, num_heads, head_dim_ckv):
+        """SGLang's replay plan: host indptr and lengths, the page ids already in the captured kv_indices
+        buffer. Page size and sm_scale are what fast_mla_decode_plan has just set; dtypes the last plan()'s."""
+        if not self._graph or self._kv_dtype is None:
+            raise ValueError("_cached_module.plan(): only for a use_cuda_graph wrapper after its first plan() "
+                             "(SGLang installs fast_mla_decode_plan after capture)")
+        if head_dim_ckv != HEAD_DIM_CKV:
+            raise ValueError(f"_cached_module.plan(): head_dim_ckv {head_dim_ckv}; the kernel takes {HEAD_DIM_CKV}")
+        batch = _length(kv_len_arr)
+        queries = torch.as_tensor(qo_indptr).to(device="cpu", dtype=torch.int64)
+        if queries.numel() != batch + 1 or not torch.equal(queries, torch.arange(batch + 1)):
+            raise ValueError("_cached_module.plan(): qo_indptr must be 0, 1, ..., B (decode)")
+        buf_indptr, buf_indices, buf_lens = self._buffers
+        indptr = torch.as_tensor(kv_indptr)
+        pages = int(indptr[batch]) if batch else 0
+        if buf_indptr.numel() < batch + 1 or buf_lens.numel() < batch or buf_indices.numel() < pages:
+            raise ValueError(f"_cached_module.plan(): the use_cuda_graph buffers hold {buf_indptr.numel()} / "
+                             f"{buf_indices.numel()} / {buf_lens.numel()} entries; this batch needs "
+                             f"{batch + 1} / {pages} / {batch}")
+        if self._graph_shape != (batch, num_heads):
+            raise ValueError(f"_cached_module.plan(): a CUDA-graph wrapper keeps its batch and heads "
+                             f"{self._graph_shape}, got {(batch, num_heads)}")
+        buf_indptr[: batch + 1].copy_(indptr, non_blocking=True)
+        buf_lens[:batch].copy_(torch.as_tensor(kv_len_arr), non_blocking=True)
+        max_kv_len = int(torch.as_tensor(kv_len_arr).max()) if batch else 0
+        self._decode.plan(buf_indptr[: batch + 1], buf_indices[:pages], buf_lens[:batch], num_heads,
+                          self._page_size, self._sm_scale, self._kv_dtype, max_kv_len=max_kv_len)
 
     def _into_graph_buffers(self, kv_indptr, kv_indices, kv_len_arr, batch, num_heads):
         """Copies the metadata into the caller's buffers, whose addresses a captured run() keeps."""
