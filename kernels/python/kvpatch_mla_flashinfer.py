@@ -118,7 +118,7 @@ class BatchMLAPagedAttentionWrapper:
         batch = _length(kv_len_arr)
         if qo_indptr is not None:
             queries = torch.as_tensor(qo_indptr).to(device="cpu", dtype=torch.int64)  # small: one int per request
-            if queries.numel() != batch + 1 or not torch.equal(queries, torch.arange(batch + 1)):
+            if queries.numel() != batch + 1 or not torch.equal(queries, torch.arange(batch + 1, device="cpu")):
                 raise ValueError("plan(): qo_indptr must be 0, 1, ..., B (one query token per request): this "
                                  "wrapper is for decode; plan prefill and extend batches with FlashInfer")
         max_kv_len = None  # the wrapped plan() reads it from the caller's lengths
@@ -142,8 +142,10 @@ class BatchMLAPagedAttentionWrapper:
         if head_dim_ckv != HEAD_DIM_CKV:
             raise ValueError(f"_cached_module.plan(): head_dim_ckv {head_dim_ckv}; the kernel takes {HEAD_DIM_CKV}")
         batch = _length(kv_len_arr)
+        # Host tensors named as such: SGLang 0.4.6 calls this inside `with self.device:`, where an
+        # unplaced torch.arange would land on the GPU.
         queries = torch.as_tensor(qo_indptr).to(device="cpu", dtype=torch.int64)
-        if queries.numel() != batch + 1 or not torch.equal(queries, torch.arange(batch + 1)):
+        if queries.numel() != batch + 1 or not torch.equal(queries, torch.arange(batch + 1, device="cpu")):
             raise ValueError("_cached_module.plan(): qo_indptr must be 0, 1, ..., B (decode)")
         buf_indptr, buf_indices, buf_lens = self._buffers
         indptr = torch.as_tensor(kv_indptr)
