@@ -299,7 +299,7 @@ int run_command(const std::string& command, const Options& options) {
   const Summary left = summarize(after);
   if (!has_findings(left)) return kClean;
   const int count = left.missing + left.unknown + left.redundant + left.fields_missing + left.run_inputs_converted +
-                    left.run_inputs_unknown;
+                    left.run_inputs_unknown + left.run_scales_missing;
   std::cerr << "kvpatch: " << count << (count == 1 ? " finding remains" : " findings remain")
             << " that apply cannot fix; run kvpatch check to see them\n";
   return kFindings;
