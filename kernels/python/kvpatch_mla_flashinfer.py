@@ -44,6 +44,16 @@ def _length(value):
     return value.numel() if isinstance(value, torch.Tensor) else len(value)
 
 
+def _check_decode_queries(where, qo_indptr, batch):
+    """Refuses a qo_indptr other than 0, 1, ..., B: this wrapper is for decode."""
+    # Placed on the host by name: SGLang 0.4.6 plans inside `with self.device:`, where an unplaced
+    # torch.arange would land on the GPU.
+    queries = torch.as_tensor(qo_indptr).to(device="cpu", dtype=torch.int64)  # small: one int per request
+    if queries.numel() != batch + 1 or not torch.equal(queries, torch.arange(batch + 1, device="cpu")):
+        raise ValueError(f"{where}: qo_indptr must be 0, 1, ..., B (one query token per request): this "
+                         "wrapper is for decode; plan prefill and extend batches with FlashInfer")
+
+
 class _HostPlan:
     """`_cached_module.plan` as SGLang's fast_mla_decode_plan calls it, and its `.default` (a torch op's
     overload name, which some SGLang releases call)."""
@@ -117,16 +127,13 @@ class BatchMLAPagedAttentionWrapper:
             raise ValueError(f"plan(): q_data_type {q_data_type}; the kernel takes a BF16 query")
         batch = _length(kv_len_arr)
         if qo_indptr is not None:
-            queries = torch.as_tensor(qo_indptr).to(device="cpu", dtype=torch.int64)  # small: one int per request
-            if queries.numel() != batch + 1 or not torch.equal(queries, torch.arange(batch + 1, device="cpu")):
-                raise ValueError("plan(): qo_indptr must be 0, 1, ..., B (one query token per request): this "
-                                 "wrapper is for decode; plan prefill and extend batches with FlashInfer")
+            _check_decode_queries("plan()", qo_indptr, batch)
         max_kv_len = None  # the wrapped plan() reads it from the caller's lengths
         if self._graph:
             # From the caller's lengths before they are copied: no device sync when they are on the host.
             max_kv_len = int(torch.as_tensor(kv_len_arr).max()) if batch else 0
-            kv_indptr, kv_indices, kv_len_arr = self._into_graph_buffers(kv_indptr, kv_indices, kv_len_arr,
-                                                                         batch, num_heads)
+            kv_indptr, kv_indices, kv_len_arr = self._into_graph_buffers("plan()", kv_indptr, kv_indices,
+                                                                         kv_len_arr, batch, num_heads)
         self._decode.plan(kv_indptr, kv_indices, kv_len_arr, num_heads, page_size, sm_scale, kv_data_type,
                           max_kv_len=max_kv_len)
         self._kv_dtype = kv_data_type
@@ -142,43 +149,32 @@ class BatchMLAPagedAttentionWrapper:
         if head_dim_ckv != HEAD_DIM_CKV:
             raise ValueError(f"_cached_module.plan(): head_dim_ckv {head_dim_ckv}; the kernel takes {HEAD_DIM_CKV}")
         batch = _length(kv_len_arr)
-        # Host tensors named as such: SGLang 0.4.6 calls this inside `with self.device:`, where an
-        # unplaced torch.arange would land on the GPU.
-        queries = torch.as_tensor(qo_indptr).to(device="cpu", dtype=torch.int64)
-        if queries.numel() != batch + 1 or not torch.equal(queries, torch.arange(batch + 1, device="cpu")):
-            raise ValueError("_cached_module.plan(): qo_indptr must be 0, 1, ..., B (decode)")
+        _check_decode_queries("_cached_module.plan()", qo_indptr, batch)
+        max_kv_len = int(torch.as_tensor(kv_len_arr).max()) if batch else 0  # the host copy: no device sync
+        kv_indptr, kv_indices, kv_len_arr = self._into_graph_buffers("_cached_module.plan()", kv_indptr, None,
+                                                                     kv_len_arr, batch, num_heads)
+        self._decode.plan(kv_indptr, kv_indices, kv_len_arr, num_heads, self._page_size, self._sm_scale,
+                          self._kv_dtype, max_kv_len=max_kv_len)
+
+    def _into_graph_buffers(self, where, kv_indptr, kv_indices, kv_len_arr, batch, num_heads):
+        """Copies the metadata into the caller's buffers, whose addresses a captured run() keeps, and returns
+        their slices. kv_indices None: the page ids are in that buffer already (SGLang's replay writes them
+        there), as many as kv_indptr's last entry."""
         buf_indptr, buf_indices, buf_lens = self._buffers
         indptr = torch.as_tensor(kv_indptr)
-        pages = int(indptr[batch]) if batch else 0
+        pages = _length(kv_indices) if kv_indices is not None else (int(indptr[batch]) if batch else 0)
         if buf_indptr.numel() < batch + 1 or buf_lens.numel() < batch or buf_indices.numel() < pages:
-            raise ValueError(f"_cached_module.plan(): the use_cuda_graph buffers hold {buf_indptr.numel()} / "
+            raise ValueError(f"{where}: the use_cuda_graph buffers hold {buf_indptr.numel()} / "
                              f"{buf_indices.numel()} / {buf_lens.numel()} entries; this batch needs "
                              f"{batch + 1} / {pages} / {batch}")
-        if self._graph_shape != (batch, num_heads):
-            raise ValueError(f"_cached_module.plan(): a CUDA-graph wrapper keeps its batch and heads "
-                             f"{self._graph_shape}, got {(batch, num_heads)}")
-        buf_indptr[: batch + 1].copy_(indptr, non_blocking=True)
-        buf_lens[:batch].copy_(torch.as_tensor(kv_len_arr), non_blocking=True)
-        max_kv_len = int(torch.as_tensor(kv_len_arr).max()) if batch else 0
-        self._decode.plan(buf_indptr[: batch + 1], buf_indices[:pages], buf_lens[:batch], num_heads,
-                          self._page_size, self._sm_scale, self._kv_dtype, max_kv_len=max_kv_len)
-
-    def _into_graph_buffers(self, kv_indptr, kv_indices, kv_len_arr, batch, num_heads):
-        """Copies the metadata into the caller's buffers, whose addresses a captured run() keeps."""
-        buf_indptr, buf_indices, buf_lens = self._buffers
-        pages = _length(kv_indices)
-        if buf_indptr.numel() < batch + 1 or buf_lens.numel() < batch or buf_indices.numel() < pages:
-            raise ValueError(f"plan(): the use_cuda_graph buffers hold {buf_indptr.numel()} / "
-                             f"{buf_indices.numel()} / {buf_lens.numel()} entries; this batch needs "
-                             f"{batch + 1} / {pages} / {batch}")
-        buf_indptr[: batch + 1].copy_(torch.as_tensor(kv_indptr), non_blocking=True)
-        buf_indices[:pages].copy_(torch.as_tensor(kv_indices), non_blocking=True)
-        buf_lens[:batch].copy_(torch.as_tensor(kv_len_arr), non_blocking=True)
-        if self._graph_shape is None:
-            self._graph_shape = (batch, num_heads)
-        elif self._graph_shape != (batch, num_heads):
-            raise ValueError(f"plan(): a CUDA-graph wrapper keeps its batch and heads {self._graph_shape}, "
+        if self._graph_shape not in (None, (batch, num_heads)):
+            raise ValueError(f"{where}: a CUDA-graph wrapper keeps its batch and heads {self._graph_shape}, "
                              f"got {(batch, num_heads)}; make a wrapper per captured shape")
+        self._graph_shape = (batch, num_heads)
+        buf_indptr[: batch + 1].copy_(indptr, non_blocking=True)
+        if kv_indices is not None:
+            buf_indices[:pages].copy_(torch.as_tensor(kv_indices), non_blocking=True)
+        buf_lens[:batch].copy_(torch.as_tensor(kv_len_arr), non_blocking=True)
         return buf_indptr[: batch + 1], buf_indices[:pages], buf_lens[:batch]
 
     def run(self, q_nope=None, q_pe=None, ckv_cache=None, kpe_cache=None, out=None, lse=None, return_lse=False,

@@ -72,12 +72,8 @@ std::vector<std::string> run_rule_test(const RuleSet& base, const RuleTestCase& 
       auto parsed = std::make_shared<const ParsedFile>(parse_source_file(SourceFile("test.py", "test.py", code)));
       // A case runs against the FlashInfer its parameters name (flashinfer_version), else the newest behaviour:
       // it has no files around it to read a pin from.
-      const auto version = rules.parameters.find("flashinfer_version");
-      std::optional<FlashInferVersion> target;
-      if (version != rules.parameters.end() && version->second != "auto") {
-        target = FlashInferVersion{version->second, "the test case's flashinfer_version"};
-      }
-      return analyze_file(rules, parsed, target);
+      return analyze_file(rules, parsed,
+                          given_flashinfer_version(rules.parameters, "the test case's flashinfer_version"));
     } catch (const std::exception& e) {
       failures.push_back(where + ": " + e.what());
       return std::nullopt;

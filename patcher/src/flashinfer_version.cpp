@@ -79,12 +79,16 @@ std::optional<FlashInferVersion> find_flashinfer_version(const fs::path& file) {
   }
 }
 
+std::optional<FlashInferVersion> given_flashinfer_version(const std::map<std::string, std::string>& parameters,
+                                                          const std::string& evidence) {
+  const auto given = parameters.find("flashinfer_version");
+  if (given == parameters.end() || given->second == "auto") return std::nullopt;
+  return FlashInferVersion{given->second, evidence};
+}
+
 std::optional<FlashInferVersion> flashinfer_target(const std::map<std::string, std::string>& parameters,
                                                    const fs::path& file) {
-  const auto given = parameters.find("flashinfer_version");
-  if (given != parameters.end() && given->second != "auto") {
-    return FlashInferVersion{given->second, "given by --flashinfer-version"};
-  }
+  if (auto given = given_flashinfer_version(parameters, "given by --flashinfer-version")) return given;
   return find_flashinfer_version(file);
 }
 

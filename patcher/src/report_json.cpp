@@ -27,6 +27,7 @@ std::string json_report(const Run& run) {
   json casts = json::array();
   json run_inputs = json::array();
   json fields = json::array();
+  json run_scales = json::array();
   for (const FileReport& f : run.files) {
     const std::string& file = f.file->source.display_path();
     for (const PlanSite& s : f.plan_sites) {
@@ -91,16 +92,9 @@ std::string json_report(const Run& run) {
       if (field.ignored) j["reason"] = field.reason;
       fields.push_back(std::move(j));
     }
-  }
-  report["plan_sites"] = std::move(sites);
-  report["casts"] = std::move(casts);
-  report["run_inputs"] = std::move(run_inputs);
-  report["fields"] = std::move(fields);
-  json run_scales = json::array();
-  for (const FileReport& f : run.files) {
     for (const RunScaleFinding& r : f.run_scales) {
       json j = {{"rule", r.rule},
-                {"file", f.file->source.display_path()},
+                {"file", file},
                 {"line", r.line},
                 {"column", r.column},
                 {"class", r.class_name},
@@ -117,6 +111,10 @@ std::string json_report(const Run& run) {
       run_scales.push_back(std::move(j));
     }
   }
+  report["plan_sites"] = std::move(sites);
+  report["casts"] = std::move(casts);
+  report["run_inputs"] = std::move(run_inputs);
+  report["fields"] = std::move(fields);
   report["run_scales"] = std::move(run_scales);
   json errors = json::array();
   for (const FileError& e : run.errors) {

@@ -308,11 +308,12 @@ private:
         return f;
       }
     }
-    // The dtype test reads the buffer the KV argument is a view of: `k_buffer` for `k_buffer[:, :, :512]`.
+    // The dtype test reads the buffer the KV argument is a view of: `k_buffer` for `k_buffer[:, :, :512]`,
+    // and for kv_cache=(ckv, kpe) the first view's.
     TSNode buffer = syntax::unparenthesized(kv_argument);
-    while (is(buffer, "subscript")) buffer = syntax::unparenthesized(field(buffer, "value"));
-    if (is(buffer, "tuple")) buffer = syntax::statements(buffer).front();  // kv_cache=(ckv, kpe)
-    while (is(buffer, "subscript")) buffer = syntax::unparenthesized(field(buffer, "value"));
+    while (is(buffer, "subscript") || is(buffer, "tuple")) {
+      buffer = syntax::unparenthesized(is(buffer, "tuple") ? syntax::statements(buffer).front() : field(buffer, "value"));
+    }
     const std::string dtype_module = spec.fp8_dtype.substr(0, spec.fp8_dtype.find('.'));
     const ImportedNames imported(facts_);
     const std::map<std::string, std::string>& imports = imported.paths();

@@ -25,14 +25,8 @@ import kvpatch_mla
 import kvpatch_mla_flashinfer
 import python_api_test as api  # the pool, index and reference helpers
 
-FAILURES = []
 FP8 = torch.float8_e4m3fn
 
-
-def check(condition, what):
-    print(("ok   " if condition else "FAIL ") + what)
-    if not condition:
-        FAILURES.append(what)
 
 
 def bits_equal(a, b):
@@ -73,11 +67,12 @@ def same_as_python_api(lib):
                                      ckv_scale=scales.get("ckv_scale", 1.0), kpe_scale=scales.get("kpe_scale", 1.0))
         torch.cuda.synchronize()
         name = str(kv_dtype).replace("torch.", "")
-        check(bits_equal(out, ref_out) and bits_equal(out_kw, ref_out),
+        api.check(bits_equal(out, ref_out) and bits_equal(out_kw, ref_out),
               f"{name}: SGLang's positional plan() and both run() forms give the Python API's bits")
-        check(bool(torch.equal(lse2.view(torch.int32), ref_lse.view(torch.int32))), f"{name}: LSE base 2 as the API's")
+        api.check(bool(torch.equal(lse2.view(torch.int32), ref_lse.view(torch.int32))),
+                  f"{name}: LSE base 2 as the API's")
         finite = torch.isfinite(lse2)
-        check(bool(torch.equal(torch.isfinite(lse_e), finite)) and
+        api.check(bool(torch.equal(torch.isfinite(lse_e), finite)) and
               bool(torch.allclose(lse_e[finite], lse2[finite] * math.log(2.0), rtol=1e-6, atol=0)),
               f"{name}: return_lse_base_on_e gives the base-e LSE")
 
@@ -119,18 +114,18 @@ def graph_keeps_its_plan(lib):
     alone = kvpatch_mla.BatchMLADecodeWrapper(library=lib)
     alone.plan(indptr.cuda(), indices.cuda(), lens, heads, 1, sm_scale, FP8)
     torch.cuda.synchronize()
-    check(captured == w._decode.split_plan and alone.split_plan != captured,
+    api.check(captured == w._decode.split_plan and alone.split_plan != captured,
           f"CUDA graph: the second plan() kept the captured plan {captured} (alone it would be {alone.split_plan})")
-    check(bits_equal(out, expected), "CUDA graph: replay after plan() with new lengths equals an eager run")
+    api.check(bits_equal(out, expected), "CUDA graph: replay after plan() with new lengths equals an eager run")
 
 
 def expect_error(what, text, fn):
     try:
         fn()
     except ValueError as err:
-        check(text in str(err), f"refused: {what}, naming '{text}' ({err})")
+        api.check(text in str(err), f"refused: {what}, naming '{text}' ({err})")
         return
-    check(False, f"refused: {what} (no ValueError)")
+    api.check(False, f"refused: {what} (no ValueError)")
 
 
 def refusals(lib):
@@ -178,9 +173,9 @@ def against_flashinfer(lib):
                                       1, sm_scale, 0.5, 0.5)
     torch.cuda.synchronize()
     for name, (out, lse) in results.items():
-        check(api.within_tolerance(out, ref, mag, lens), f"FlashInfer {flashinfer.__version__}'s call on {name}: "
+        api.check(api.within_tolerance(out, ref, mag, lens), f"FlashInfer {flashinfer.__version__}'s call on {name}: "
               "output within tolerance of the FP32 reference")
-        check(bool(((lse - ref_lse).abs() <= 1e-3 * (1 + ref_lse.abs())).all()),
+        api.check(bool(((lse - ref_lse).abs() <= 1e-3 * (1 + ref_lse.abs())).all()),
               f"FlashInfer's call on {name}: LSE (base 2) matches the reference")
     diff = (results["kvpatch"][0].float() - results["flashinfer"][0].float()).abs().max().item()
     print(f"     largest |kvpatch - flashinfer| over the output: {diff:.3g}")
@@ -195,8 +190,7 @@ def main():
     graph_keeps_its_plan(lib)
     refusals(lib)
     against_flashinfer(lib)
-    print(f"{'FAILED: ' + str(len(FAILURES)) if FAILURES else 'PASSED'}")
-    return 1 if FAILURES else 0
+    return api.verdict()
 
 
 if __name__ == "__main__":

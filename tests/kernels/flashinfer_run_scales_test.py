@@ -29,14 +29,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import python_api_test as api  # noqa: E402  (the pool, index and reference helpers)
 
-FAILURES = []
 FP8 = torch.float8_e4m3fn
 
-
-def check(condition, what):
-    print(("ok   " if condition else "FAIL ") + what)
-    if not condition:
-        FAILURES.append(what)
 
 
 def scales_argument(diff_path):
@@ -99,7 +93,8 @@ def main():
     cast = fp8_pool.to(torch.bfloat16)
     out_cast = planned(torch.bfloat16).run(q_nope, q_pe, cast[:, :, :512], cast[:, :, 512:])
     torch.cuda.synchronize()
-    check(api.within_tolerance(out_cast, ref, mag, lens), "cast path (unpatched): within tolerance of the reference")
+    api.check(api.within_tolerance(out_cast, ref, mag, lens),
+              "cast path (unpatched): within tolerance of the reference")
 
     # Patched as kvpatch did before the scales: planned for FP8, handed the pool as stored, no scales.
     try:
@@ -109,16 +104,16 @@ def main():
     except Exception as err:
         raised = err
     if requires_scales:
-        check(raised is not None and "scale" in str(raised),
+        api.check(raised is not None and "scale" in str(raised),
               f"FP8 plan, run() without scales raises on FlashInfer {flashinfer.__version__}: "
               f"{type(raised).__name__ if raised else 'no error'}: {raised}")
     else:
-        check(raised is None, f"FP8 plan, run() without scales works on FlashInfer {flashinfer.__version__}")
+        api.check(raised is None, f"FP8 plan, run() without scales works on FlashInfer {flashinfer.__version__}")
 
     # Patched with the argument: the FP8 pool gets scales of 1.0, as the cast applied none.
     out_fp8 = patched_run(planned(FP8), fp8_pool)
     torch.cuda.synchronize()
-    check(api.within_tolerance(out_fp8, ref, mag, lens), "FP8 plan with kvpatch's argument: within tolerance")
+    api.check(api.within_tolerance(out_fp8, ref, mag, lens), "FP8 plan with kvpatch's argument: within tolerance")
     diff = (out_fp8.float() - out_cast.float()).abs().max().item()
     print(f"     largest |FP8 path - cast path| over the output: {diff:.3g}")
 
@@ -128,7 +123,7 @@ def main():
                                     lens, 1, sm_scale, 1.0, 1.0)
     out16 = patched_run(planned(torch.bfloat16), bf16_pool)
     torch.cuda.synchronize()
-    check(api.within_tolerance(out16, ref16, mag16, lens), "BF16 pool with kvpatch's argument: within tolerance")
+    api.check(api.within_tolerance(out16, ref16, mag16, lens), "BF16 pool with kvpatch's argument: within tolerance")
     if requires_scales:
         try:
             planned(torch.bfloat16).run(q_nope, q_pe, bf16_pool[:, :, :512], bf16_pool[:, :, 512:],
@@ -137,10 +132,9 @@ def main():
             refused = False
         except Exception:
             refused = True
-        check(refused, "scales passed to a BF16 plan raise (why the argument is conditional)")
+        api.check(refused, "scales passed to a BF16 plan raise (why the argument is conditional)")
 
-    print(f"{'FAILED: ' + str(len(FAILURES)) if FAILURES else 'PASSED'}")
-    return 1 if FAILURES else 0
+    return api.verdict()
 
 
 if __name__ == "__main__":

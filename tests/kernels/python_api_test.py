@@ -33,6 +33,12 @@ def check(condition, what):
         FAILURES.append(what)
 
 
+def verdict(note=""):
+    """Prints PASSED or FAILED: N (the checks of this process, every test module's that uses check()); the exit code."""
+    print(f"{'FAILED: ' + str(len(FAILURES)) if FAILURES else 'PASSED'}{note}")
+    return 1 if FAILURES else 0
+
+
 def pool(slots, kv_dtype, seed):
     """A [slots, 1, 576] KV pool like SGLang's: latent-sized values (~N(0, 0.5)), in FP8 rounded to the
     nearest E4M3 code. The softmax they give with N(0, 1) queries is neither uniform nor one-hot. (With
@@ -289,8 +295,7 @@ def main():
     graph_case(lib)
     graph_keeps_plan_case(lib)
     error_cases(lib)
-    print(f"{'FAILED: ' + str(len(FAILURES)) if FAILURES else 'PASSED'}")
-    return 1 if FAILURES else 0
+    return verdict()
 
 
 if __name__ == "__main__":

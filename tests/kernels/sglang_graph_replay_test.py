@@ -39,13 +39,7 @@ import python_api_test as api  # noqa: E402  (pool, indices, reference, toleranc
 RELEASES = ("0.4.6", "0.4.9", "0.5.23")  # the three shapes of fast_mla_decode_plan: stream arg, .default, plain
 BACKEND = "sglang/srt/layers/attention/flashinfer_mla_backend.py"
 FP8 = torch.float8_e4m3fn
-FAILURES = []
 
-
-def check(condition, what):
-    print(("ok   " if condition else "FAIL ") + what)
-    if not condition:
-        FAILURES.append(what)
 
 
 def backend_source(cache, version):
@@ -85,13 +79,9 @@ def sglang_flow(lib, version, fast_plan):
         ws, use_cuda_graph=True, qo_indptr=qo_buf, kv_indptr=indptr_buf, kv_indices=indices_buf,
         kv_len_arr=lens_buf, backend="auto", library=lib)
 
-    def step_indices(lens, seed):
-        indptr, indices = api.batch_indices(lens, 1, slots, seed)
-        return indptr, indices
-
     # Capture: the updater's plan() with device tensors (twelve positional arguments), then run().
     capture_lens = [700, 3000, 12, 1500]
-    indptr, indices = step_indices(capture_lens, 1)
+    indptr, indices = api.batch_indices(capture_lens, 1, slots, 1)
     w.plan(qo_buf, indptr, indices, torch.tensor(capture_lens, dtype=torch.int32, device="cuda"), heads, 512, 64, 1,
            False, sm_scale, torch.bfloat16, FP8)
     out = torch.empty(batch, heads, 512, dtype=torch.bfloat16, device="cuda")
@@ -100,7 +90,7 @@ def sglang_flow(lib, version, fast_plan):
     w.plan = functools.partial(fast_plan, w)  # what SGLang does once the capture is done
 
     for n, lens in enumerate(([5, 64, 1, 30], [3000, 17, 2999, 640], [1, 1, 1, 1]), start=2):
-        indptr, indices = step_indices(lens, n)
+        indptr, indices = api.batch_indices(lens, 1, slots, n)
         indices_buf[: indices.numel()].copy_(indices)  # SGLang writes the page ids in place
         lens_cpu = torch.tensor(lens, dtype=torch.int32)
         indptr_cpu = indptr.cpu()
@@ -115,8 +105,8 @@ def sglang_flow(lib, version, fast_plan):
                                     sm_scale, 1.0, 1.0)
         torch.cuda.synchronize()
         same = bool(torch.equal(out.view(torch.int16), expected.view(torch.int16)))
-        check(same, f"SGLang {version}: replay {n - 1} after fast_mla_decode_plan equals an eager run, bit for bit")
-        check(api.within_tolerance(out, ref, mag, lens), f"SGLang {version}: replay {n - 1} within tolerance")
+        api.check(same, f"SGLang {version}: replay {n - 1} after fast_mla_decode_plan equals an eager run, bit for bit")
+        api.check(api.within_tolerance(out, ref, mag, lens), f"SGLang {version}: replay {n - 1} within tolerance")
 
 
 def main():
@@ -145,8 +135,7 @@ def main():
     if ran == 0:
         print("skipped: no SGLang release found")
         return 77
-    print(f"{'FAILED: ' + str(len(FAILURES)) if FAILURES else 'PASSED'} ({ran} releases)")
-    return 1 if FAILURES else 0
+    return api.verdict(f" ({ran} releases)")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <regex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/files.h"
@@ -38,31 +39,33 @@ struct Backend {
 ProcessResult run_on_terminal(const Backend& backend, const std::string& command) {
   return run_process({"script", "-qec", command, "/dev/null"}, ProcessOptions{backend.scratch.path()});
 }
+
+// `command --color never` and `--color always` on the backend: both exit 1 (findings), the first prints no
+// escape code, and the second prints the first's text once its escape codes are stripped. {plain, colored}.
+std::pair<std::string, std::string> plain_and_colored(const Backend& backend, const std::string& command) {
+  const ProcessResult plain = backend.run({command, "--color", "never", "backend.py"});
+  const ProcessResult colored = backend.run({command, "--color", "always", "backend.py"});
+  CHECK(plain.exit_code == 1);
+  CHECK(colored.exit_code == 1);
+  CHECK_FALSE(has_escape(plain.out));
+  CHECK(strip_sgr(colored.out) == plain.out);
+  return {plain.out, colored.out};
+}
 }  // namespace
 
 TEST_SUITE("color") {
   TEST_CASE("check --color always colors each status word and nothing else") {
     Backend backend;
-    const ProcessResult plain = backend.run({"check", "--color", "never", "backend.py"});
-    const ProcessResult colored = backend.run({"check", "--color", "always", "backend.py"});
-    CHECK(plain.exit_code == 1);
-    CHECK(colored.exit_code == 1);
-    CHECK_FALSE(has_escape(plain.out));
-    CHECK(strip_sgr(colored.out) == plain.out);
-    CHECK(colored.out.find(": \033[31mmissing\033[0m: ") != std::string::npos);
-    CHECK(colored.out.find(": \033[31mredundant\033[0m: ") != std::string::npos);
+    const auto [plain, colored] = plain_and_colored(backend, "check");
+    CHECK(colored.find(": \033[31mmissing\033[0m: ") != std::string::npos);
+    CHECK(colored.find(": \033[31mredundant\033[0m: ") != std::string::npos);
   }
 
   TEST_CASE("diff --color always colors headers, hunk headers, removed and added lines as git does") {
     Backend backend;
-    const ProcessResult plain = backend.run({"diff", "--color", "never", "backend.py"});
-    const ProcessResult colored = backend.run({"diff", "--color", "always", "backend.py"});
-    CHECK(plain.exit_code == 1);
-    CHECK(colored.exit_code == 1);
-    CHECK_FALSE(has_escape(plain.out));
-    CHECK(strip_sgr(colored.out) == plain.out);
-    const std::vector<std::string> plain_lines = split_lines_keep_ends(plain.out);
-    const std::vector<std::string> colored_lines = split_lines_keep_ends(colored.out);
+    const auto [plain, colored] = plain_and_colored(backend, "diff");
+    const std::vector<std::string> plain_lines = split_lines_keep_ends(plain);
+    const std::vector<std::string> colored_lines = split_lines_keep_ends(colored);
     REQUIRE(plain_lines.size() == colored_lines.size());
     int added = 0;
     int removed = 0;

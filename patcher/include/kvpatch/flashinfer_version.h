@@ -20,6 +20,10 @@ struct FlashInferVersion {
 // or an `sglang-*.dist-info/METADATA` that requires it (an installed SGLang). nullopt when none is found.
 std::optional<FlashInferVersion> find_flashinfer_version(const std::filesystem::path& file);
 
+// The release the `flashinfer_version` rule parameter names (--flashinfer-version); nullopt for "auto".
+std::optional<FlashInferVersion> given_flashinfer_version(const std::map<std::string, std::string>& parameters,
+                                                          const std::string& evidence);
+
 // The FlashInfer a file is checked against: the `flashinfer_version` rule parameter (--flashinfer-version)
 // when it names a release, else what find_flashinfer_version reads above the file ("auto", the default).
 std::optional<FlashInferVersion> flashinfer_target(const std::map<std::string, std::string>& parameters,
