@@ -70,6 +70,32 @@ std::string effect(const RunInputFinding& r, const std::vector<PlanSite>& sites,
   return out.empty() ? "the wrapper's plan sites are not threaded" : out;
 }
 
+// The FlashInfer a file runs with builds the plan the fix makes only from the rule's fp8_kv_since on: against an
+// older release (pinned, installed or given), threading a site would make that plan() fail (0.5.3 and 0.6.13
+// fail to compile it: kernels/bench/results/2026-11-30-h200-flashinfer-fp8-kv-by-release.log), so no site is
+// threaded. Unknown releases are taken to be new enough, as everywhere else (the findings say so).
+void withhold_for_flashinfer(const RuleSet& rules, const std::string& text, const std::optional<FlashInferVersion>& target,
+                             std::vector<PlanSite>& sites, std::vector<SourcePosition>& withheld) {
+  if (!target) return;
+  for (const PlanSiteRule& rule : rules.plan_site_rules) {
+    if (rule.fp8_kv_since.empty() || !rule.files.matches(text) || version_at_least(target->version, rule.fp8_kv_since)) {
+      continue;
+    }
+    for (PlanSite& site : sites) {
+      if (site.rule != rule.id || !site.fix) continue;
+      site.fix.reset();
+      site.fix_text.clear();
+      site.fix_gated = false;
+      site.fix_condition.clear();
+      site.reason = "FlashInfer " + target->version + " (" + target->evidence +
+                    ") cannot build a plan with a BF16 query and an FP8 KV cache (releases before " +
+                    rule.fp8_kv_since + " fail to compile it). Upgrade FlashInfer to " + rule.fp8_kv_since +
+                    " or later (say which with --flashinfer-version where the pin is not updated), then rerun";
+      withheld.push_back({site.line, site.column});
+    }
+  }
+}
+
 // A field is added only for a class whose plan sites use it: none does when every fix there was withheld.
 void drop_unused_fields(const RuleSet& rules, std::vector<FieldFinding>& fields, const std::vector<PlanSite>& sites,
                         const std::vector<SourcePosition>& withheld) {
@@ -85,7 +111,7 @@ void drop_unused_fields(const RuleSet& rules, std::vector<FieldFinding>& fields,
     if (!any_withheld || any_fixed) continue;
     f.fix.reset();
     f.field_text.clear();
-    f.reason = "no plan site of " + f.class_name + " is threaded (see the run-input findings), so no field is added";
+    f.reason = "no plan site of " + f.class_name + " is threaded (see the reasons its plan sites give), so no field is added";
   }
 }
 
@@ -139,6 +165,7 @@ FileReport analyze_file(const RuleSet& rules, std::shared_ptr<const ParsedFile> 
   // casts and run inputs are checked again until no more fixes are withheld (each round withholds one or more).
   std::vector<RunInputFinding> run_inputs;
   std::vector<SourcePosition> withheld;
+  withhold_for_flashinfer(rules, text, target, report.plan_sites, withheld);
   for (;;) {
     report.casts = casts_of(rules, facts, report.plan_sites, report.fields);
     bool changed = false;

@@ -188,7 +188,7 @@ std::string operation(const RuleReader& r, const YAML::Node& map, const std::str
 
 PlanSiteRule read_plan_site_rule(const RuleReader& r, const YAML::Node& doc) {
   r.allow_keys(doc, "", {"id", "kind", "description", "files", "callee", "aliases", "unknown_receiver_arity",
-                         "arguments", "dtype_roles", "fix", "tests"});
+                         "arguments", "dtype_roles", "fp8_kv_since_flashinfer", "fix", "tests"});
   PlanSiteRule rule;
   rule.id = r.string(doc, "", "id", true);
   rule.description = r.prose(doc, "description");
@@ -236,6 +236,7 @@ PlanSiteRule read_plan_site_rule(const RuleReader& r, const YAML::Node& doc) {
   r.allow_keys(roles, "dtype_roles", {"kv_cache", "model"});
   rule.roles.kv_cache = r.strings(roles, "dtype_roles", "kv_cache", true);
   rule.roles.model = r.strings(roles, "dtype_roles", "model", true);
+  rule.fp8_kv_since = r.string(doc, "", "fp8_kv_since_flashinfer", false);
   YAML::Node fix = r.required(doc, "", "fix");
   r.allow_keys(fix, "fix", {"field_rule", "operation", "when_defaulted"});
   rule.field_rule = r.string(fix, "fix", "field_rule", true);

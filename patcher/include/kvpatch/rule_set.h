@@ -44,6 +44,9 @@ struct PlanSiteRule {
   std::string head_dim_kpe_parameter;
   DtypeRoleNames roles;
   std::string field_rule;  // the field rule whose per-class field is the fix's replacement text
+  // The first FlashInfer release that builds the plan the fix makes (BF16 query x FP8 KV); against an older
+  // one (known from a pin or --flashinfer-version) no site is threaded. Empty: any release.
+  std::string fp8_kv_since;
   // Edit operations, by name: for a bound KV argument, and for one left to its default ("" = leave it).
   std::string operation = "replace-bound-argument";
   std::string operation_when_defaulted = "add-keyword-argument";

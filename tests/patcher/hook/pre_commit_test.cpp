@@ -29,6 +29,12 @@ TEST_SUITE("pre_commit") {
     repo.write("python/pyproject.toml", "dependencies = [\"flashinfer_python==0.6.13\"]\n");
     const ProcessResult old = repo.kvpatch({"pre-commit"});
     CHECK_FALSE(contains(old.out, "FP8 run() calls"));
+    // That release cannot build the FP8 KV plan, so the sites get no fix, and the reason names the pin.
+    CHECK(old.exit_code == 1);
+    CHECK(contains(old.out, "no fix: FlashInfer 0.6.13 (flashinfer_python==0.6.13 in " +
+                                (repo.work_tree() / "python" / "pyproject.toml").string() +
+                                ") cannot build a plan with a BF16 query and an FP8 KV cache"));
+    CHECK(contains(old.out, "3 plan sites: 0 threaded, 3 missing, 0 gated, 0 unknown, 0 ignored; 2 casts: 0 redundant, 2 required; 0 edits"));
     repo.write("python/pyproject.toml", "dependencies = [\"flashinfer-python[cu13] == 0.7.2\"]\n");
     const ProcessResult pinned = repo.kvpatch({"pre-commit"});
     CHECK(contains(pinned.out, "FlashInfer 0.7.2 (flashinfer_python==0.7.2 in " +

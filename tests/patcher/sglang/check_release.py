@@ -3,11 +3,13 @@
 
   check_release.py download --releases FILE --cache DIR
       fetch every pinned wheel with `python3 -m pip download --no-deps sglang==X` unless it is cached.
-  check_release.py check VERSION --releases FILE --cache DIR --kvpatch BIN
+  check_release.py check ENTRY --releases FILE --cache DIR --kvpatch BIN
       take flashinfer_mla_backend.py from the cached wheel, put it in a scratch git repository at
       python/sglang/srt/layers/attention/, and assert the hand-counted expectations of releases.txt;
       then replay the first manual patch (decode fixed, prefill missed) there: `kvpatch pre-commit`
       must refuse it naming every prefill plan site, and accept the full patch.
+      ENTRY is a release (0.5.6: checked with the FlashInfer its wheel pins) or a release with its
+      FlashInfer pin raised, as a user who upgraded FlashInfer has it (0.5.6+flashinfer0.6.14).
 
 Exit codes: 0 pass, 1 an expectation failed, 2 usage or input error (bad releases file, no wheel).
 """
@@ -67,6 +69,12 @@ def load_releases(path):
     return releases
 
 
+def split_entry(entry):
+    """'0.5.6+flashinfer0.6.14' -> ('0.5.6', '0.6.14'); '0.5.6' -> ('0.5.6', None)."""
+    version, _, upgraded = entry.partition("+flashinfer")
+    return version, upgraded or None
+
+
 def cached_archive(cache, version):
     prefix = f"sglang-{version}"
     for name in sorted(os.listdir(cache)) if os.path.isdir(cache) else []:
@@ -79,7 +87,7 @@ def cached_archive(cache, version):
 def download(releases, cache):
     os.makedirs(cache, exist_ok=True)
     failures = 0
-    for version in releases:
+    for version in dict.fromkeys(split_entry(entry)[0] for entry in releases):
         if cached_archive(cache, version):
             print(f"sglang {version}: cached")
             continue
@@ -253,6 +261,8 @@ def check_first_manual_patch(c, target, source, patched, diff_text, report):
     prefill_sites = prefill_sites_missing(report)
     if prefill_sites == 0:
         return "no prefill site to miss"
+    if not diff_text:
+        return "no patch to replay (kvpatch makes no edits)"
     half, dropped = decode_only_diff(diff_text, report)
     c.expect(dropped > 0, "no hunk of kvpatch diff fixes the prefill path")
     with open(target, "wb") as f:
@@ -285,10 +295,11 @@ def check_first_manual_patch(c, target, source, patched, diff_text, report):
     return f"pre-commit refused the decode-only patch, naming the prefill site(s) at staged line(s) {lines}"
 
 
-def check(version, releases, cache, kvpatch):
-    if version not in releases:
-        raise InputError(f"release {version} is not pinned in the releases file")
-    expected = releases[version]
+def check(entry, releases, cache, kvpatch):
+    if entry not in releases:
+        raise InputError(f"release {entry} is not pinned in the releases file")
+    expected = releases[entry]
+    version, upgraded = split_entry(entry)
     archive = cached_archive(cache, version)
     if archive is None:
         raise InputError(f"no cached wheel for sglang {version} in {cache}; run the download step first")
@@ -304,7 +315,7 @@ def check(version, releases, cache, kvpatch):
                          f"says {expected['flashinfer']}")
 
     with tempfile.TemporaryDirectory(prefix=f"kvpatch-sglang-{version}-") as repo:
-        c, target = published_repo(kvpatch, repo, source, f"sglang {version}", pin)
+        c, target = published_repo(kvpatch, repo, source, f"sglang {version}", upgraded or pin)
 
         # What check reports on the release as published, counted against releases.txt.
         report_run = c.kv("check", "--format", "json", REPO_PATH)
@@ -367,9 +378,9 @@ def check(version, releases, cache, kvpatch):
 
     if c.failures:
         for failure in c.failures:
-            print(f"sglang {version}: {failure}", file=sys.stderr)
+            print(f"sglang {entry}: {failure}", file=sys.stderr)
         return 1
-    print(f"sglang {version}: {got['sites']} plan sites, {got['casts']} casts, {edits} edits, all as counted; {manual}")
+    print(f"sglang {entry}: {got['sites']} plan sites, {got['casts']} casts, {edits} edits, all as counted; {manual}")
     return 0
 
 

@@ -32,16 +32,16 @@ class FlashInferMLAIndicesUpdaterDecode:
         wrapper.plan(qo, kv, idx, lens, 16, 512, 64, 1, False, 0.1, self.data_type, self.data_type)
 )PY";
 
-const FlashInferVersion kPreScalesFlashInfer{"0.6.13", "the unit test"};
+// A FlashInfer that builds the FP8 KV plan (0.6.14 and later; against older ones no site is threaded at all),
+// so a threaded run() also gets the FP8 scales edit (the cast rule file's test cases cover those).
+const FlashInferVersion kFlashInfer{"0.7.2", "the unit test"};
 
 FileReport analyse(const std::string& body, const std::string& dtype = "model_runner.dtype") {
   std::string code = kBackend;
   code.replace(code.find("BODY"), 4, body);
   code.replace(code.find("DTYPE"), 5, dtype);
   static const RuleSet rules = load_rule_set(KVPATCH_DEFAULT_RULES_DIR);
-  // These cases are about the inputs: against a FlashInfer before run() took FP8 scales, no scale edit
-  // joins the casts' (run_scales_test.cpp covers those).
-  return analyze_file(rules, test::parse(code), kPreScalesFlashInfer);
+  return analyze_file(rules, test::parse(code), kFlashInfer);
 }
 
 std::vector<std::string> statuses(const FileReport& r) {
@@ -146,7 +146,7 @@ TEST_SUITE("run_inputs") {
       CHECK(statuses(r).empty());
       REQUIRE(r.plan_sites.size() == 1);
       CHECK(r.plan_sites[0].fix.has_value());
-      CHECK(r.edits.size() == 2);  // the field and the plan site
+      CHECK(r.edits.size() == 3);  // the field, the plan site and run()'s FP8 scales
     }
   }
 
@@ -178,7 +178,7 @@ TEST_SUITE("run_inputs") {
         "        k = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id).to(q.dtype)\n"
         "        return decode_wrapper.run(q, q, k[:, :, :512], k[:, :, 512:])\n");
     CHECK(statuses(removed).empty());
-    CHECK(removed.edits.size() == 3);
+    CHECK(removed.edits.size() == 4);  // the field, the plan site, the cast and run()'s FP8 scales
 
     // The BF16 copy also feeds a checksum, so the cast stays, and run() would get it.
     const FileReport kept = analyse(
@@ -216,7 +216,7 @@ TEST_SUITE("run_inputs") {
     CHECK(f.effect == "suppressed by kvpatch: ignore: this fork's FlashInfer takes FP32 KV; it keeps no plan site of the wrapper unthreaded");
     REQUIRE(r.plan_sites.size() == 1);
     CHECK(r.plan_sites[0].fix.has_value());
-    CHECK(r.edits.size() == 2);  // the field and the plan site
+    CHECK(r.edits.size() == 3);  // the field, the plan site and run()'s FP8 scales
     const Run run{{}, {}, {r}, {}};
     const Summary s = summarize(run);
     CHECK(s.run_inputs_ignored == 1);
@@ -227,7 +227,7 @@ TEST_SUITE("run_inputs") {
                     "layer.layer_id).float() converts the KV data decode_wrapper.run at 13:16 (ckv_cache, kpe_cache) takes: ") !=
           std::string::npos);
     CHECK(text.find("[flashinfer-mla-kv-run-input]\n") != std::string::npos);
-    CHECK(text.find("; 1 run() inputs ignored; 2 edits\n") != std::string::npos);
+    CHECK(text.find("; 1 run() inputs ignored; 1 FP8 run() calls: 0 with scales, 1 without; 3 edits\n") != std::string::npos);
     CHECK(text.find("unsafe") == std::string::npos);
     const std::string json = json_report(run);
     CHECK(json.find("\"status\": \"ignored\"") != std::string::npos);
