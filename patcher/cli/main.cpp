@@ -93,7 +93,8 @@ void print_report(const Run& run, const RuleSet& rules, const Options& options, 
   }
 }
 
-// FlashInfer 0.6.14 and later need FP8 scales in run(); which release the files run with decides that edit.
+// Which FlashInfer release the files run with decides two things: before 0.6.14 it cannot build the FP8 KV plan
+// (no site is threaded), and from 0.6.14 on run() needs FP8 scales.
 void add_flashinfer_option(CLI::App* command, Options& options) {
   command->add_option("--flashinfer-version", options.flashinfer_version,
                       "the FlashInfer release the files run with, e.g. 0.7.2, or auto (the default: the pin in a "

@@ -12,7 +12,8 @@ in a git repository, replays the first manual patch on its flashinfer_mla_backen
 check_release.py does (decode fixed, prefill missed, staged: pre-commit must refuse it). It
 prints one row per distinct directory with the releases that ship it, and exits 1 when any is left
 with a plan site or cast that apply could not settle (unknown, missing, run-input-*; a `required`
-cast is a verdict, not a failure), when a patched file does not compile, or when a second apply
+cast is a verdict, not a failure, and so is a site held back because the pinned FlashInfer is older than
+0.6.14 and cannot build the FP8 KV plan), when a patched file does not compile, or when a second apply
 changes anything, or when the replay fails. releases.txt pins a hand-counted few of the MLA backends.
 Each scratch copy carries a pyproject.toml with the wheel's exact flashinfer_python pin, as an SGLang
 checkout's python/pyproject.toml does, so kvpatch adds run() FP8 scales exactly where that FlashInfer
@@ -32,6 +33,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_release  # this directory's sibling, not an installed module
 
 ATTENTION = "sglang/srt/layers/attention/"
+# How check words a plan site it leaves missing because the pinned FlashInfer (before 0.6.14) cannot build
+# the FP8 KV plan, and the field of a class whose sites are all held back: verdicts, like a required cast.
+HELD_BACK = "cannot build a plan with a BF16 query and an FP8 KV cache"
+NO_FIELD_FOR_HELD_SITES = "is threaded (see the reasons its plan sites give)"
 
 
 def attention_sources(archive):
@@ -60,7 +65,7 @@ def run(*args, cwd):
 def replay_manual_patch(kvpatch, source, pin):
     """check_release.py's replay of the first manual patch on one flashinfer_mla_backend.py: 'refused'
     with the prefill site count when pre-commit refuses the decode-only patch and takes the full one,
-    '-' when there is no prefill site to miss, else what went wrong."""
+    '-' when there is no prefill site to miss or no patch at all, else what went wrong."""
     with tempfile.TemporaryDirectory(prefix="kvpatch-survey-git-") as repo:
         try:
             c, target = check_release.published_repo(kvpatch, repo, source, "published", pin)
@@ -75,6 +80,8 @@ def replay_manual_patch(kvpatch, source, pin):
         if c.failures:
             return "FAILED: " + "; ".join(c.failures)
         prefill = check_release.prefill_sites_missing(report)
+        if prefill and not diff_text:
+            return "- (no edits)"
         return f"refused ({prefill} prefill site{'s' if prefill != 1 else ''})" if prefill else "-"
 
 
@@ -102,8 +109,10 @@ def survey_tree(kvpatch, sources, form, pin):
         row["apply"] = run(kvpatch, "apply", *form_args, ".", cwd=work).returncode
         recheck = run(kvpatch, "check", *form_args, ".", cwd=work)
         row["recheck"] = recheck.returncode
-        row["left"] = [line for line in recheck.stdout.decode(errors="replace").splitlines()
-                       if re.search(r": (unknown|missing|run-input-\w+): ", line)]
+        open_lines = [line for line in recheck.stdout.decode(errors="replace").splitlines()
+                      if re.search(r": (unknown|missing|run-input-\w+): ", line)]
+        row["held"] = sum(1 for line in open_lines if HELD_BACK in line)
+        row["left"] = [line for line in open_lines if HELD_BACK not in line and NO_FIELD_FOR_HELD_SITES not in line]
         patched = {}
         row["compiles"] = True
         for name in sources:
@@ -153,8 +162,9 @@ def main():
         return 2
 
     header = ("| releases | FlashInfer pin | files with findings | plan sites (threaded / missing / gated / unknown) | "
-              "KV casts (redundant / required) | run() FP8 scales missing | edits | check, apply, recheck exit | "
-              "compiles, idempotent | decode-only patch, staged |\n|---|---|---|---|---|---|---|---|---|---|")
+              "KV casts (redundant / required) | run() FP8 scales missing | edits | "
+              "plan sites held back (FlashInfer before 0.6.14) | check, apply, recheck exit | "
+              "compiles, idempotent | decode-only patch, staged |\n|---|---|---|---|---|---|---|---|---|---|---|")
     # Survey each distinct directory once, then give each release its directory's result, and merge
     # runs of consecutive releases whose results read the same into one row.
     results = {digest: survey_tree(kvpatch, entry["sources"], args.kv_dtype_form, entry["pin"])
@@ -165,7 +175,7 @@ def main():
         row = results[digest]
         cells = (f"{row['flashinfer']} | {row['files']} | {row['sites']} ({row['threaded']} / {row['missing']} / "
                  f"{row['gated']} / {row['unknown']}) | {row['casts']} ({row['redundant']} / {row['required']}) | "
-                 f"{row['scales_missing']} | {row['edits']} | "
+                 f"{row['scales_missing']} | {row['edits']} | {row['held']} | "
                  f"{row['check']}, {row['apply']}, {row['recheck']} | "
                  f"{'yes' if row['compiles'] else 'NO'}, {'yes' if row['idempotent'] else 'NO'} | {row['manual']}")
         if groups and groups[-1]["cells"] == cells and not row["left"]:
@@ -173,14 +183,15 @@ def main():
         else:
             groups.append({"cells": cells, "versions": [version], "left": row["left"]})
     for row in results.values():
-        bad += not (row["recheck"] == 0 and row["unknown"] == 0 and row["compiles"] and row["idempotent"]
+        settled = row["recheck"] == 0 or (row["held"] > 0 and not row["left"])  # held back is a verdict
+        bad += not (settled and row["unknown"] == 0 and row["compiles"] and row["idempotent"]
                     and not row["manual"].startswith("FAILED"))
     for g in groups:
         vs = g["versions"]
         named = vs[0] if len(vs) == 1 else f"{vs[0]} - {vs[-1]}"
         lines.append(f"| {named} ({len(vs)}) | {g['cells']} |")
         for left in g["left"]:
-            lines.append(f"|   left after apply: {left} ||||||||||")
+            lines.append(f"|   left after apply: {left} |||||||||||")
     files = len(by_digest)
     releases = sum(len(e["versions"]) for e in by_digest.values())
     directories = len({e["files_digest"] for e in by_digest.values()})
