@@ -58,6 +58,9 @@ if [[ "$what" == tests || "$what" == all || "$what" == python ]]; then
   # The run() scales kvpatch adds, on FlashInfer's own wrapper (skipped, 77, without FlashInfer).
   python3 tests/kernels/flashinfer_run_scales_test.py 2>&1 | tee "$out/flashinfer_run_scales_test.log" | tail -20
   [[ ${PIPESTATUS[0]} -eq 0 || ${PIPESTATUS[0]} -eq 77 ]] || status=1
+  # --kv-dtype-form sm90's patched code on FlashInfer's wrapper, on this SM90 GPU and reported as SM120.
+  python3 tests/kernels/flashinfer_sm90_gate_test.py 2>&1 | tee "$out/flashinfer_sm90_gate_test.log" | tail -20
+  [[ ${PIPESTATUS[0]} -eq 0 || ${PIPESTATUS[0]} -eq 77 ]] || status=1
   # SGLang's CUDA-graph replay plan on the FlashInfer-interface wrapper (carry .cache/sglang-backends).
   python3 tests/kernels/sglang_graph_replay_test.py --lib "$build/kernels/libkvpatch_mla_capi.so" 2>&1 |
     tee "$out/sglang_graph_replay_test.log" | tail -20

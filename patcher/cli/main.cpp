@@ -107,9 +107,10 @@ void add_common_options(CLI::App* command, Options& options) {
   command->add_option("--rules", options.rules_dir, "rules directory (default: $KVPATCH_RULES_DIR, the installed rules, or the source tree's rules/)");
   command->add_option("--set", options.sets, "override a rule parameter, NAME=VALUE (repeatable), e.g. kv_field=self.kv_dtype");
   command->add_option("--kv-dtype-form", options.kv_dtype_form,
-                      "KV dtype expression for the added field: original (getattr kv_cache_dtype) or upstream "
-                      "(the KV dtype only when it is torch.float8_e4m3fn); same as --set kv_dtype_form=...")
-      ->check(CLI::IsMember({"original", "upstream"}));
+                      "KV dtype expression for the added field: original (getattr kv_cache_dtype), upstream "
+                      "(the KV dtype only when it is torch.float8_e4m3fn) or sm90 (as upstream, on SM90 GPUs only, "
+                      "where FlashInfer serves that plan; casts stay, guarded, elsewhere); same as --set kv_dtype_form=...")
+      ->check(CLI::IsMember({"original", "upstream", "sm90"}));
   add_flashinfer_option(command, options);
   command->add_option("--root", options.root,
                       "directory that report and diff paths are relative to (default: a single directory PATH "
