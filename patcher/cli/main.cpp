@@ -253,6 +253,23 @@ void warn_unselected_paths(const std::vector<std::string>& paths, const Run& run
   }
 }
 
+// FlashInfer (0.6.14 and later; older releases cannot build it at all) serves the plan apply just threaded, a BF16
+// query with an FP8 KV cache, on SM90 GPUs only: elsewhere the patched backend fails at plan(). Only the sm90 form
+// gates it; with the others the user should know before deploying.
+void note_where_the_plan_runs(const Run& run, const RuleSet& rules) {
+  const auto form = rules.parameters.find("kv_dtype_form");
+  if (form != rules.parameters.end() && form->second == "sm90") return;
+  const bool threaded = std::any_of(run.files.begin(), run.files.end(), [](const FileReport& f) {
+    return std::any_of(f.plan_sites.begin(), f.plan_sites.end(),
+                       [](const PlanSite& s) { return s.fix.has_value() && !s.fix_gated; });
+  });
+  if (!threaded) return;
+  std::cerr << "kvpatch: note: the threaded plan() calls plan an FP8 KV cache as FP8 on every GPU, and FlashInfer "
+               "serves that plan on SM90 GPUs only: on any other GPU the patched backend fails at its first plan(). "
+               "To serve other GPUs as well, patch the original files with --kv-dtype-form sm90, which keeps the "
+               "casts there (patcher/README.md, \"Where the patched backend runs\")\n";
+}
+
 int run_command(const std::string& command, const Options& options) {
   const std::optional<RuleSet> loaded = load_rules(options);
   if (!loaded) return kUsageOrInput;
@@ -296,6 +313,7 @@ int run_command(const std::string& command, const Options& options) {
   }
   if (!result.errors.empty()) return kUsageOrInput;
   if (result.patched.empty()) std::cerr << "kvpatch: nothing to patch\n";
+  note_where_the_plan_runs(run, rules);
   // What apply cannot fix (unknown sites, sites blocked by required casts or run() inputs) is still a finding.
   const Run after = result.patched.empty() ? run : analyze_inputs(rules, collect_inputs(options.paths, root));
   const Summary left = summarize(after);

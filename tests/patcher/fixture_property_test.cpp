@@ -112,6 +112,20 @@ TEST_SUITE("properties") {
       CHECK(entries == (fs::exists(fixture.dir / "pyproject.toml") ? 2u : 1u));  // the input, and its pin
     }
 
+    SUBCASE("apply says where the plan it threads runs, unless the sm90 form gates it") {
+      // The golden check report says whether any plan site gets the KV field (not a copied platform gate).
+      bool threads = false;
+      for (const std::string& line : split_lines_keep_ends(read_bytes(fixture.dir / "expected.check.txt"))) {
+        threads |= line.find(": missing: ") != std::string::npos &&
+                   line.find("; fix: kv_data_type=") != std::string::npos &&
+                   line.find("(the gate of the class's other sites)") == std::string::npos;
+      }
+      const bool gated_form = std::find(fixture.options.begin(), fixture.options.end(), "sm90") != fixture.options.end();
+      const bool noted = apply.err.find("kvpatch: note: the threaded plan() calls plan an FP8 KV cache as FP8 on "
+                                        "every GPU") != std::string::npos;
+      CHECK_MESSAGE(noted == (threads && !gated_form), "apply's stderr: ", apply.err);
+    }
+
     SUBCASE("diff, applied by the test itself, gives exactly what apply wrote") {
       if (patches.empty()) {
         CHECK_MESSAGE((patched == original), "apply changed a file for which diff printed nothing: ",

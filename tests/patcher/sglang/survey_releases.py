@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Every SGLang release on PyPI against kvpatch: a survey, not a CI test (the wheels are ~420 MB).
 
-  survey_releases.py --kvpatch BIN [--cache DIR] [--since 0.4.0] [--kv-dtype-form original|upstream]
+  survey_releases.py --kvpatch BIN [--cache DIR] [--since 0.4.0] [--kv-dtype-form original|upstream|sm90]
                      [--markdown FILE] [VERSION ...]
 
 Lists the releases with `pip index versions sglang` (or takes VERSIONs), downloads each wheel into
@@ -134,7 +134,7 @@ def main():
     parser.add_argument("--kvpatch", required=True)
     parser.add_argument("--cache", default=os.path.join(os.getcwd(), ".cache", "sglang"))
     parser.add_argument("--since", default="0.4.0", help="oldest release to survey (default 0.4.0)")
-    parser.add_argument("--kv-dtype-form", choices=("original", "upstream"), default="original",
+    parser.add_argument("--kv-dtype-form", choices=("original", "upstream", "sm90"), default="original",
                         help="the KV field's form, passed to every kvpatch run (default original)")
     parser.add_argument("--markdown", help="also write the table as Markdown to this file")
     args = parser.parse_args()
