@@ -65,27 +65,17 @@ def main():
     major, minor = torch.cuda.get_device_capability()
     print(f"FlashInfer {flashinfer.__version__}, backend={args.backend}, SM{major}{minor}")
 
-    heads, sm_scale = 16, 1.0 / math.sqrt(192.0)
-    lens = [1000, 1, 37, 5000, 64]
-    fp8_pool = api.pool(sum(lens) + 9, FP8, 31)  # SGLang's layout: [slots, 1, 576]
-    g = torch.Generator(device="cuda").manual_seed(32)
-    q = torch.randn(len(lens), heads, 576, generator=g, device="cuda").to(torch.bfloat16)
-    q_nope, q_pe = q[..., :512], q[..., 512:]
-    indptr, indices = api.batch_indices(lens, 1, fp8_pool.shape[0], 31)
-    kv_lens = torch.tensor(lens, dtype=torch.int32, device="cuda")
-    qo_indptr = torch.arange(len(lens) + 1, dtype=torch.int32, device="cuda")
-    workspace = torch.empty(128 << 20, dtype=torch.uint8, device="cuda")
-    ref, _, mag = api.reference(q_nope, q_pe, fp8_pool[:, :, :512], fp8_pool[:, :, 512:], indptr, indices, lens,
-                                1, sm_scale, 1.0, 1.0)
+    b = api.SGLangDecodeBatch([1000, 1, 37, 5000, 64], 16, 31)
+    lens = b.lens
+    fp8_pool = api.pool(b.slots, FP8, 31)  # SGLang's layout: [slots, 1, 576]
+    ref, _, mag = b.reference(fp8_pool)
     takes_scales = "ckv_scale" in inspect.signature(flashinfer.mla.BatchMLAPagedAttentionWrapper.run).parameters
 
     def attempt(name, kv_dtype, pool):
         try:
-            w = flashinfer.mla.BatchMLAPagedAttentionWrapper(workspace, backend=args.backend)
-            w.plan(qo_indptr, indptr, indices, kv_lens, heads, 512, 64, 1, False, sm_scale, torch.bfloat16,
-                   kv_dtype)
+            w = b.plan(flashinfer.mla.BatchMLAPagedAttentionWrapper(b.workspace, backend=args.backend), kv_dtype)
             extra = {"ckv_scale": 1.0, "kpe_scale": 1.0} if kv_dtype == FP8 and takes_scales else {}
-            out = w.run(q_nope, q_pe, pool[:, :, :512], pool[:, :, 512:], **extra)
+            out = w.run(b.q_nope, b.q_pe, pool[:, :, :512], pool[:, :, 512:], **extra)
             torch.cuda.synchronize()
         except Exception as err:
             print(f"result {name}: raised {first_line(err)}")

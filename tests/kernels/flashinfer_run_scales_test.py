@@ -14,7 +14,6 @@ the argument leaves alone, planned and run as before. Exit 0 all pass, 1 a failu
 PyTorch or FlashInfer).
 """
 import argparse
-import math
 import os
 import re
 import sys
@@ -64,21 +63,12 @@ def main():
     print(f"FlashInfer {flashinfer.__version__}; kvpatch's argument: {argument}")
     requires_scales = release_tuple(flashinfer.__version__) >= (0, 6, 14)
 
-    heads, sm_scale = 16, 1.0 / math.sqrt(192.0)
-    lens = [1000, 1, 37, 5000, 64]
-    fp8_pool = api.pool(sum(lens) + 9, FP8, 21)  # SGLang's layout: [slots, 1, 576]
-    g = torch.Generator(device="cuda").manual_seed(22)
-    q = torch.randn(len(lens), heads, 576, generator=g, device="cuda").to(torch.bfloat16)
-    q_nope, q_pe = q[..., :512], q[..., 512:]
-    indptr, indices = api.batch_indices(lens, 1, fp8_pool.shape[0], 21)
-    kv_lens = torch.tensor(lens, dtype=torch.int32, device="cuda")
-    qo_indptr = torch.arange(len(lens) + 1, dtype=torch.int32, device="cuda")
-    workspace = torch.empty(128 << 20, dtype=torch.uint8, device="cuda")
+    b = api.SGLangDecodeBatch([1000, 1, 37, 5000, 64], 16, 21)
+    lens, q_nope, q_pe = b.lens, b.q_nope, b.q_pe
+    fp8_pool = api.pool(b.slots, FP8, 21)  # SGLang's layout: [slots, 1, 576]
 
     def planned(kv_dtype):
-        w = flashinfer.mla.BatchMLAPagedAttentionWrapper(workspace)
-        w.plan(qo_indptr, indptr, indices, kv_lens, heads, 512, 64, 1, False, sm_scale, torch.bfloat16, kv_dtype)
-        return w
+        return b.plan(flashinfer.mla.BatchMLAPagedAttentionWrapper(b.workspace), kv_dtype)
 
     def patched_run(w, k_buffer):
         """decode_wrapper.run as kvpatch leaves SGLang's forward_decode: the argument evaluated where it stands."""
@@ -86,8 +76,7 @@ def main():
         extra = eval(f"dict({argument})", {"torch": torch}, {"k_buffer": k_buffer})
         return w.run(q_nope, q_pe, k_buffer[:, :, :512], k_buffer[:, :, 512:], **extra)
 
-    ref, _, mag = api.reference(q_nope, q_pe, fp8_pool[:, :, :512], fp8_pool[:, :, 512:], indptr, indices, lens,
-                                1, sm_scale, 1.0, 1.0)
+    ref, _, mag = b.reference(fp8_pool)
 
     # Unpatched: planned for BF16 and handed the whole pool cast to BF16 (the cast kvpatch removes).
     cast = fp8_pool.to(torch.bfloat16)
@@ -118,9 +107,8 @@ def main():
     print(f"     largest |FP8 path - cast path| over the output: {diff:.3g}")
 
     # A BF16 pool (a model served without an FP8 cache): the argument passes nothing, as FlashInfer requires.
-    bf16_pool = api.pool(sum(lens) + 9, torch.bfloat16, 23)
-    ref16, _, mag16 = api.reference(q_nope, q_pe, bf16_pool[:, :, :512], bf16_pool[:, :, 512:], indptr, indices,
-                                    lens, 1, sm_scale, 1.0, 1.0)
+    bf16_pool = api.pool(b.slots, torch.bfloat16, 23)
+    ref16, _, mag16 = b.reference(bf16_pool)
     out16 = patched_run(planned(torch.bfloat16), bf16_pool)
     torch.cuda.synchronize()
     api.check(api.within_tolerance(out16, ref16, mag16, lens), "BF16 pool with kvpatch's argument: within tolerance")

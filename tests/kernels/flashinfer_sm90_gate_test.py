@@ -18,7 +18,6 @@ raise: that is the failure the gate prevents. A BF16 cache must plan and run as 
 Exit 0 all pass, 1 a failure, 77 skipped (no GPU, PyTorch or a FlashInfer that checks the device).
 """
 import argparse
-import math
 import os
 import re
 import sys
@@ -101,22 +100,13 @@ def main():
     original_field = added_line(args.original_diff, r"self\.kv_data_type = (.+)")
     print(f"FlashInfer {flashinfer.__version__}\n  field: {field}\n  guard: k_buffer.dtype {guard}\n  run(): {scales}")
 
-    heads, sm_scale = 16, 1.0 / math.sqrt(192.0)
-    lens = [1000, 1, 37, 5000, 64]
-    fp8_pool = api.pool(sum(lens) + 9, FP8, 41)  # SGLang's layout: [slots, 1, 576]
-    bf16_pool = api.pool(sum(lens) + 9, torch.bfloat16, 43)
-    g = torch.Generator(device="cuda").manual_seed(42)
-    q = torch.randn(len(lens), heads, 576, generator=g, device="cuda").to(torch.bfloat16)
-    q_nope, q_pe = q[..., :512], q[..., 512:]
-    indptr, indices = api.batch_indices(lens, 1, fp8_pool.shape[0], 41)
-    kv_lens = torch.tensor(lens, dtype=torch.int32, device="cuda")
-    qo_indptr = torch.arange(len(lens) + 1, dtype=torch.int32, device="cuda")
-    workspace = torch.empty(128 << 20, dtype=torch.uint8, device="cuda")
+    b = api.SGLangDecodeBatch([1000, 1, 37, 5000, 64], 16, 41)
+    lens, q_nope, q_pe = b.lens, b.q_nope, b.q_pe
+    fp8_pool = api.pool(b.slots, FP8, 41)  # SGLang's layout: [slots, 1, 576]
+    bf16_pool = api.pool(b.slots, torch.bfloat16, 43)
 
     def planned(kv_dtype):
-        w = flashinfer.mla.BatchMLAPagedAttentionWrapper(workspace)
-        w.plan(qo_indptr, indptr, indices, kv_lens, heads, 512, 64, 1, False, sm_scale, torch.bfloat16, kv_dtype)
-        return w
+        return b.plan(flashinfer.mla.BatchMLAPagedAttentionWrapper(b.workspace), kv_dtype)
 
     def patched_decode(field_text, pool, kv_cache_dtype):
         """The patched updater's field, plan(), forward_decode's guarded cast and run(): (out, planned, cast)."""
@@ -126,7 +116,7 @@ def main():
         k_buffer = pool
         cast = bool(eval(f"k_buffer.dtype {guard}", {"torch": torch}, {"k_buffer": k_buffer}))
         if cast:
-            k_buffer = k_buffer.to(q.dtype)
+            k_buffer = k_buffer.to(q_nope.dtype)  # forward_decode casts to q.dtype, the query's BF16
         extra = eval(f"dict({scales})", {"torch": torch}, {"k_buffer": k_buffer})
         out = wrapper.run(q_nope, q_pe, k_buffer[:, :, :512], k_buffer[:, :, 512:], **extra)
         torch.cuda.synchronize()
@@ -135,8 +125,7 @@ def main():
     def bits_equal(a, b):
         return bool(torch.equal(a.view(torch.int16), b.view(torch.int16)))
 
-    ref, _, mag = api.reference(q_nope, q_pe, fp8_pool[:, :, :512], fp8_pool[:, :, 512:], indptr, indices, lens,
-                                1, sm_scale, 1.0, 1.0)
+    ref, _, mag = b.reference(fp8_pool)
     cast_pool = fp8_pool.to(torch.bfloat16)
     out_cast = planned(torch.bfloat16).run(q_nope, q_pe, cast_pool[:, :, :512], cast_pool[:, :, 512:])
     torch.cuda.synchronize()
@@ -168,8 +157,7 @@ def main():
     api.check(api.within_tolerance(out, ref, mag, lens), "\"SM120\": within tolerance")
 
     # A BF16 cache: planned and run as before on both, no scales.
-    ref16, _, mag16 = api.reference(q_nope, q_pe, bf16_pool[:, :, :512], bf16_pool[:, :, 512:], indptr, indices,
-                                    lens, 1, sm_scale, 1.0, 1.0)
+    ref16, _, mag16 = b.reference(bf16_pool)
     for label, capability in (("SM90", None), ("\"SM120\"", (12, 0))):
         with ReportedCapability(capability):
             out, kv_dtype, _ = patched_decode(field, bf16_pool, torch.bfloat16)

@@ -82,6 +82,34 @@ def reference(q_nope, q_pe, ckv, kpe, indptr, indices, lens, page_size, sm_scale
     return out, lse, mag
 
 
+class SGLangDecodeBatch:
+    """One decode batch as SGLang's FlashInfer MLA backend hands it to FlashInfer's wrapper: BF16 queries split
+    into q_nope / q_pe, page size 1, shuffled page ids into a pool of sum(lens) + 9 slots made with pool(), and
+    plan()'s twelve positional arguments. The tests that run FlashInfer's own wrapper share it."""
+
+    def __init__(self, lens, heads, seed):
+        self.lens, self.heads, self.sm_scale = lens, heads, 1.0 / math.sqrt(192.0)
+        self.slots = sum(lens) + 9
+        g = torch.Generator(device="cuda").manual_seed(seed + 1)
+        q = torch.randn(len(lens), heads, 576, generator=g, device="cuda").to(torch.bfloat16)
+        self.q_nope, self.q_pe = q[..., :512], q[..., 512:]
+        self.indptr, self.indices = batch_indices(lens, 1, self.slots, seed)
+        self.kv_lens = torch.tensor(lens, dtype=torch.int32, device="cuda")
+        self.qo_indptr = torch.arange(len(lens) + 1, dtype=torch.int32, device="cuda")
+        self.workspace = torch.empty(128 << 20, dtype=torch.uint8, device="cuda")
+
+    def plan(self, wrapper, kv_dtype):
+        """wrapper.plan() as SGLang's decode updater calls it; returns the wrapper."""
+        wrapper.plan(self.qo_indptr, self.indptr, self.indices, self.kv_lens, self.heads, 512, 64, 1, False,
+                     self.sm_scale, torch.bfloat16, kv_dtype)
+        return wrapper
+
+    def reference(self, pool):
+        """reference() of this batch over a [slots, 1, 576] pool at unit scales: (out, lse, magnitude)."""
+        return reference(self.q_nope, self.q_pe, pool[:, :, :512], pool[:, :, 512:], self.indptr, self.indices,
+                         self.lens, 1, self.sm_scale, 1.0, 1.0)
+
+
 def within_tolerance(out, ref, mag, lens):
     """Whether every element is within the verifier's bound; prints the worst share of it used."""
     u = 2.0 ** -8
