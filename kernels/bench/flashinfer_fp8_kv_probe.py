@@ -54,13 +54,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default="auto", choices=("auto", "fa2", "fa3"))
     args = parser.parse_args()
-    if not torch.cuda.is_available():
-        print("skipped: no CUDA device")
-        return 77
-    try:
-        import flashinfer
-    except Exception as err:  # any import failure means: not here
-        print(f"skipped: flashinfer does not import ({first_line(err)})")
+    flashinfer = api.flashinfer_or_skip()
+    if flashinfer is None:
         return 77
     major, minor = torch.cuda.get_device_capability()
     print(f"FlashInfer {flashinfer.__version__}, backend={args.backend}, SM{major}{minor}")

@@ -36,17 +36,23 @@ std::vector<CastFinding> casts_of(const RuleSet& rules, const ModuleFacts& facts
   return unique_casts;
 }
 
-// A site whose wrapper's run() would get converted or untraced KV data is not threaded by guess.
-void withhold(PlanSite& site, const RunInputFinding& r) {
+// The site stays as it is (missing), and its reason says why apply leaves it.
+void drop_fix(PlanSite& site, std::string reason) {
   site.fix.reset();
   site.fix_text.clear();
   site.fix_gated = false;
   site.fix_condition.clear();
-  site.reason = r.consumer + (r.status == RunInputStatus::Converted
-                                  ? " would get KV data converted by " + r.expr
-                                  : " would get KV data from " + r.expr + ", whose origin kvpatch cannot establish,") +
-                " at " + std::to_string(r.line) + ":" + std::to_string(r.column) +
-                "; planned for the KV dtype, it could be handed another dtype. Fix that input first";
+  site.reason = std::move(reason);
+}
+
+// A site whose wrapper's run() would get converted or untraced KV data is not threaded by guess.
+void withhold(PlanSite& site, const RunInputFinding& r) {
+  drop_fix(site, r.consumer +
+                     (r.status == RunInputStatus::Converted
+                          ? " would get KV data converted by " + r.expr
+                          : " would get KV data from " + r.expr + ", whose origin kvpatch cannot establish,") +
+                     " at " + std::to_string(r.line) + ":" + std::to_string(r.column) +
+                     "; planned for the KV dtype, it could be handed another dtype. Fix that input first");
 }
 
 std::string effect(const RunInputFinding& r, const std::vector<PlanSite>& sites, const std::vector<SourcePosition>& withheld) {
@@ -83,14 +89,10 @@ void withhold_for_flashinfer(const RuleSet& rules, const std::string& text, cons
     }
     for (PlanSite& site : sites) {
       if (site.rule != rule.id || !site.fix) continue;
-      site.fix.reset();
-      site.fix_text.clear();
-      site.fix_gated = false;
-      site.fix_condition.clear();
-      site.reason = "FlashInfer " + target->version + " (" + target->evidence +
-                    ") cannot build a plan with a BF16 query and an FP8 KV cache (releases before " +
-                    rule.fp8_kv_since + " fail to compile it). Upgrade FlashInfer to " + rule.fp8_kv_since +
-                    " or later (say which with --flashinfer-version where the pin is not updated), then rerun";
+      drop_fix(site, "FlashInfer " + target->version + " (" + target->evidence +
+                         ") cannot build a plan with a BF16 query and an FP8 KV cache (releases before " +
+                         rule.fp8_kv_since + " fail to compile it). Upgrade FlashInfer to " + rule.fp8_kv_since +
+                         " or later (say which with --flashinfer-version where the pin is not updated), then rerun");
       withheld.push_back({site.line, site.column});
     }
   }

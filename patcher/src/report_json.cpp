@@ -15,6 +15,12 @@ json head_dim_json(const HeadDimArgument& a) {
   return {{"expr", a.expr.empty() ? json(nullptr) : json(a.expr)},
           {"value", a.value ? json(*a.value) : json(nullptr)}};
 }
+
+// The keys every finding starts with, in the documented order: rule, file, line, column, class.
+template <typename Finding>
+json located(const Finding& f, const std::string& file) {
+  return {{"rule", f.rule}, {"file", file}, {"line", f.line}, {"column", f.column}, {"class", f.class_name}};
+}
 }  // namespace
 
 std::string json_report(const Run& run) {
@@ -31,50 +37,40 @@ std::string json_report(const Run& run) {
   for (const FileReport& f : run.files) {
     const std::string& file = f.file->source.display_path();
     for (const PlanSite& s : f.plan_sites) {
-      json j = {{"rule", s.rule},
-                {"file", file},
-                {"line", s.line},
-                {"column", s.column},
-                {"class", s.class_name},
-                {"method", s.method},
-                {"receiver", s.receiver},
-                {"callee", s.callee},
-                {"q_data_type", dtype_json(s.q_dtype)},
-                {"kv_data_type", dtype_json(s.kv_dtype)},
-                {"head_dim_ckv", head_dim_json(s.head_dim_ckv)},
-                {"head_dim_kpe", head_dim_json(s.head_dim_kpe)},
-                {"status", status_name(s.status)}};
+      json j = located(s, file);
+      j["method"] = s.method;
+      j["receiver"] = s.receiver;
+      j["callee"] = s.callee;
+      j["q_data_type"] = dtype_json(s.q_dtype);
+      j["kv_data_type"] = dtype_json(s.kv_dtype);
+      j["head_dim_ckv"] = head_dim_json(s.head_dim_ckv);
+      j["head_dim_kpe"] = head_dim_json(s.head_dim_kpe);
+      j["status"] = status_name(s.status);
       if (!s.bound_to.empty()) j["bound_to"] = s.bound_to;
       if (s.status == SiteStatus::Gated) j["condition"] = s.condition;
-      if (s.status == SiteStatus::Unknown || s.status == SiteStatus::Ignored) j["reason"] = s.reason;
+      // A missing site apply leaves alone says why (a run() input, or a FlashInfer too old for the plan).
+      const bool unfixed = s.status == SiteStatus::Missing && !s.fix && !s.reason.empty();
+      if (s.status == SiteStatus::Unknown || s.status == SiteStatus::Ignored || unfixed) j["reason"] = s.reason;
       sites.push_back(std::move(j));
     }
     for (const CastFinding& c : f.casts) {
-      json j = {{"rule", c.rule},
-                {"file", file},
-                {"line", c.line},
-                {"column", c.column},
-                {"class", c.class_name},
-                {"method", c.method},
-                {"variable", c.variable},
-                {"expr", c.expr},
-                {"status", c.redundant ? "redundant" : "required"}};
+      json j = located(c, file);
+      j["method"] = c.method;
+      j["variable"] = c.variable;
+      j["expr"] = c.expr;
+      j["status"] = c.redundant ? "redundant" : "required";
       j["consumer"] = c.consumer;
       if (!c.guard_dtype.empty()) j["kept_for_dtypes_other_than"] = c.guard_dtype;
       casts.push_back(std::move(j));
     }
     for (const RunInputFinding& r : f.run_inputs) {
-      json j = {{"rule", r.rule},
-                {"file", file},
-                {"line", r.line},
-                {"column", r.column},
-                {"class", r.class_name},
-                {"method", r.method},
-                {"expr", r.expr},
-                {"status", run_input_label(r)},
-                {"why", r.why},
-                {"consumer", r.consumer},
-                {"effect", r.effect}};
+      json j = located(r, file);
+      j["method"] = r.method;
+      j["expr"] = r.expr;
+      j["status"] = run_input_label(r);
+      j["why"] = r.why;
+      j["consumer"] = r.consumer;
+      j["effect"] = r.effect;
       // What an ignored input would have been, and the comment's reason.
       if (r.ignored) {
         j["ignored_status"] = run_input_status_name(r.status);
@@ -83,25 +79,18 @@ std::string json_report(const Run& run) {
       run_inputs.push_back(std::move(j));
     }
     for (const FieldFinding& field : f.fields) {
-      json j = {{"rule", field.rule},
-                {"file", file},
-                {"line", field.line},
-                {"column", field.column},
-                {"class", field.class_name},
-                {"status", field.ignored ? "ignored" : field.present ? "present" : "missing"}};
-      if (field.ignored) j["reason"] = field.reason;
+      json j = located(field, file);
+      j["status"] = field.ignored ? "ignored" : field.present ? "present" : "missing";
+      const bool unfixed = !field.present && !field.ignored && !field.fix && !field.reason.empty();
+      if (field.ignored || unfixed) j["reason"] = field.reason;
       fields.push_back(std::move(j));
     }
     for (const RunScaleFinding& r : f.run_scales) {
-      json j = {{"rule", r.rule},
-                {"file", file},
-                {"line", r.line},
-                {"column", r.column},
-                {"class", r.class_name},
-                {"method", r.method},
-                {"call", r.call},
-                {"status", r.ignored ? "ignored" : r.present ? "present" : "missing"},
-                {"flashinfer", r.flashinfer}};
+      json j = located(r, file);
+      j["method"] = r.method;
+      j["call"] = r.call;
+      j["status"] = r.ignored ? "ignored" : r.present ? "present" : "missing";
+      j["flashinfer"] = r.flashinfer;
       if (r.present) j["passes"] = r.how;
       if (!r.present && !r.ignored) {
         if (r.fix) j["fix"] = r.fix_text;

@@ -51,13 +51,8 @@ def main():
     parser.add_argument("--diff", default=os.path.join(HERE, "..", "..", "fixtures", "gen-b-unpatched",
                                                        "expected.diff"))
     args = parser.parse_args()
-    if not torch.cuda.is_available():
-        print("skipped: no CUDA device")
-        return 77
-    try:
-        import flashinfer
-    except Exception as err:  # any import failure means: not here
-        print(f"skipped: flashinfer does not import ({type(err).__name__}: {err})")
+    flashinfer = api.flashinfer_or_skip()
+    if flashinfer is None:
         return 77
     argument = scales_argument(args.diff)
     print(f"FlashInfer {flashinfer.__version__}; kvpatch's argument: {argument}")

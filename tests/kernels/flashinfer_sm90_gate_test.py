@@ -78,13 +78,8 @@ def main():
     parser.add_argument("--sm90-diff", default=os.path.join(FIXTURES, "sm90-form", "expected.diff"))
     parser.add_argument("--original-diff", default=os.path.join(FIXTURES, "gen-b-unpatched", "expected.diff"))
     args = parser.parse_args()
-    if not torch.cuda.is_available():
-        print("skipped: no CUDA device")
-        return 77
-    try:
-        import flashinfer
-    except Exception as err:  # any import failure means: not here
-        print(f"skipped: flashinfer does not import ({type(err).__name__}: {err})")
+    flashinfer = api.flashinfer_or_skip()
+    if flashinfer is None:
         return 77
     if release_tuple(flashinfer.__version__) < (0, 6, 14):
         print(f"skipped: FlashInfer {flashinfer.__version__} cannot build the FP8 KV plan at all (before 0.6.14)")
@@ -92,7 +87,6 @@ def main():
     if torch.cuda.get_device_capability()[0] != 9:
         print("skipped: the test's real-GPU half needs an SM90 GPU")
         return 77
-    import flashinfer.mla  # loads the modules whose capability query ReportedCapability replaces
 
     field = added_line(args.sm90_diff, r"self\.kv_data_type = (.+)")
     guard = added_line(args.sm90_diff, r"if k_buffer\.dtype (!= .+):")

@@ -183,6 +183,22 @@ def capture(step):
     return graph
 
 
+def flashinfer_or_skip():
+    """The flashinfer module with its MLA wrapper loaded, or None after printing why the caller is skipped (no GPU,
+    or FlashInfer does not import: kernels/bench/flashinfer_env.sh makes it importable on the GPU machine)."""
+    if not torch.cuda.is_available():
+        print("skipped: no CUDA device")
+        return None
+    try:
+        import flashinfer
+        import flashinfer.mla  # the wrapper, and the modules its plan() checks the device in
+    except Exception as err:  # any import failure means: not here
+        lines = str(err).strip().splitlines()
+        print(f"skipped: flashinfer does not import ({type(err).__name__}: {lines[-1] if lines else ''})")
+        return None
+    return flashinfer
+
+
 def library_or_skip(description):
     """Parses --lib; the library's path, or None after printing why the test is skipped."""
     ap = argparse.ArgumentParser(description=description)
