@@ -195,6 +195,10 @@ int run_pre_commit(const Options& options) {
     remedy += (remedy.empty() ? "" : "; ") +
               std::string("review each unknown site by hand or mark it `# kvpatch: ignore[RULE-ID] reason`");
   }
+  if (summary.unbuildable > 0) {
+    remedy += (remedy.empty() ? "" : "; ") +
+              std::string("upgrade FlashInfer where a site is unbuildable (its message names the release)");
+  }
   if (remedy.empty()) remedy = "fix them by hand";
   std::cout << std::flush;  // the report first, then the remedy, when both go to one terminal
   std::cerr << "kvpatch: the staged content has findings; " << remedy
@@ -318,8 +322,7 @@ int run_command(const std::string& command, const Options& options) {
   const Run after = result.patched.empty() ? run : analyze_inputs(rules, collect_inputs(options.paths, root));
   const Summary left = summarize(after);
   if (!has_findings(left)) return kClean;
-  const int count = left.missing + left.unknown + left.redundant + left.fields_missing + left.run_inputs_converted +
-                    left.run_inputs_unknown + left.run_scales_missing;
+  const int count = finding_count(left);
   std::cerr << "kvpatch: " << count << (count == 1 ? " finding remains" : " findings remain")
             << " that apply cannot fix; run kvpatch check to see them\n";
   return kFindings;

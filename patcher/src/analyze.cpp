@@ -94,7 +94,7 @@ std::vector<std::string> run_rule_test(const RuleSet& base, const RuleTestCase& 
     }
   }
   for (const PlanSite& s : report->plan_sites) {
-    if (s.rule == test.rule) found.emplace_back(s.line, status_name(s.status));
+    if (s.rule == test.rule) found.emplace_back(s.line, site_label(s));
   }
   for (const FieldFinding& f : report->fields) {
     if (f.rule == test.rule) found.emplace_back(f.line, f.ignored ? "ignored" : f.present ? "present" : "missing");

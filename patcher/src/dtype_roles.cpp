@@ -28,6 +28,10 @@ const char* role_name(DtypeRole role) {
   return "unknown";
 }
 
+const char* site_label(const PlanSite& site) {
+  return site.unbuildable.empty() ? status_name(site.status) : "unbuildable";
+}
+
 const char* status_name(SiteStatus status) {
   switch (status) {
     case SiteStatus::Threaded: return "threaded";

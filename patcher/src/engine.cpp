@@ -98,6 +98,28 @@ void withhold_for_flashinfer(const RuleSet& rules, const std::string& text, cons
   }
 }
 
+// The same release bound for code already written: a site threaded or gated by hand, whose query plans the
+// model dtype, makes plan() fail with an FP8 cache on such a FlashInfer, as a site kvpatch would thread does.
+// (A site planning the KV-cache dtype for the query as well, as SGLang 0.4.3.post3 to 0.4.6.post4 do at
+// decode, plans FP8 x FP8: that pairing was not run, so nothing is said of it.)
+void flag_unbuildable(const RuleSet& rules, const std::string& text, const std::optional<FlashInferVersion>& target,
+                      std::vector<PlanSite>& sites) {
+  if (!target) return;
+  for (const PlanSiteRule& rule : rules.plan_site_rules) {
+    if (rule.fp8_kv_since.empty() || !rule.files.matches(text) || version_at_least(target->version, rule.fp8_kv_since)) {
+      continue;
+    }
+    for (PlanSite& site : sites) {
+      const bool plans_kv = site.status == SiteStatus::Threaded || site.status == SiteStatus::Gated;
+      if (site.rule != rule.id || !plans_kv || site.q_dtype.role != DtypeRole::Model) continue;
+      site.unbuildable = "FlashInfer " + target->version + " (" + target->evidence +
+                         ") cannot build this plan for an FP8 KV cache: releases before " + rule.fp8_kv_since +
+                         " fail to compile a BF16-query x FP8-KV plan, so plan() raises. Upgrade FlashInfer to " +
+                         rule.fp8_kv_since + " or later, or plan the model dtype for the KV side here and keep its cast";
+    }
+  }
+}
+
 // A field is added only for a class whose plan sites use it: none does when every fix there was withheld.
 void drop_unused_fields(const RuleSet& rules, std::vector<FieldFinding>& fields, const std::vector<PlanSite>& sites,
                         const std::vector<SourcePosition>& withheld) {
@@ -168,6 +190,7 @@ FileReport analyze_file(const RuleSet& rules, std::shared_ptr<const ParsedFile> 
   std::vector<RunInputFinding> run_inputs;
   std::vector<SourcePosition> withheld;
   withhold_for_flashinfer(rules, text, target, report.plan_sites, withheld);
+  flag_unbuildable(rules, text, target, report.plan_sites);
   for (;;) {
     report.casts = casts_of(rules, facts, report.plan_sites, report.fields);
     bool changed = false;

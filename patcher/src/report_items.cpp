@@ -42,6 +42,7 @@ std::string site_message(const PlanSite& s) {
     case SiteStatus::Unknown:
     case SiteStatus::Ignored: m += "; " + s.reason; break;
   }
+  if (!s.unbuildable.empty()) m += "; " + s.unbuildable;
   return m;
 }
 
@@ -90,8 +91,8 @@ std::vector<ReportItem> report_items(const Run& run) {
     const std::string& path = f.file->source.display_path();
     std::vector<ReportItem> items;
     for (const PlanSite& s : f.plan_sites) {
-      const bool finding = s.status == SiteStatus::Missing || s.status == SiteStatus::Unknown;
-      items.push_back({path, s.line, s.column, status_name(s.status), site_message(s), s.rule, finding});
+      const bool finding = s.status == SiteStatus::Missing || s.status == SiteStatus::Unknown || !s.unbuildable.empty();
+      items.push_back({path, s.line, s.column, site_label(s), site_message(s), s.rule, finding});
     }
     for (const FieldFinding& field : f.fields) {
       const std::string hint = field.fix ? one_line(field.fix->replacement) : "";

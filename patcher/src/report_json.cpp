@@ -51,6 +51,7 @@ std::string json_report(const Run& run) {
       // A missing site apply leaves alone says why (a run() input, or a FlashInfer too old for the plan).
       const bool unfixed = s.status == SiteStatus::Missing && !s.fix && !s.reason.empty();
       if (s.status == SiteStatus::Unknown || s.status == SiteStatus::Ignored || unfixed) j["reason"] = s.reason;
+      if (!s.unbuildable.empty()) j["unbuildable"] = s.unbuildable;
       sites.push_back(std::move(j));
     }
     for (const CastFinding& c : f.casts) {
@@ -116,7 +117,7 @@ std::string json_report(const Run& run) {
   const Summary s = summarize(run);
   report["summary"] = {{"files", s.files},         {"plan_sites", s.plan_sites}, {"threaded", s.threaded},
                        {"missing", s.missing},     {"gated", s.gated},           {"unknown", s.unknown},
-                       {"ignored", s.ignored},     {"casts", s.casts},           {"redundant", s.redundant},
+                       {"ignored", s.ignored},     {"unbuildable", s.unbuildable}, {"casts", s.casts},           {"redundant", s.redundant},
                        {"required", s.required},   {"run_inputs_converted", s.run_inputs_converted},
                        {"run_inputs_unknown", s.run_inputs_unknown}, {"run_inputs_ignored", s.run_inputs_ignored},
                        {"run_scales", s.run_scales}, {"run_scales_missing", s.run_scales_missing},

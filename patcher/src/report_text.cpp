@@ -17,6 +17,7 @@ Summary summarize(const Run& run) {
         case SiteStatus::Unknown: ++s.unknown; break;
         case SiteStatus::Ignored: ++s.ignored; break;
       }
+      if (!p.unbuildable.empty()) ++s.unbuildable;
     }
     for (const CastFinding& c : f.casts) {
       ++s.casts;
@@ -40,16 +41,19 @@ Summary summarize(const Run& run) {
   return s;
 }
 
-bool has_findings(const Summary& s) {
-  return s.missing + s.unknown + s.redundant + s.fields_missing + s.run_inputs_converted + s.run_inputs_unknown +
-             s.run_scales_missing >
-         0;
+int finding_count(const Summary& s) {
+  return s.missing + s.unknown + s.unbuildable + s.redundant + s.fields_missing + s.run_inputs_converted +
+         s.run_inputs_unknown + s.run_scales_missing;
 }
+
+bool has_findings(const Summary& s) { return finding_count(s) > 0; }
 
 std::string summary_line(const Summary& s) {
   std::ostringstream out;
   out << s.plan_sites << " plan sites: " << s.threaded << " threaded, " << s.missing << " missing, " << s.gated
-      << " gated, " << s.unknown << " unknown, " << s.ignored << " ignored; " << s.casts << " casts: " << s.redundant
+      << " gated, " << s.unknown << " unknown, " << s.ignored << " ignored";
+  if (s.unbuildable > 0) out << " (" << s.unbuildable << " unbuildable with this FlashInfer)";
+  out << "; " << s.casts << " casts: " << s.redundant
       << " redundant, " << s.required << " required; ";
   if (s.run_inputs_converted + s.run_inputs_unknown > 0) {
     out << s.run_inputs_converted + s.run_inputs_unknown << " run() inputs unsafe: " << s.run_inputs_converted

@@ -473,7 +473,7 @@ std::vector<RuleTestCase> read_tests(const RuleReader& raw, const YAML::Node& do
   if (!tests.IsDefined() || tests.IsNull()) return out;
   if (!tests.IsSequence()) raw.fail(tests, "tests", "expected a list of test cases", "write a - list");
   const std::set<std::string> statuses =
-      kind == "plan-site" ? std::set<std::string>{"threaded", "missing", "gated", "unknown", "ignored"}
+      kind == "plan-site" ? std::set<std::string>{"threaded", "missing", "gated", "unknown", "ignored", "unbuildable"}
       : kind == "field"   ? std::set<std::string>{"present", "missing", "ignored"}
                           // present / missing: the run() scale findings of the rule's consumers
                           : std::set<std::string>{"redundant", "required", "run-input-converted", "run-input-unknown",

@@ -36,6 +36,10 @@ std::multiset<Finding> json_findings(const json& report) {
   };
   for (const json& s : report["plan_sites"]) {
     if (s["status"] == "missing" || s["status"] == "unknown") add(s);
+    // A threaded or gated site its FlashInfer cannot build keeps its status and carries `unbuildable`.
+    if (s.contains("unbuildable")) {
+      out.insert({s["line"].get<int>(), s["column"].get<int>(), s["rule"].get<std::string>(), "unbuildable"});
+    }
   }
   for (const json& c : report["casts"]) {
     if (c["status"] == "redundant") add(c);

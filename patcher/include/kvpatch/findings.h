@@ -16,6 +16,9 @@ const char* role_name(DtypeRole role);  // "kv_cache", "model", "gated", "unknow
 
 enum class SiteStatus { Threaded, Missing, Gated, Unknown, Ignored };
 const char* status_name(SiteStatus status);
+struct PlanSite;
+// "unbuildable" for a site whose FlashInfer cannot build its plan for an FP8 cache, else status_name.
+const char* site_label(const PlanSite& site);
 
 struct DtypeArgument {
   std::string expr;  // one-line source text; "" when unbound
@@ -52,6 +55,9 @@ struct PlanSite {
   SiteStatus status = SiteStatus::Unknown;
   std::string condition;  // gated
   std::string reason;     // unknown, ignored; for missing without a fix, why there is none
+  // Threaded or gated with a model-dtype query, against a FlashInfer known to be too old to build that plan
+  // for an FP8 cache: why plan() would fail, and the remedy ("" otherwise). It is a finding of its own.
+  std::string unbuildable;
   std::optional<Edit> fix;
   std::string fix_text;   // the replacement kv dtype expression, when fixed
   bool fix_gated = false; // the fix mirrors the gate of the class's other sites (fix_text is that gate)

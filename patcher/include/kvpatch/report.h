@@ -20,6 +20,7 @@ struct Run {
 struct Summary {
   int files = 0;
   int plan_sites = 0, threaded = 0, missing = 0, gated = 0, unknown = 0, ignored = 0;
+  int unbuildable = 0;  // threaded or gated sites whose FlashInfer cannot build the plan for an FP8 cache
   int casts = 0, redundant = 0, required = 0;
   int fields = 0, fields_missing = 0;  // an ignored field is not missing
   int run_inputs_converted = 0, run_inputs_unknown = 0, run_inputs_ignored = 0;  // an ignored input is not unsafe
@@ -28,9 +29,10 @@ struct Summary {
 };
 
 Summary summarize(const Run& run);
-// Findings remain: a missing or unknown plan site, a redundant cast, a missing field, a run() input that is
+// Findings remain: a missing, unknown or unbuildable plan site, a redundant cast, a missing field, a run() input that is
 // converted or of unknown origin, or a run() without the FP8 scales its FlashInfer requires.
 bool has_findings(const Summary& summary);
+int finding_count(const Summary& summary);  // how many of those
 
 // One entry of a report: a plan site, field, cast or run() input, worded as the text report words it.
 struct ReportItem {

@@ -120,10 +120,11 @@ TEST_SUITE("pre_commit") {
 
   TEST_CASE("a clean backend passes; files the rules do not select are skipped") {
     GitSandbox repo;
-    repo.stage(kBackendPath, fixture_source("gen-a"));
-    // The FlashInfer pin beside the package, as in an SGLang checkout: gen-a's release predates run()'s FP8
-    // scales, so its run() calls need none.
-    repo.stage("python/pyproject.toml", read_fixture_file("gen-a", "pyproject.toml"));
+    // Clean: the gen-b backend as kvpatch patches it, against a FlashInfer that builds the plan (0.7.2).
+    repo.write("python/pyproject.toml", "dependencies = [\"flashinfer_python==0.7.2\"]\n");
+    repo.write(kBackendPath, fixture_source("gen-b-unpatched"));
+    REQUIRE(repo.kvpatch({"apply", kBackendPath}).exit_code == 0);
+    repo.git({"add", kBackendPath, "python/pyproject.toml"});
     // Not Python by name, and Python that no rule selects (even broken or binary): never read further.
     repo.stage("notes/backend.txt", fixture_source("gen-b-unpatched"));
     repo.stage("tools/broken.py", "def broken(:\n");
@@ -133,6 +134,25 @@ TEST_SUITE("pre_commit") {
     CHECK(contains(result.out, "3 plan sites: 3 threaded, 0 missing"));
     CHECK_FALSE(contains(result.out, "notes/"));
     CHECK(result.err.empty());
+  }
+
+  TEST_CASE("a site threaded by hand against a FlashInfer too old to build its plan is refused") {
+    GitSandbox repo;
+    // gen-a's prefill site plans a BF16 query with the KV-cache dtype; its pin, 0.2.3, cannot build that plan.
+    repo.stage(kBackendPath, fixture_source("gen-a"));
+    repo.stage("python/pyproject.toml", read_fixture_file("gen-a", "pyproject.toml"));
+    const ProcessResult old = repo.kvpatch({"pre-commit"});
+    CHECK(old.exit_code == 1);
+    CHECK(contains(old.out, kBackendPath + ":144:9: unbuildable: FlashInferMLAIndicesUpdaterPrefill.update:"));
+    CHECK(contains(old.out, "FlashInfer 0.2.3 (flashinfer_python==0.2.3 in "));
+    CHECK(contains(old.out, "(1 unbuildable with this FlashInfer)"));
+    CHECK_FALSE(contains(old.out, ":97:13: unbuildable"));  // decode plans FP8 x FP8: not run, not claimed
+    CHECK(contains(old.err, "upgrade FlashInfer where a site is unbuildable"));
+
+    // The same code once FlashInfer is upgraded: the site builds; what is left is run()'s FP8 scales.
+    const ProcessResult upgraded = repo.kvpatch({"pre-commit", "--flashinfer-version", "0.7.2"});
+    CHECK_FALSE(contains(upgraded.out, "unbuildable"));
+    CHECK(contains(upgraded.out, "3 plan sites: 3 threaded, 0 missing"));
   }
 
   TEST_CASE("intent-to-add entries are not committed, so they are not checked") {

@@ -27,7 +27,7 @@ import zipfile
 
 BACKEND_SUFFIX = "sglang/srt/layers/attention/flashinfer_mla_backend.py"
 REPO_PATH = "python/sglang/srt/layers/attention/flashinfer_mla_backend.py"
-INT_KEYS = ("sites", "threaded", "missing", "gated", "unknown", "ignored", "casts", "redundant",
+INT_KEYS = ("sites", "threaded", "missing", "gated", "unknown", "ignored", "unbuildable", "casts", "redundant",
             "required", "fields_missing", "scales_missing", "edits", "check", "recheck")
 FLASHINFER_PIN = re.compile(r"flashinfer[-_]python\s*(?:\[[^\]]*\])?\s*==\s*([0-9][0-9A-Za-z.+!]*)", re.IGNORECASE)
 
@@ -174,6 +174,7 @@ def summarise(report):
         "gated": by_status.get("gated", 0),
         "unknown": by_status.get("unknown", 0),
         "ignored": by_status.get("ignored", 0),
+        "unbuildable": sum(1 for s in sites if "unbuildable" in s),
         "casts": len(casts),
         "redundant": cast_status.get("redundant", 0),
         "required": cast_status.get("required", 0),
@@ -328,7 +329,7 @@ def check(entry, releases, cache, kvpatch):
             c.failures.append(f"check --format json is not JSON: {e}")
             report = {}
         got = summarise(report)
-        for key in ("sites", "threaded", "missing", "gated", "unknown", "ignored", "casts", "redundant",
+        for key in ("sites", "threaded", "missing", "gated", "unknown", "ignored", "unbuildable", "casts", "redundant",
                     "required", "fields_missing", "scales_missing", "site_lines", "cast_lines", "scale_lines"):
             c.expect(got[key] == expected[key], f"{key}: kvpatch reports {got[key]}, hand count {expected[key]}")
         edits = report.get("summary", {}).get("edits")

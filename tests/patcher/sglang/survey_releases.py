@@ -13,7 +13,8 @@ check_release.py does (decode fixed, prefill missed, staged: pre-commit must ref
 prints one row per distinct directory with the releases that ship it, and exits 1 when any is left
 with a plan site or cast that apply could not settle (unknown, missing, run-input-*; a `required`
 cast is a verdict, not a failure, and so is a site held back because the pinned FlashInfer is older than
-0.6.14 and cannot build the FP8 KV plan), when a patched file does not compile, or when a second apply
+0.6.14 and cannot build the FP8 KV plan, and a site already threaded that such a FlashInfer cannot build,
+which check reports as unbuildable), when a patched file does not compile, or when a second apply
 changes anything, or when the replay fails. releases.txt pins a hand-counted few of the MLA backends.
 Each scratch copy carries a pyproject.toml with the wheel's exact flashinfer_python pin, as an SGLang
 checkout's python/pyproject.toml does, so kvpatch adds run() FP8 scales exactly where that FlashInfer
@@ -163,8 +164,9 @@ def main():
 
     header = ("| releases | FlashInfer pin | files with findings | plan sites (threaded / missing / gated / unknown) | "
               "KV casts (redundant / required) | run() FP8 scales missing | edits | "
-              "plan sites held back (FlashInfer before 0.6.14) | check, apply, recheck exit | "
-              "compiles, idempotent | decode-only patch, staged |\n|---|---|---|---|---|---|---|---|---|---|---|")
+              "plan sites held back (FlashInfer before 0.6.14) | threaded sites unbuildable (the same) | "
+              "check, apply, recheck exit | compiles, idempotent | decode-only patch, staged |\n"
+              "|---|---|---|---|---|---|---|---|---|---|---|---|")
     # Survey each distinct directory once, then give each release its directory's result, and merge
     # runs of consecutive releases whose results read the same into one row.
     results = {digest: survey_tree(kvpatch, entry["sources"], args.kv_dtype_form, entry["pin"])
@@ -175,7 +177,7 @@ def main():
         row = results[digest]
         cells = (f"{row['flashinfer']} | {row['files']} | {row['sites']} ({row['threaded']} / {row['missing']} / "
                  f"{row['gated']} / {row['unknown']}) | {row['casts']} ({row['redundant']} / {row['required']}) | "
-                 f"{row['scales_missing']} | {row['edits']} | {row['held']} | "
+                 f"{row['scales_missing']} | {row['edits']} | {row['held']} | {row['unbuildable']} | "
                  f"{row['check']}, {row['apply']}, {row['recheck']} | "
                  f"{'yes' if row['compiles'] else 'NO'}, {'yes' if row['idempotent'] else 'NO'} | {row['manual']}")
         if groups and groups[-1]["cells"] == cells and not row["left"]:
@@ -183,7 +185,8 @@ def main():
         else:
             groups.append({"cells": cells, "versions": [version], "left": row["left"]})
     for row in results.values():
-        settled = row["recheck"] == 0 or (row["held"] > 0 and not row["left"])  # held back is a verdict
+        # Held back and unbuildable are verdicts on the FlashInfer pin, not on kvpatch.
+        settled = row["recheck"] == 0 or (row["held"] + row["unbuildable"] > 0 and not row["left"])
         bad += not (settled and row["unknown"] == 0 and row["compiles"] and row["idempotent"]
                     and not row["manual"].startswith("FAILED"))
     for g in groups:
@@ -191,7 +194,7 @@ def main():
         named = vs[0] if len(vs) == 1 else f"{vs[0]} - {vs[-1]}"
         lines.append(f"| {named} ({len(vs)}) | {g['cells']} |")
         for left in g["left"]:
-            lines.append(f"|   left after apply: {left} |||||||||||")
+            lines.append(f"|   left after apply: {left} ||||||||||||")
     files = len(by_digest)
     releases = sum(len(e["versions"]) for e in by_digest.values())
     directories = len({e["files_digest"] for e in by_digest.values()})
