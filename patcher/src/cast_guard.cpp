@@ -245,10 +245,12 @@ bool cast_guarded_against(const ModuleFacts& facts, TSNode cast, const std::stri
   return false;
 }
 
-std::vector<Edit> guard_cast(const ModuleFacts& facts, TSNode cast, const std::string& dtype, const std::string& rule) {
+std::vector<Edit> guard_cast(const ModuleFacts& facts, TSNode cast, const std::string& dtype, const std::string& rule,
+                             const std::vector<std::string>& module_helpers) {
   const SourceFile& source = facts.file().source;
   if (const FunctionFacts* scope = facts.function_at(cast)) {
-    const std::vector<std::string> unseen = names_not_visible(dtype, *scope, facts);
+    std::vector<std::string> unseen = names_not_visible(dtype, *scope, facts);
+    for (const std::string& helper : module_helpers) std::erase(unseen, helper);
     if (!unseen.empty()) throw EditNotPossible("the guard reads " + unseen.front() + ", which " + scope->name + " cannot see");
   }
   TSNode callee = field(cast, "function");

@@ -295,7 +295,7 @@ private:
       return f;
     }
     try {
-      f.fix = guard_cast(facts_, call, dtype, rule_.id);
+      f.fix = guard_cast(facts_, call, dtype, rule_.id, rules_.module_helper_names());
     } catch (const EditNotPossible& e) {
       f.redundant = false;
       f.guard_dtype.clear();

@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "kvpatch/module_helper.h"
 #include "kvpatch/rule_engine.h"
 
 namespace kvpatch {
@@ -235,6 +236,14 @@ FileReport analyze_file(const RuleSet& rules, std::shared_ptr<const ParsedFile> 
   }
   for (const RunScaleFinding& r : report.run_scales) {
     if (r.fix) report.edits.add(*r.fix);
+  }
+  // Last: a module-level helper that the edits above call (the sm90 form's cached platform test).
+  for (const FieldRule& rule : rules.field_rules) {
+    if (rule.module_helper_name.empty() || !rule.files.matches(text)) continue;
+    const ModuleHelper helper{rule.module_helper, rule.module_helper_name, rule.module_helper_imports, rule.id};
+    if (auto edit = module_helper_edit(helper, facts, report.edits); edit && report.edits.fits(*edit)) {
+      report.edits.add(*edit);
+    }
   }
   return report;
 }

@@ -74,6 +74,8 @@ std::vector<FieldFinding> check_fields(const FieldRule& rule, const PlanSiteRule
     const SourcePosition at = source.position(ts_node_start_byte((anchor != nullptr ? anchor : anchors.back())->statement));
     finding.line = at.line;
     finding.column = at.column;
+    std::vector<std::string> unbound = names_not_visible(rule.value, *init, facts);
+    std::erase(unbound, rule.module_helper_name);  // the rule's module helper comes with the field when missing
     if (suppressed) {
       finding.ignored = true;
       finding.reason = suppressed->empty() ? "suppressed by a kvpatch: ignore comment" : *suppressed;
@@ -85,7 +87,7 @@ std::vector<FieldFinding> check_fields(const FieldRule& rule, const PlanSiteRule
     } else if (anchor == nullptr) {
       finding.reason = rule.anchor + " is only assigned inside a branch of " + cls.name +
                        ".__init__; add " + rule.field + " by hand";
-    } else if (const std::vector<std::string> unbound = names_not_visible(rule.value, *init, facts); !unbound.empty()) {
+    } else if (!unbound.empty()) {
       finding.reason = rule.field + " = " + rule.value + " reads " + unbound.front() + ", which " + cls.name +
                        ".__init__ does not have; set --set kv_dtype_expr=... to an expression it can evaluate";
     } else {

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "kvpatch/input_error.h"
+#include "kvpatch/module_helper.h"
 #include "kvpatch/parameters.h"
 #include "kvpatch/python_syntax.h"
 #include "kvpatch/rule_set.h"
@@ -20,6 +21,14 @@ bool FileSelection::matches(const std::string& text) const {
 const PlanSiteRule* RuleSet::plan_site_rule(const std::string& id) const {
   for (const PlanSiteRule& r : plan_site_rules) if (r.id == id) return &r;
   return nullptr;
+}
+
+std::vector<std::string> RuleSet::module_helper_names() const {
+  std::vector<std::string> out;
+  for (const FieldRule& r : field_rules) {
+    if (!r.module_helper_name.empty()) out.push_back(r.module_helper_name);
+  }
+  return out;
 }
 
 const FieldRule* RuleSet::field_rule(const std::string& id) const {
@@ -247,7 +256,8 @@ PlanSiteRule read_plan_site_rule(const RuleReader& r, const YAML::Node& doc) {
 }
 
 FieldRule read_field_rule(const RuleReader& r, const YAML::Node& doc) {
-  r.allow_keys(doc, "", {"id", "kind", "description", "files", "scope", "anchor", "field", "value", "operation", "tests"});
+  r.allow_keys(doc, "", {"id", "kind", "description", "files", "scope", "anchor", "field", "value", "operation",
+                         "module_helper", "module_helper_imports", "tests"});
   FieldRule rule;
   rule.id = r.string(doc, "", "id", true);
   rule.description = r.prose(doc, "description");
@@ -263,6 +273,15 @@ FieldRule read_field_rule(const RuleReader& r, const YAML::Node& doc) {
   rule.field = r.string(doc, "", "field", true);
   rule.value = r.string(doc, "", "value", true);
   rule.operation = operation(r, doc, "", "operation", "insert-after-anchor", {"insert-after-anchor"});
+  rule.module_helper = r.string(doc, "", "module_helper", false);
+  rule.module_helper_imports = r.strings(doc, "", "module_helper_imports", false);
+  if (!rule.module_helper.empty()) {
+    rule.module_helper_name = module_helper_name(rule.module_helper);
+    if (rule.module_helper_name.empty()) {
+      r.fail(doc["module_helper"], "module_helper", "is not one top-level Python function definition",
+             "write one def (decorators allowed), indented with 4 spaces, or leave it empty");
+    }
+  }
   const std::string statement = rule.field + " = " + rule.value + "\n";
   PythonTree tree(statement);
   TSNode root = tree.root();

@@ -7,8 +7,9 @@
 FlashInfer 0.6.14 and later serve a plan with a BF16 query and an FP8 KV cache on SM90 only; on any
 other GPU plan() raises. The sm90 form plans the FP8 KV dtype only where
 torch.cuda.get_device_capability() says SM90 and keeps the casts elsewhere, under the matching guard.
-This test takes the three texts kvpatch inserts from the golden diff of the sm90-form fixture: the
-field's expression, the decode cast's guard and run()'s scale argument. It evaluates them as the
+This test takes the texts kvpatch inserts from the golden diff of the sm90-form fixture: the
+module-level helper the guards call (a cached platform test), the field's expression, the decode
+cast's guard and run()'s scale argument. It evaluates them as the
 patched SGLang does (field, plan(), guarded cast, run()) on this GPU (SM90), and again with the
 GPU reported as SM120. For that second run, torch's and FlashInfer's capability queries are both
 replaced, so FlashInfer's own SM90 check sees SM120 too. On SM90 the output must equal the cast
@@ -48,14 +49,40 @@ def added_line(diff_path, pattern):
     raise SystemExit(f"{diff_path}: no added line matching {pattern!r}")
 
 
-class ReportedCapability:
-    """Within the block, torch and every loaded flashinfer module report the GPU as `capability`."""
+def added_helpers(diff_path):
+    """The module-level defs the diff adds (the sm90 form's cached platform test), run: name -> function."""
+    block, taking = [], False
+    with open(diff_path, encoding="utf-8") as f:
+        for raw in f:
+            line = raw.rstrip("\n")
+            if re.match(r"^\+@", line) or re.match(r"^\+def ", line):
+                taking = True
+            elif taking and not line.startswith(("+ ", "+\t")):
+                taking = False
+            if taking:
+                block.append(line[1:])
+    namespace = {"torch": torch}
+    exec("import functools\n" + "\n".join(block) + "\n", namespace)  # kvpatch's own output, from the golden diff
+    return {name: value for name, value in namespace.items() if callable(value) and name.startswith("_kvpatch")}
 
-    def __init__(self, capability):
+
+class ReportedCapability:
+    """Within the block, torch and every loaded flashinfer module report the GPU as `capability`. The helpers'
+    caches are cleared on the way in and out: a cached capability stands for one process on one GPU, and the
+    block stands for another process."""
+
+    def __init__(self, capability, helpers=()):
         self.capability = capability
+        self.helpers = helpers
         self.saved = []
 
+    def clear_caches(self):
+        for helper in self.helpers:
+            if hasattr(helper, "cache_clear"):
+                helper.cache_clear()
+
     def __enter__(self):
+        self.clear_caches()
         if self.capability is None:
             return self
         fake = lambda *args, **kwargs: self.capability  # noqa: E731
@@ -70,6 +97,7 @@ class ReportedCapability:
     def __exit__(self, *exc):
         for owner, attribute, value in reversed(self.saved):
             setattr(owner, attribute, value)
+        self.clear_caches()
         return False
 
 
@@ -92,7 +120,10 @@ def main():
     guard = added_line(args.sm90_diff, r"if k_buffer\.dtype (!= .+):")
     scales = scales_argument(args.sm90_diff)
     original_field = added_line(args.original_diff, r"self\.kv_data_type = (.+)")
-    print(f"FlashInfer {flashinfer.__version__}\n  field: {field}\n  guard: k_buffer.dtype {guard}\n  run(): {scales}")
+    helpers = added_helpers(args.sm90_diff)
+    scope = {"torch": torch, **helpers}  # the patched module's globals
+    print(f"FlashInfer {flashinfer.__version__}\n  field: {field}\n  guard: k_buffer.dtype {guard}\n  run(): {scales}"
+          f"\n  module helpers: {', '.join(helpers) or 'none'}")
 
     b = api.SGLangDecodeBatch([1000, 1, 37, 5000, 64], 16, 41)
     lens, q_nope, q_pe = b.lens, b.q_nope, b.q_pe
@@ -105,10 +136,10 @@ def main():
     def patched_decode(field_text, pool, kv_cache_dtype):
         """The patched updater's field, plan(), forward_decode's guarded cast and run(): (out, planned, cast)."""
         model_runner = types.SimpleNamespace(kv_cache_dtype=kv_cache_dtype, dtype=torch.bfloat16)
-        kv_data_type = eval(field_text, {"torch": torch}, {"model_runner": model_runner})
+        kv_data_type = eval(field_text, scope, {"model_runner": model_runner})
         wrapper = planned(kv_data_type)
         k_buffer = pool
-        cast = bool(eval(f"k_buffer.dtype {guard}", {"torch": torch}, {"k_buffer": k_buffer}))
+        cast = bool(eval(f"k_buffer.dtype {guard}", scope, {"k_buffer": k_buffer}))
         if cast:
             k_buffer = k_buffer.to(q_nope.dtype)  # forward_decode casts to q.dtype, the query's BF16
         extra = eval(f"dict({scales})", {"torch": torch}, {"k_buffer": k_buffer})
@@ -131,7 +162,7 @@ def main():
     api.check(bits_equal(out, out_cast), "SM90: the patched decode equals the cast path bit for bit")
 
     # Reported as SM120: FlashInfer refuses the FP8 plan there, so the original form's plan() raises...
-    with ReportedCapability((12, 0)):
+    with ReportedCapability((12, 0), helpers.values()):
         model_runner = types.SimpleNamespace(kv_cache_dtype=FP8, dtype=torch.bfloat16)
         try:
             planned(eval(original_field, {"torch": torch}, {"model_runner": model_runner}))
@@ -153,7 +184,7 @@ def main():
     # A BF16 cache: planned and run as before on both, no scales.
     ref16, _, mag16 = b.reference(bf16_pool)
     for label, capability in (("SM90", None), ("\"SM120\"", (12, 0))):
-        with ReportedCapability(capability):
+        with ReportedCapability(capability, helpers.values()):
             out, kv_dtype, _ = patched_decode(field, bf16_pool, torch.bfloat16)
         api.check(kv_dtype == torch.bfloat16 and api.within_tolerance(out, ref16, mag16, lens),
                   f"{label}, BF16 cache: planned {kv_dtype}, within tolerance")

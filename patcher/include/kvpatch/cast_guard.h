@@ -36,6 +36,8 @@ bool cast_guarded_against(const ModuleFacts& facts, TSNode cast, const std::stri
 //   `x = <src>.to(..)`                          -> `x = <src>` then `if x.dtype != D:` / `x = x.to(..)`;
 //   `x.to(..)` inside an expression             -> `(x if x.dtype == D else x.to(..))`.
 // Throws EditNotPossible (e.g. an inline cast of an expression that is not a name).
-std::vector<Edit> guard_cast(const ModuleFacts& facts, TSNode cast, const std::string& dtype, const std::string& rule);
+// `module_helpers` are module-level defs the edits add where missing (a rule's module_helper): the guard may call them.
+std::vector<Edit> guard_cast(const ModuleFacts& facts, TSNode cast, const std::string& dtype, const std::string& rule,
+                             const std::vector<std::string>& module_helpers = {});
 
 }  // namespace kvpatch

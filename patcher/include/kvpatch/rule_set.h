@@ -66,6 +66,10 @@ struct FieldRule {
   std::string field;
   std::string value;
   std::string operation = "insert-after-anchor";
+  // A module-level def the value calls (a cached platform test), added when an edit calls it: "" for none.
+  std::string module_helper;
+  std::string module_helper_name;                   // read from module_helper
+  std::vector<std::string> module_helper_imports;   // modules it needs bound
 };
 
 // Which updater classes plan the wrapper a run() receiver is read from (by the attribute it comes from).
@@ -182,6 +186,8 @@ struct RuleSet {
   // the description of the rule that reports it.
   std::vector<std::pair<std::string, std::string>> finding_ids() const;
   const FieldRule* field_rule(const std::string& id) const;
+  // The names of the module-level defs the field rules add with their edits (module_helper).
+  std::vector<std::string> module_helper_names() const;
 };
 
 // Loads every *.yaml in dir (sorted by name). overrides are --set NAME=VALUE pairs.
