@@ -1,7 +1,6 @@
 #include "kvpatch/module_helper.h"
 
 #include <algorithm>
-#include <regex>
 
 namespace kvpatch {
 using syntax::is;
@@ -41,7 +40,7 @@ std::string laid_out(const std::string& definition, const std::string& step, con
     while (spaces < line.size() && line[spaces] == ' ') ++spaces;
     std::string indent;
     for (std::size_t i = 0; i < spaces / 4; ++i) indent += step;
-    out += (out.empty() && start == 0 ? "" : line_ending) + indent + line.substr(spaces / 4 * 4);
+    out += (start == 0 ? "" : line_ending) + indent + line.substr(spaces / 4 * 4);
     start = end + 1;
   }
   return out;
