@@ -81,9 +81,19 @@ std::optional<Edit> module_helper_edit(const ModuleHelper& helper, const ModuleF
   }
   const std::string definition = laid_out(helper.definition, indent_step(facts), le);
   if (!syntax::is_null(anchor)) {
-    // On the lines after the import: `<imports>`, two blank lines, the def.
-    const std::size_t at = source.line_content_end(source.position(ts_node_end_byte(anchor)).line);
-    return Edit{at, at, le + imports + le + le + definition, helper.rule};
+    // On the lines after the import: `<imports>`, two blank lines, the def, and two blank lines before what
+    // follows (PEP 8), counting the blank lines already there.
+    const int line = source.position(ts_node_end_byte(anchor)).line;
+    int blank = 0;
+    while (line + blank < source.line_count() &&
+           source.line_text(line + blank + 1).find_first_not_of(" \t") == std::string_view::npos) {
+      ++blank;
+    }
+    const bool follows = line + blank < source.line_count();
+    std::string after;
+    for (int i = blank; follows && i < 2; ++i) after += le;
+    const std::size_t at = source.line_content_end(line);
+    return Edit{at, at, le + imports + le + le + definition + after, helper.rule};
   }
   // No top-level import: before the first statement that is not the module's docstring.
   std::size_t first = 0;

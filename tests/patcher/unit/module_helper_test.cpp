@@ -55,7 +55,19 @@ TEST_SUITE("module_helper") {
     REQUIRE(out);
     CHECK(*out ==
           "import functools\nimport torch  # note\n\n\n@functools.lru_cache(maxsize=None)\ndef _native():\n"
-          "    # cached\n    return 1\n\nif X:\n    import y\n\n\ndef f():\n    import z\nx = _native()\n");
+          "    # cached\n    return 1\n\n\nif X:\n    import y\n\n\ndef f():\n    import z\nx = _native()\n");
+  }
+
+  TEST_CASE("two blank lines before what follows the import, counting those already there") {
+    const auto one = with_helper("import torch\n\nif X:\n    pass\n");
+    REQUIRE(one);
+    CHECK(one->find("    return 1\n\n\nif X:\n") != std::string::npos);
+    const auto none = with_helper("import torch\nx = 1\n");
+    REQUIRE(none);
+    CHECK(none->find("    return 1\n\n\nx = 1\n") != std::string::npos);
+    const auto three = with_helper("import torch\n\n\n\nx = 1\n");
+    REQUIRE(three);
+    CHECK(three->find("    return 1\n\n\n\nx = 1\n") != std::string::npos);  // nothing added, nothing taken
   }
 
   TEST_CASE("CRLF line endings and tab indentation are the file's") {
