@@ -77,46 +77,35 @@ std::string effect(const RunInputFinding& r, const std::vector<PlanSite>& sites,
   return out.empty() ? "the wrapper's plan sites are not threaded" : out;
 }
 
-// The FlashInfer a file runs with builds the plan the fix makes only from the rule's fp8_kv_since on: against an
-// older release (pinned, installed or given), threading a site would make that plan() fail (0.5.3 and 0.6.13
-// fail to compile it: kernels/bench/results/2026-11-30-h200-flashinfer-fp8-kv-by-release.log), so no site is
-// threaded. Unknown releases are taken to be new enough, as everywhere else (the findings say so).
-void withhold_for_flashinfer(const RuleSet& rules, const std::string& text, const std::optional<FlashInferVersion>& target,
-                             std::vector<PlanSite>& sites, std::vector<SourcePosition>& withheld) {
+// The FlashInfer a file runs with builds a BF16-query x FP8-KV plan only from the rule's fp8_kv_since on: against
+// an older release (pinned, installed or given), that plan() fails (0.5.3 and 0.6.13 fail to compile it:
+// kernels/bench/results/2026-11-30-h200-flashinfer-fp8-kv-by-release.log). So no site is threaded there, and a
+// site already threaded or gated by hand with a model-dtype query is unbuildable. (A site planning the KV-cache
+// dtype for the query as well, as SGLang 0.4.3.post3 to 0.4.6.post4 do at decode, plans FP8 x FP8: that pairing
+// was not run, so nothing is said of it.) Unknown releases are taken to be new enough, as everywhere else (the
+// findings say so).
+void hold_to_flashinfer(const RuleSet& rules, const std::string& text, const std::optional<FlashInferVersion>& target,
+                        std::vector<PlanSite>& sites, std::vector<SourcePosition>& withheld) {
   if (!target) return;
   for (const PlanSiteRule& rule : rules.plan_site_rules) {
     if (rule.fp8_kv_since.empty() || !rule.files.matches(text) || version_at_least(target->version, rule.fp8_kv_since)) {
       continue;
     }
+    const std::string release = "FlashInfer " + target->version + " (" + target->evidence + ")";
+    const std::string upgrade = "Upgrade FlashInfer to " + rule.fp8_kv_since + " or later";
     for (PlanSite& site : sites) {
-      if (site.rule != rule.id || !site.fix) continue;
-      drop_fix(site, "FlashInfer " + target->version + " (" + target->evidence +
-                         ") cannot build a plan with a BF16 query and an FP8 KV cache (releases before " +
-                         rule.fp8_kv_since + " fail to compile it). Upgrade FlashInfer to " + rule.fp8_kv_since +
-                         " or later (say which with --flashinfer-version where the pin is not updated), then rerun");
-      withheld.push_back({site.line, site.column});
-    }
-  }
-}
-
-// The same release bound for code already written: a site threaded or gated by hand, whose query plans the
-// model dtype, makes plan() fail with an FP8 cache on such a FlashInfer, as a site kvpatch would thread does.
-// (A site planning the KV-cache dtype for the query as well, as SGLang 0.4.3.post3 to 0.4.6.post4 do at
-// decode, plans FP8 x FP8: that pairing was not run, so nothing is said of it.)
-void flag_unbuildable(const RuleSet& rules, const std::string& text, const std::optional<FlashInferVersion>& target,
-                      std::vector<PlanSite>& sites) {
-  if (!target) return;
-  for (const PlanSiteRule& rule : rules.plan_site_rules) {
-    if (rule.fp8_kv_since.empty() || !rule.files.matches(text) || version_at_least(target->version, rule.fp8_kv_since)) {
-      continue;
-    }
-    for (PlanSite& site : sites) {
-      const bool plans_kv = site.status == SiteStatus::Threaded || site.status == SiteStatus::Gated;
-      if (site.rule != rule.id || !plans_kv || site.q_dtype.role != DtypeRole::Model) continue;
-      site.unbuildable = "FlashInfer " + target->version + " (" + target->evidence +
-                         ") cannot build this plan for an FP8 KV cache: releases before " + rule.fp8_kv_since +
-                         " fail to compile a BF16-query x FP8-KV plan, so plan() raises. Upgrade FlashInfer to " +
-                         rule.fp8_kv_since + " or later, or plan the model dtype for the KV side here and keep its cast";
+      if (site.rule != rule.id) continue;
+      if (site.fix) {
+        drop_fix(site, release + " cannot build a plan with a BF16 query and an FP8 KV cache (releases before " +
+                           rule.fp8_kv_since + " fail to compile it). " + upgrade +
+                           " (say which with --flashinfer-version where the pin is not updated), then rerun");
+        withheld.push_back({site.line, site.column});
+      } else if ((site.status == SiteStatus::Threaded || site.status == SiteStatus::Gated) &&
+                 site.q_dtype.role == DtypeRole::Model) {
+        site.unbuildable = release + " cannot build this plan for an FP8 KV cache: releases before " +
+                           rule.fp8_kv_since + " fail to compile a BF16-query x FP8-KV plan, so plan() raises. " +
+                           upgrade + ", or plan the model dtype for the KV side here and keep its cast";
+      }
     }
   }
 }
@@ -190,8 +179,7 @@ FileReport analyze_file(const RuleSet& rules, std::shared_ptr<const ParsedFile> 
   // casts and run inputs are checked again until no more fixes are withheld (each round withholds one or more).
   std::vector<RunInputFinding> run_inputs;
   std::vector<SourcePosition> withheld;
-  withhold_for_flashinfer(rules, text, target, report.plan_sites, withheld);
-  flag_unbuildable(rules, text, target, report.plan_sites);
+  hold_to_flashinfer(rules, text, target, report.plan_sites, withheld);
   for (;;) {
     report.casts = casts_of(rules, facts, report.plan_sites, report.fields);
     bool changed = false;
