@@ -174,6 +174,12 @@ private:
       const std::vector<std::size_t> indices = sites_planning(spec, types.source_attribute(receiver, scope), sites_);
       for (std::size_t i : indices) {
         const PlanSite& s = sites_[i];
+        // An unbuildable site plans FP8 KV that its FlashInfer cannot run: the cast is one of its two remedies
+        // (keep planning the model dtype), so removing it would only take the file further from either.
+        if (!s.unbuildable.empty()) {
+          return name + ": wrapper has an unbuildable plan site at " + std::to_string(s.line) + ":" +
+                 std::to_string(s.column) + " (its FlashInfer cannot plan an FP8 KV cache)";
+        }
         if (s.threaded_after_edits()) continue;
         const std::string status = status_name(s.status_after_edits());
         const char* article = status == "unknown" || status == "ignored" ? "an " : "a ";
