@@ -58,9 +58,19 @@ void ModuleFacts::collect_module_names(TSNode root) {
     if (f.class_name.empty() && f.outer < 0) module_names_.push_back(f.name);
   }
   for (const ClassFacts& c : classes_) module_names_.push_back(c.name);
-  // Imports anywhere at module level (also under `if TYPE_CHECKING:` or try/except).
+  // Imports anywhere at module level that run: under try/except or an ordinary if, but not in the body of
+  // `if TYPE_CHECKING:` (only type checkers see those names; an edit that calls one would raise NameError).
+  auto names_type_checking = [&](TSNode condition) {
+    condition = syntax::unparenthesized(condition);
+    return (is(condition, "identifier") && text(condition) == "TYPE_CHECKING") ||
+           (is(condition, "attribute") && text(field(condition, "attribute")) == "TYPE_CHECKING");
+  };
   syntax::walk(root, [&](TSNode n) {
     if (is(n, "function_definition") || is(n, "class_definition")) return false;
+    if (is(n, "block") && is(syntax::parent(n), "if_statement") &&
+        syntax::same(field(syntax::parent(n), "consequence"), n) && names_type_checking(field(syntax::parent(n), "condition"))) {
+      return false;
+    }
     if (!is(n, "import_statement") && !is(n, "import_from_statement")) return true;
     const uint32_t count = ts_node_named_child_count(n);
     for (uint32_t i = 0; i < count; ++i) {

@@ -64,7 +64,8 @@ public:
   std::vector<const Assignment*> local_assignments(const FunctionFacts& function, const std::string& name) const;
   // `self.<attr> = ...` (Plain) and `self.<attr>[k] = ...` (ItemStore) and `self.<attr>.append(v)` in the class's methods.
   std::vector<const Assignment*> self_attribute_assignments(const ClassFacts& cls, const std::string& attr) const;
-  // Names bound at module level: imports, assignments, defs and classes.
+  // Names bound at module level when it runs: imports (not those only under `if TYPE_CHECKING:`), assignments,
+  // defs and classes.
   const std::vector<std::string>& module_names() const { return module_names_; }
   // The declared annotation of a class-level field with this name in any class of the module, "" if none.
   std::string field_annotation_anywhere(const std::string& field) const;

@@ -58,6 +58,19 @@ TEST_SUITE("module_helper") {
           "    # cached\n    return 1\n\n\nif X:\n    import y\n\n\ndef f():\n    import z\nx = _native()\n");
   }
 
+  TEST_CASE("functools imported only for type checkers is imported again; one imported in try/except is bound") {
+    const auto typing_only = with_helper("import typing\n\nif typing.TYPE_CHECKING:\n    import functools\nx = 1\n");
+    REQUIRE(typing_only);
+    CHECK(typing_only->find("import typing\nimport functools\n\n\n@functools.lru_cache") == 0);
+    const auto bare = with_helper("from typing import TYPE_CHECKING\nif (TYPE_CHECKING):\n    import functools\nelse:\n    pass\n");
+    REQUIRE(bare);
+    CHECK(bare->find("from typing import TYPE_CHECKING\nimport functools\n\n\n@functools.lru_cache") == 0);
+    const auto guarded = with_helper("import torch\ntry:\n    import functools\nexcept ImportError:\n    raise\n");
+    REQUIRE(guarded);
+    CHECK(guarded->find("import functools\nimport functools") == std::string::npos);
+    CHECK(guarded->find("import torch\n\n\n@functools.lru_cache") != std::string::npos);
+  }
+
   TEST_CASE("two blank lines before what follows the import, counting those already there") {
     const auto one = with_helper("import torch\n\nif X:\n    pass\n");
     REQUIRE(one);
