@@ -19,6 +19,7 @@
 #include "kvpatch/git_hook.h"
 #include "kvpatch/git_pre_commit.h"
 #include "kvpatch/input_error.h"
+#include "kvpatch/project_config.h"
 #include "kvpatch/python_syntax.h"
 #include "kvpatch/report.h"
 #include "terminal_color.h"
@@ -39,6 +40,8 @@ struct Options {
   std::string format = "text";
   std::string root;
   std::string color = "auto";
+  std::string config;     // --config: the configuration file, instead of the one found
+  bool isolated = false;  // --isolated: no configuration file
   std::string repo;   // pre-commit, install-hook, uninstall-hook
   bool all = false;   // pre-commit: every tracked file, not only the changed ones
   bool force = false; // install-hook: keep a foreign hook as the backup
@@ -101,6 +104,15 @@ void add_flashinfer_option(CLI::App* command, Options& options) {
                       "pyproject.toml or dist-info above each file); same as --set flashinfer_version=...");
 }
 
+// Project settings (.kvpatch.toml, kvpatch.toml or pyproject.toml's [tool.kvpatch]) for every command that loads rules.
+void add_config_options(CLI::App* command, Options& options) {
+  CLI::Option* config = command->add_option(
+      "--config", options.config,
+      "read kvpatch settings from this file (.kvpatch.toml, kvpatch.toml or a pyproject.toml with [tool.kvpatch]) "
+      "instead of the one found in or above the checked directory; options given on the command line win");
+  command->add_flag("--isolated", options.isolated, "read no configuration file")->excludes(config);
+}
+
 void add_common_options(CLI::App* command, Options& options) {
   command->add_option("PATH", options.paths, "Python files or directories (walked for *.py, hidden directories skipped)")
       ->required();
@@ -116,6 +128,7 @@ void add_common_options(CLI::App* command, Options& options) {
                       "directory that report and diff paths are relative to (default: a single directory PATH "
                       "(not for --format github or sarif), else the git work tree holding the paths, else the "
                       "current directory)");
+  add_config_options(command, options);
 }
 
 void add_color_option(CLI::App* command, Options& options, const std::string& what) {
@@ -124,40 +137,63 @@ void add_color_option(CLI::App* command, Options& options, const std::string& wh
       ->check(CLI::IsMember({"never", "auto", "always"}));
 }
 
-std::optional<std::map<std::string, std::string>> parse_sets(const Options& options) {
-  std::map<std::string, std::string> overrides;
+// The rule parameters given: the configuration file's, then --set, then the named options, each later one winning.
+std::optional<std::map<std::string, ParameterOverride>> parameter_overrides(const Options& options,
+                                                                            const std::optional<ProjectConfig>& config) {
+  std::map<std::string, ParameterOverride> overrides;
+  if (config) overrides = config->parameters;
   for (const std::string& s : options.sets) {
     const std::size_t eq = s.find('=');
     if (eq == std::string::npos || eq == 0) {
       print_error("--set " + s + ": expected NAME=VALUE; e.g. --set kv_field=self.kv_data_type");
       return std::nullopt;
     }
-    overrides[s.substr(0, eq)] = s.substr(eq + 1);
+    const std::string name = s.substr(0, eq);
+    overrides[name] = {s.substr(eq + 1), "--set " + name, 0};
   }
-  if (!options.kv_dtype_form.empty()) overrides["kv_dtype_form"] = options.kv_dtype_form;
-  if (!options.flashinfer_version.empty()) overrides["flashinfer_version"] = options.flashinfer_version;
+  if (!options.kv_dtype_form.empty()) overrides["kv_dtype_form"] = {options.kv_dtype_form, "--kv-dtype-form", 0};
+  if (!options.flashinfer_version.empty()) {
+    overrides["flashinfer_version"] = {options.flashinfer_version, "--flashinfer-version", 0};
+  }
   if (const auto v = overrides.find("flashinfer_version"); v != overrides.end()) {
     static const std::regex release(R"(auto|[0-9]+(\.[0-9]+)*([.+!]?[A-Za-z0-9]+)*)");
-    if (!std::regex_match(v->second, release)) {
-      print_error("--flashinfer-version " + v->second + ": expected a release number such as 0.7.2, or auto");
+    if (!std::regex_match(v->second.value, release)) {
+      const ParameterOverride& o = v->second;
+      print_error(InputError(o.origin, o.line, "'" + o.value + "' is not a FlashInfer release",
+                             "give a release number such as 0.7.2, or auto")
+                      .formatted());
       return std::nullopt;
     }
   }
   return overrides;
 }
 
-// The grammar check and the rule set every analysing command starts from; nullopt after an error.
-std::optional<RuleSet> load_rules(const Options& options) {
+// The configuration in force: --config's file, else the one found from `start` upward; none with --isolated.
+std::optional<ProjectConfig> project_config(const Options& options, const std::filesystem::path& start) {
+  if (options.isolated) return std::nullopt;
+  const std::optional<std::filesystem::path> file =
+      options.config.empty() ? find_project_config(start) : std::optional<std::filesystem::path>(options.config);
+  if (!file) return std::nullopt;
+  return read_project_config(*file);
+}
+
+// The grammar check and the rule set every analysing command starts from, with the settings of the configuration
+// file found from `start`; nullopt after an error. The rules directory: --rules, the configuration's, then the
+// default.
+std::optional<RuleSet> load_rules(const Options& options, const std::filesystem::path& start) {
   try {
     require_compatible_grammar();
   } catch (const std::exception& e) {
     print_error(e.what());
     return std::nullopt;
   }
-  const auto overrides = parse_sets(options);
-  if (!overrides) return std::nullopt;
   try {
-    return load_rule_set(options.rules_dir.empty() ? default_rules_dir(options) : options.rules_dir, *overrides);
+    const std::optional<ProjectConfig> config = project_config(options, start);
+    const auto overrides = parameter_overrides(options, config);
+    if (!overrides) return std::nullopt;
+    std::string dir = options.rules_dir;
+    if (dir.empty() && config && !config->rules_dir.empty()) dir = config->rules_dir.string();
+    return load_rule_set(dir.empty() ? default_rules_dir(options) : dir, *overrides);
   } catch (const InputError& e) {
     print_error(e.formatted());
     return std::nullopt;
@@ -169,11 +205,13 @@ std::optional<std::filesystem::path> repo_option(const Options& options) {
 }
 
 int run_pre_commit(const Options& options) {
-  const std::optional<RuleSet> rules = load_rules(options);
-  if (!rules) return kUsageOrInput;
   Run run;
+  std::optional<RuleSet> rules;
   try {
     const GitRepository repo = GitRepository::open(repo_option(options));
+    // Settings from the work tree, as the files a commit is made from sit there (git runs hooks at its top).
+    rules = load_rules(options, repo.work_tree());
+    if (!rules) return kUsageOrInput;
     const StagedFiles staged = staged_python_files(repo, options.all ? StagedScope::All : StagedScope::Changed);
     run = analyze_staged(*rules, repo, staged);
   } catch (const InputError& e) {
@@ -274,8 +312,28 @@ void note_where_the_plan_runs(const Run& run, const RuleSet& rules) {
                "casts there (patcher/README.md, \"Where the patched backend runs\")\n";
 }
 
+// The deepest directory that holds every PATH (a file counts as its directory): where the configuration is looked for.
+std::filesystem::path common_directory(const std::vector<std::string>& paths) {
+  std::optional<std::filesystem::path> common;
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    std::filesystem::path dir = std::filesystem::weakly_canonical(std::filesystem::absolute(p, ec), ec);
+    if (!std::filesystem::is_directory(dir, ec)) dir = dir.parent_path();
+    if (!common) {
+      common = dir;
+      continue;
+    }
+    std::filesystem::path shared;
+    for (auto a = common->begin(), b = dir.begin(); a != common->end() && b != dir.end() && *a == *b; ++a, ++b) {
+      shared /= *a;
+    }
+    common = shared;
+  }
+  return common ? *common : std::filesystem::current_path();
+}
+
 int run_command(const std::string& command, const Options& options) {
-  const std::optional<RuleSet> loaded = load_rules(options);
+  const std::optional<RuleSet> loaded = load_rules(options, common_directory(options.paths));
   if (!loaded) return kUsageOrInput;
   const RuleSet& rules = *loaded;
   const std::optional<std::filesystem::path> root =
@@ -355,6 +413,7 @@ int main(int argc, char** argv) {
   pre_commit->add_option("--rules", options.rules_dir, "rules directory (default: $KVPATCH_RULES_DIR, the installed rules, or the source tree's rules/)");
   pre_commit->add_option("--set", options.sets, "override a rule parameter, NAME=VALUE (repeatable)");
   add_flashinfer_option(pre_commit, options);
+  add_config_options(pre_commit, options);
   pre_commit->add_option("--format", options.format, kFormatHelp)->check(CLI::IsMember(kFormats));
   add_color_option(pre_commit, options, "the text report's status words");
   pre_commit->add_flag("--all", options.all, "check every tracked *.py in the index, not only the staged changes");

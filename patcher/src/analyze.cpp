@@ -52,7 +52,7 @@ Run analyze_inputs(const RuleSet& rules, const InputSet& inputs) {
     if (!any_rule_selects(rules, source->text())) continue;
     try {
       auto parsed = std::make_shared<const ParsedFile>(parse_source_file(std::move(*source)));
-      run.files.push_back(analyze_file(rules, parsed, flashinfer_target(rules.parameters, input.path)));
+      run.files.push_back(analyze_file(rules, parsed, flashinfer_target(rules.parameters, input.path, rules.parameter_origins)));
     } catch (const InputError& e) {
       run.errors.push_back(to_file_error(e));
     } catch (const OverlappingEdit& e) {

@@ -87,8 +87,11 @@ std::optional<FlashInferVersion> given_flashinfer_version(const std::map<std::st
 }
 
 std::optional<FlashInferVersion> flashinfer_target(const std::map<std::string, std::string>& parameters,
-                                                   const fs::path& file) {
-  if (auto given = given_flashinfer_version(parameters, "given by --flashinfer-version")) return given;
+                                                   const fs::path& file,
+                                                   const std::map<std::string, std::string>& given_by) {
+  const auto origin = given_by.find("flashinfer_version");
+  const std::string evidence = "given by " + (origin == given_by.end() ? "--flashinfer-version" : origin->second);
+  if (auto given = given_flashinfer_version(parameters, evidence)) return given;
   return find_flashinfer_version(file);
 }
 

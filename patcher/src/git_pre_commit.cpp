@@ -35,7 +35,7 @@ Run analyze_staged(const RuleSet& rules, const GitRepository& repo, const Staged
       SourceFile source(repo.work_tree() / file.path, file.path, std::move(content));
       auto parsed = std::make_shared<const ParsedFile>(parse_source_file(std::move(source)));
       // The FlashInfer pin is read from the work tree around the file (python/pyproject.toml in SGLang).
-      run.files.push_back(analyze_file(rules, parsed, flashinfer_target(rules.parameters, repo.work_tree() / file.path)));
+      run.files.push_back(analyze_file(rules, parsed, flashinfer_target(rules.parameters, repo.work_tree() / file.path, rules.parameter_origins)));
     } catch (const InputError& e) {
       run.errors.push_back(to_file_error(e));
     } catch (const OverlappingEdit& e) {

@@ -544,6 +544,12 @@ struct LoadedDocument {
 }  // namespace
 
 RuleSet load_rule_set(const fs::path& dir, const std::map<std::string, std::string>& overrides) {
+  std::map<std::string, ParameterOverride> given;
+  for (const auto& [name, value] : overrides) given[name] = {value, "--set " + name, 0};
+  return load_rule_set(dir, given);
+}
+
+RuleSet load_rule_set(const fs::path& dir, const std::map<std::string, ParameterOverride>& overrides) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     throw InputError(dir.string(), 0, "rules directory not found", "pass --rules DIR or set KVPATCH_RULES_DIR");
@@ -598,13 +604,14 @@ RuleSet load_rule_set(const fs::path& dir, const std::map<std::string, std::stri
   RuleSet set;
   set.directory = dir;
   std::map<std::string, std::string> raw_parameters = declared;
-  for (const auto& [name, value] : overrides) {
+  for (const auto& [name, given] : overrides) {
     if (declared.count(name) == 0) {
       std::string known;
       for (const auto& [k, v] : declared) known += (known.empty() ? "" : ", ") + k;
-      throw InputError("--set " + name, 0, "unknown rule parameter '" + name + "'", "known parameters: " + known);
+      throw InputError(given.origin, given.line, "unknown rule parameter '" + name + "'", "known parameters: " + known);
     }
-    raw_parameters[name] = value;
+    raw_parameters[name] = given.value;
+    set.parameter_origins[name] = given.line > 0 ? given.origin + ":" + std::to_string(given.line) : given.origin;
   }
   // Choices are checked on the values as given, before they select other parameters.
   for (const auto& [name, allowed] : choices) {
@@ -613,8 +620,10 @@ RuleSet load_rule_set(const fs::path& dir, const std::map<std::string, std::stri
     if (std::find(allowed.first.begin(), allowed.first.end(), it->second) == allowed.first.end()) {
       std::string known;
       for (const std::string& v : allowed.first) known += (known.empty() ? "" : ", ") + v;
-      throw InputError("--set " + name, 0, "'" + it->second + "' is not a value of parameter '" + name + "'",
-                       "use one of " + known);
+      const auto given = overrides.find(name);
+      throw InputError(given == overrides.end() ? allowed.second : given->second.origin,
+                       given == overrides.end() ? 0 : given->second.line,
+                       "'" + it->second + "' is not a value of parameter '" + name + "'", "use one of " + known);
     }
   }
 

@@ -26,8 +26,10 @@ std::optional<FlashInferVersion> given_flashinfer_version(const std::map<std::st
 
 // The FlashInfer a file is checked against: the `flashinfer_version` rule parameter (--flashinfer-version)
 // when it names a release, else what find_flashinfer_version reads above the file ("auto", the default).
+// given_by says where the parameter was given (RuleSet::parameter_origins), for the evidence.
 std::optional<FlashInferVersion> flashinfer_target(const std::map<std::string, std::string>& parameters,
-                                                   const std::filesystem::path& file);
+                                                   const std::filesystem::path& file,
+                                                   const std::map<std::string, std::string>& given_by = {});
 
 // Release-number order on the leading numeric components: "0.6.18.post1" >= "0.6.14", "0.6.13" < "0.6.14".
 bool version_at_least(const std::string& version, const std::string& since);

@@ -176,6 +176,8 @@ struct RuleTestCase {
 struct RuleSet {
   std::filesystem::path directory;
   std::map<std::string, std::string> parameters;  // effective values, after --set
+  // Where each overridden parameter was given: "--set NAME", "--kv-dtype-form", or "FILE:LINE" of a configuration.
+  std::map<std::string, std::string> parameter_origins;
   std::vector<PlanSiteRule> plan_site_rules;
   std::vector<FieldRule> field_rules;
   std::vector<CastRule> cast_rules;
@@ -190,8 +192,19 @@ struct RuleSet {
   std::vector<std::string> module_helper_names() const;
 };
 
-// Loads every *.yaml in dir (sorted by name). overrides are --set NAME=VALUE pairs.
-// Throws InputError naming the rule file, the line and the field at fault; an unknown override is a usage error.
+// A rule parameter's value given outside the rules, and where it was given, so that an error can point there:
+// origin "--set NAME" (line 0) on the command line, or a configuration file and its line.
+struct ParameterOverride {
+  std::string value;
+  std::string origin;
+  int line = 0;
+};
+
+// Loads every *.yaml in dir (sorted by name), with the parameters overridden.
+// Throws InputError naming the rule file, the line and the field at fault; an unknown override or a value outside
+// a parameter's choices names the override's origin.
+RuleSet load_rule_set(const std::filesystem::path& dir, const std::map<std::string, ParameterOverride>& overrides);
+// The same with --set NAME=VALUE pairs.
 RuleSet load_rule_set(const std::filesystem::path& dir, const std::map<std::string, std::string>& overrides = {});
 
 // True when name matches the glob (`*` any run of characters, `?` one character).

@@ -283,6 +283,23 @@ TEST_SUITE("pre_commit") {
     CHECK(repo.kvpatch({"pre-commit", "--set", "no_such_parameter=1"}).exit_code == 2);
   }
 
+  TEST_CASE("settings come from the work tree's .kvpatch.toml, also with --repo; --isolated ignores it") {
+    GitSandbox repo;
+    repo.stage(kBackendPath, fixture_source("gen-b-unpatched"));
+    repo.write(".kvpatch.toml", "[parameters]\nkv_field = \"self.kv_cache_dtype\"\n");
+    CHECK(contains(repo.kvpatch({"pre-commit"}).out, "fix: kv_data_type=self.kv_cache_dtype"));
+    const std::string subdir = (repo.work_tree() / "python" / "sglang").string();
+    const ProcessResult from_outside = kvpatch_test::run_process(
+        {kvpatch_test::required_env("KVPATCH_BIN"), "pre-commit", "--repo", subdir}, {repo.scratch(), false});
+    CHECK(contains(from_outside.out, "fix: kv_data_type=self.kv_cache_dtype"));
+    CHECK(contains(repo.kvpatch({"pre-commit", "--isolated"}).out, "fix: kv_data_type=self.kv_data_type"));
+    repo.write(".kvpatch.toml", "kv-dtype-form = 1\n");
+    const ProcessResult bad = repo.kvpatch({"pre-commit"});
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.err == "kvpatch: error: " + (repo.work_tree() / ".kvpatch.toml").string() +
+                         ":1: 'kv-dtype-form' must be a string; quote the value, e.g. kv-dtype-form = \"...\"\n");
+  }
+
   TEST_CASE("outside a repository, and in a bare one, it exits 2 with what to do") {
     kvpatch_test::TempDir plain("kvpatch-hook-plain");
     ProcessResult here = kvpatch_test::run_process({kvpatch_test::required_env("KVPATCH_BIN"), "pre-commit"},

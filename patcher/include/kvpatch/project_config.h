@@ -1,0 +1,32 @@
+#pragma once
+// A project's kvpatch settings, kept beside its code so that check, apply, CI and the pre-commit hook all patch
+// and judge it the same way: `.kvpatch.toml` or `kvpatch.toml` (keys at the top), or the [tool.kvpatch] table
+// of a pyproject.toml, found the way ruff finds its own (the nearest directory upward that has one).
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "kvpatch/rule_set.h"
+
+namespace kvpatch {
+
+struct ProjectConfig {
+  std::filesystem::path file;  // the file read
+  // `rules`: a rules directory, resolved against the file's directory; empty when not given.
+  std::filesystem::path rules_dir;
+  // `kv-dtype-form`, `flashinfer-version` and the [parameters] table, as rule parameter overrides that name
+  // the file and line they came from.
+  std::map<std::string, ParameterOverride> parameters;
+};
+
+// The configuration file that holds kvpatch settings for `start` (a directory): in start or the nearest
+// directory above it that has one, checking `.kvpatch.toml`, `kvpatch.toml`, then a pyproject.toml with a
+// [tool.kvpatch] table (a pyproject.toml without one is passed over, unparsed). nullopt when there is none.
+std::optional<std::filesystem::path> find_project_config(const std::filesystem::path& start);
+
+// Reads one configuration file; a pyproject.toml (by name) must hold [tool.kvpatch]. Throws InputError naming
+// the file and line: malformed TOML, an unknown key, a value that is not a string.
+ProjectConfig read_project_config(const std::filesystem::path& file);
+
+}  // namespace kvpatch

@@ -1,0 +1,156 @@
+#include "kvpatch/project_config.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <toml++/toml.h>
+#include <vector>
+
+#include "kvpatch/input_error.h"
+
+namespace kvpatch {
+namespace fs = std::filesystem;
+
+namespace {
+const char* const kKeys = "kv-dtype-form, flashinfer-version, rules, parameters";
+
+std::string read_text(const fs::path& file) {
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) {
+    throw InputError(file.string(), 0, "no such configuration file", "check the path given to --config");
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(file.string(), 0, "cannot read the kvpatch configuration", "check the file's permissions");
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+bool is_pyproject(const fs::path& file) { return file.filename() == "pyproject.toml"; }
+
+// Whether a pyproject.toml can hold kvpatch settings at all: other projects' files are not parsed, so that a
+// TOML quirk in them never stops a run that does not concern them.
+bool may_name_kvpatch(const fs::path& file) {
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) return false;
+  try {
+    return read_text(file).find("kvpatch") != std::string::npos;
+  } catch (const InputError&) {
+    return false;
+  }
+}
+
+int line_of(const toml::node& node) { return static_cast<int>(node.source().begin.line); }
+
+// The string a key holds; anything else is an error at its line.
+std::string string_value(const fs::path& file, const std::string& key, const toml::node& node) {
+  if (const auto* s = node.as_string()) return s->get();
+  throw InputError(file.string(), line_of(node), "'" + key + "' must be a string", "quote the value, e.g. " + key +
+                                                                                       " = \"...\"");
+}
+
+class Reader {
+public:
+  explicit Reader(fs::path file) : file_(std::move(file)) { config_.file = file_; }
+
+  ProjectConfig read(const toml::table& settings) {
+    for (auto&& [key, node] : settings) {
+      const std::string name(key.str());
+      const int line = static_cast<int>(key.source().begin.line);
+      if (name == "kv-dtype-form") {
+        add("kv_dtype_form", string_value(file_, name, node), line, name);
+      } else if (name == "flashinfer-version") {
+        add("flashinfer_version", string_value(file_, name, node), line, name);
+      } else if (name == "rules") {
+        const fs::path dir = string_value(file_, name, node);
+        config_.rules_dir = dir.is_absolute() ? dir : (file_.parent_path() / dir).lexically_normal();
+        std::error_code ec;
+        if (!fs::is_directory(config_.rules_dir, ec)) {
+          throw InputError(file_.string(), line, "rules directory " + config_.rules_dir.string() + " not found",
+                           "give a directory of kvpatch rule files, relative to this file");
+        }
+      } else if (name == "parameters") {
+        const toml::table* table = node.as_table();
+        if (table == nullptr) {
+          throw InputError(file_.string(), line, "'parameters' must be a table of rule parameters",
+                           "write [" + std::string(is_pyproject(file_) ? "tool.kvpatch." : "") +
+                               "parameters] and NAME = \"VALUE\" lines under it");
+        }
+        for (auto&& [parameter, value] : *table) {
+          const std::string p(parameter.str());
+          add(p, string_value(file_, p, value), static_cast<int>(parameter.source().begin.line), "parameters." + p);
+        }
+      } else {
+        std::string dashed = name;
+        std::replace(dashed.begin(), dashed.end(), '_', '-');
+        const bool known = dashed == "kv-dtype-form" || dashed == "flashinfer-version";
+        throw InputError(file_.string(), line, "unknown kvpatch setting '" + name + "'",
+                         known ? "write it " + dashed + ", as the command-line option is spelled"
+                               : std::string("the settings are ") + kKeys +
+                                     " (other rule parameters go in the parameters table)");
+      }
+    }
+    return config_;
+  }
+
+private:
+  // kv-dtype-form and parameters.kv_dtype_form name one parameter: given both ways, which wins would be a guess.
+  void add(const std::string& parameter, const std::string& value, int line, const std::string& key) {
+    auto [it, added] = config_.parameters.emplace(parameter, ParameterOverride{value, file_.string(), line});
+    if (!added) {
+      throw InputError(file_.string(), line, "'" + key + "' sets rule parameter " + parameter + ", already set at line " +
+                                                 std::to_string(it->second.line),
+                       "keep one of the two");
+    }
+  }
+
+  fs::path file_;
+  ProjectConfig config_;
+};
+}  // namespace
+
+std::optional<fs::path> find_project_config(const fs::path& start) {
+  std::error_code ec;
+  fs::path dir = fs::weakly_canonical(fs::absolute(start, ec), ec);
+  if (ec) dir = start;
+  for (;;) {
+    for (const char* name : {".kvpatch.toml", "kvpatch.toml"}) {
+      if (fs::is_regular_file(dir / name, ec)) return dir / name;
+    }
+    const fs::path pyproject = dir / "pyproject.toml";
+    if (may_name_kvpatch(pyproject)) {
+      try {
+        const toml::table doc = toml::parse(read_text(pyproject), pyproject.string());
+        if (doc["tool"]["kvpatch"].is_table()) return pyproject;
+      } catch (const toml::parse_error&) {
+        return pyproject;  // it names kvpatch but does not parse: reading it reports where
+      }
+    }
+    if (!dir.has_parent_path() || dir.parent_path() == dir) return std::nullopt;
+    dir = dir.parent_path();
+  }
+}
+
+ProjectConfig read_project_config(const fs::path& file) {
+  const std::string text = read_text(file);
+  toml::table doc;
+  try {
+    doc = toml::parse(text, file.string());
+  } catch (const toml::parse_error& e) {
+    throw InputError(file.string(), static_cast<int>(e.source().begin.line),
+                     "malformed TOML: " + std::string(e.description()), "fix the TOML syntax",
+                     static_cast<int>(e.source().begin.column));
+  }
+  if (!is_pyproject(file)) return Reader(file).read(doc);
+  const toml::node_view<toml::node> settings = doc["tool"]["kvpatch"];
+  if (!settings) {
+    throw InputError(file.string(), 0, "no [tool.kvpatch] table", "add one, or name another configuration file");
+  }
+  if (!settings.is_table()) {
+    throw InputError(file.string(), line_of(*settings.node()), "tool.kvpatch must be a table",
+                     "write the settings under [tool.kvpatch]");
+  }
+  return Reader(file).read(*settings.as_table());
+}
+
+}  // namespace kvpatch

@@ -1,0 +1,100 @@
+// A project's .kvpatch.toml / pyproject.toml [tool.kvpatch] as the CLI uses it: found above the paths wherever
+// kvpatch runs from, outranked by the command line, ignored with --isolated, and a bad one stops every command
+// before a file is touched.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "support/files.h"
+#include "support/kvpatch_cli.h"
+#include "support/temp_dir.h"
+
+namespace fs = std::filesystem;
+using namespace kvpatch_test;
+
+namespace {
+const std::string kBackend = "proj/python/sglang/flashinfer_mla_backend.py";
+
+std::string unpatched_backend() {
+  return read_bytes(fs::path(required_env("KVPATCH_FIXTURES_DIR")) / "gen-b-unpatched" / "flashinfer_mla_backend.py");
+}
+
+// A scratch project: proj/ holds the backend and, when given, a configuration file.
+struct Project {
+  TempDir scratch{"kvpatch-config"};
+  explicit Project(const std::string& config_name = "", const std::string& config = "") {
+    fs::create_directories((scratch.path() / kBackend).parent_path());
+    write_bytes(scratch.path() / kBackend, unpatched_backend());
+    if (!config_name.empty()) write_bytes(scratch.path() / "proj" / config_name, config);
+  }
+  ProcessResult run(const std::vector<std::string>& args) const { return run_kvpatch(args, scratch.path()); }
+  std::string backend() const { return read_bytes(scratch.path() / kBackend); }
+};
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+}  // namespace
+
+TEST_SUITE("project_config_cli") {
+  TEST_CASE(".kvpatch.toml above the path sets the KV dtype form for diff and apply; the command line wins") {
+    const Project project(".kvpatch.toml", "# the GPUs we serve are not all SM90\nkv-dtype-form = \"sm90\"\n");
+    const ProcessResult configured = project.run({"diff", "proj/python"});
+    const ProcessResult flag = project.run({"diff", "--isolated", "--kv-dtype-form", "sm90", "proj/python"});
+    const ProcessResult plain = project.run({"diff", "--isolated", "proj/python"});
+    CHECK(configured.exit_code == 1);
+    CHECK(configured.out == flag.out);
+    CHECK(contains(configured.out, "_kvpatch_fp8_kv_dtype"));
+    CHECK(configured.out != plain.out);
+    CHECK(project.run({"diff", "--kv-dtype-form", "original", "proj/python"}).out == plain.out);
+    // The same file is found from inside the project and for a file path.
+    CHECK(run_kvpatch({"diff", "sglang/flashinfer_mla_backend.py"}, project.scratch.path() / "proj" / "python").out ==
+          run_kvpatch({"diff", "--isolated", "--kv-dtype-form", "sm90", "sglang/flashinfer_mla_backend.py"},
+                      project.scratch.path() / "proj" / "python").out);
+    REQUIRE(project.run({"apply", "proj/python"}).exit_code == 0);
+    CHECK(contains(project.backend(), "def _kvpatch_fp8_kv_dtype():"));
+  }
+
+  TEST_CASE("a bad setting stops check, diff and apply with exit 2, naming the file and line; nothing is written") {
+    const Project project(".kvpatch.toml", "\nkv-dtype-form = \"sm91\"\n");
+    const std::string where = (project.scratch.path() / "proj" / ".kvpatch.toml").string() + ":2: ";
+    for (const char* command : {"check", "diff", "apply"}) {
+      CAPTURE(command);
+      const ProcessResult r = project.run({command, "proj/python"});
+      CHECK(r.exit_code == 2);
+      CHECK(r.out.empty());
+      CHECK(r.err == "kvpatch: error: " + where +
+                         "'sm91' is not a value of parameter 'kv_dtype_form'; use one of original, upstream, sm90\n");
+    }
+    CHECK(project.backend() == unpatched_backend());
+    CHECK(project.run({"apply", "--isolated", "proj/python"}).exit_code == 0);
+  }
+
+  TEST_CASE("pyproject.toml's [tool.kvpatch]: its rules directory outranks KVPATCH_RULES_DIR, --rules outranks it") {
+    const Project project("pyproject.toml",
+                          "[project]\nname = \"proj\"\n\n[tool.kvpatch]\nrules = \"kvpatch-rules\"\n"
+                          "flashinfer-version = \"0.7.2\"\n");
+    const fs::path rules = project.scratch.path() / "proj" / "kvpatch-rules";
+    fs::copy(required_env("KVPATCH_RULES_DIR"), rules);
+    const std::string parameters = read_bytes(rules / "parameters.yaml");
+    const std::string renamed = replace_all(parameters, "kv_field: self.kv_data_type", "kv_field: self.kv_cache_dtype");
+    REQUIRE(renamed != parameters);
+    write_bytes(rules / "parameters.yaml", renamed);
+    const ProcessResult r = project.run({"diff", "proj/python"});
+    CHECK(contains(r.out, "self.kv_cache_dtype = "));
+    CHECK_FALSE(contains(r.out, "self.kv_data_type"));
+    CHECK(contains(project.run({"check", "proj/python"}).out,
+                   "FlashInfer 0.7.2 (given by " + (project.scratch.path() / "proj" / "pyproject.toml").string() + ":6)"));
+    const ProcessResult own = project.run({"diff", "--rules", required_env("KVPATCH_RULES_DIR"), "proj/python"});
+    CHECK(contains(own.out, "self.kv_data_type = "));
+  }
+
+  TEST_CASE("--config names the file to read wherever it is, and --isolated cannot be given with it") {
+    const Project project;
+    write_bytes(project.scratch.path() / "team.toml", "[parameters]\nkv_field = \"self.kv_dtype\"\n");
+    CHECK(contains(project.run({"diff", "--config", "team.toml", "proj/python"}).out, "self.kv_dtype = "));
+    const ProcessResult missing = project.run({"check", "--config", "nowhere.toml", "proj/python"});
+    CHECK(missing.exit_code == 2);
+    CHECK(missing.err == "kvpatch: error: nowhere.toml: no such configuration file; check the path given to --config\n");
+    CHECK(project.run({"check", "--config", "team.toml", "--isolated", "proj/python"}).exit_code == 2);
+  }
+}

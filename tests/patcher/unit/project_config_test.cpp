@@ -1,0 +1,106 @@
+// Project settings: which file is found for a directory, what it sets, and errors that name the file and line.
+#include <doctest/doctest.h>
+
+#include "kvpatch/input_error.h"
+#include "kvpatch/project_config.h"
+#include "test_support.h"
+
+using namespace kvpatch;
+namespace fs = std::filesystem;
+
+namespace {
+// "<file>:<line>: <message>; <remedy>" of reading `file`, or "" when it reads.
+std::string read_error(const fs::path& file) {
+  try {
+    read_project_config(file);
+  } catch (const InputError& e) {
+    return e.formatted();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_SUITE("project_config") {
+  TEST_CASE("the nearest directory with a configuration wins; in one directory .kvpatch.toml, kvpatch.toml, pyproject") {
+    test::ScratchDir dir;
+    const fs::path deep = dir.path() / "a" / "b" / "c";
+    fs::create_directories(deep);
+    CHECK_FALSE(find_project_config(deep));  // (unless the system's temp directory has one above it)
+    const fs::path top = dir.write("pyproject.toml", "[tool.kvpatch]\nkv-dtype-form = \"sm90\"\n");
+    CHECK(find_project_config(deep) == top);
+    const fs::path plain = dir.write("a/kvpatch.toml", "");
+    CHECK(find_project_config(deep) == plain);
+    const fs::path hidden = dir.write("a/.kvpatch.toml", "");
+    CHECK(find_project_config(deep) == hidden);
+    dir.write("a/pyproject.toml", "[tool.kvpatch]\n");
+    CHECK(find_project_config(dir.path() / "a") == hidden);
+    CHECK(find_project_config(dir.path()) == top);
+  }
+
+  TEST_CASE("a pyproject.toml without [tool.kvpatch] is passed over, even one that does not parse") {
+    test::ScratchDir dir;
+    const fs::path top = dir.write(".kvpatch.toml", "");
+    dir.write("sglang/python/pyproject.toml", "[project]\nname = \"sglang\"\n[tool.ruff]\nline-length = 120\n");
+    CHECK(find_project_config(dir.path() / "sglang" / "python") == top);
+    dir.write("sglang/python/pyproject.toml", "[project\nname = \n");
+    CHECK(find_project_config(dir.path() / "sglang" / "python") == top);
+    // One that names kvpatch but does not parse is found, so that reading it says where it is broken.
+    const fs::path broken = dir.write("sglang/pyproject.toml", "[tool.kvpatch\n");
+    CHECK(find_project_config(dir.path() / "sglang" / "python") == broken);
+    CHECK(read_error(broken).rfind(broken.string() + ":1: malformed TOML: ", 0) == 0);
+  }
+
+  TEST_CASE("the settings become rule parameters that remember their line; rules resolve against the file") {
+    test::ScratchDir dir;
+    fs::create_directories(dir.path() / "conf" / "my-rules");
+    const fs::path file = dir.write("conf/pyproject.toml",
+                                    "[project]\nname = \"x\"\n\n[tool.kvpatch]\nkv-dtype-form = \"upstream\"\n"
+                                    "flashinfer-version = \"0.7.2\"\nrules = \"my-rules\"\n\n"
+                                    "[tool.kvpatch.parameters]\nkv_field = \"self.kv_dtype\"\n");
+    const ProjectConfig config = read_project_config(file);
+    CHECK(config.file == file);
+    CHECK(config.rules_dir == dir.path() / "conf" / "my-rules");
+    REQUIRE(config.parameters.size() == 3);
+    CHECK(config.parameters.at("kv_dtype_form").value == "upstream");
+    CHECK(config.parameters.at("kv_dtype_form").line == 5);
+    CHECK(config.parameters.at("kv_dtype_form").origin == file.string());
+    CHECK(config.parameters.at("flashinfer_version").value == "0.7.2");
+    CHECK(config.parameters.at("flashinfer_version").line == 6);
+    CHECK(config.parameters.at("kv_field").value == "self.kv_dtype");
+    CHECK(config.parameters.at("kv_field").line == 10);
+    const ProjectConfig bare = read_project_config(dir.write("kvpatch.toml", "[parameters]\nkv_field = \"self.k\"\n"));
+    CHECK(bare.rules_dir.empty());
+    CHECK(bare.parameters.at("kv_field").line == 2);
+  }
+
+  TEST_CASE("bad settings: the file, the line and what to write instead") {
+    test::ScratchDir dir;
+    const fs::path f = dir.path() / ".kvpatch.toml";
+    dir.write(".kvpatch.toml", "\nkv_dtype_form = \"sm90\"\n");
+    CHECK(read_error(f) == f.string() + ":2: unknown kvpatch setting 'kv_dtype_form'; write it kv-dtype-form, as the "
+                                        "command-line option is spelled");
+    dir.write(".kvpatch.toml", "format = \"json\"\n");
+    CHECK(read_error(f) == f.string() + ":1: unknown kvpatch setting 'format'; the settings are kv-dtype-form, "
+                                        "flashinfer-version, rules, parameters (other rule parameters go in the "
+                                        "parameters table)");
+    dir.write(".kvpatch.toml", "kv-dtype-form = 3\n");
+    CHECK(read_error(f) == f.string() + ":1: 'kv-dtype-form' must be a string; quote the value, e.g. kv-dtype-form = \"...\"");
+    dir.write(".kvpatch.toml", "parameters = \"kv_field=x\"\n");
+    CHECK(read_error(f) == f.string() + ":1: 'parameters' must be a table of rule parameters; write [parameters] and "
+                                        "NAME = \"VALUE\" lines under it");
+    dir.write(".kvpatch.toml", "kv-dtype-form = \"sm90\"\n[parameters]\nkv_dtype_form = \"original\"\n");
+    CHECK(read_error(f) == f.string() + ":3: 'parameters.kv_dtype_form' sets rule parameter kv_dtype_form, already set "
+                                        "at line 1; keep one of the two");
+    dir.write(".kvpatch.toml", "rules = \"nowhere\"\n");
+    CHECK(read_error(f) == f.string() + ":1: rules directory " + (dir.path() / "nowhere").string() +
+                               " not found; give a directory of kvpatch rule files, relative to this file");
+    dir.write(".kvpatch.toml", "kv-dtype-form = \"sm90\n");
+    CHECK(read_error(f).rfind(f.string() + ":1: malformed TOML: ", 0) == 0);
+    const fs::path py = dir.write("pyproject.toml", "[tool.ruff]\nline-length = 100\n");
+    CHECK(read_error(py) == py.string() + ": no [tool.kvpatch] table; add one, or name another configuration file");
+    dir.write("pyproject.toml", "[tool]\nkvpatch = \"sm90\"\n");
+    CHECK(read_error(py) == py.string() + ":2: tool.kvpatch must be a table; write the settings under [tool.kvpatch]");
+    CHECK(read_error(dir.path() / "missing.toml") ==
+          (dir.path() / "missing.toml").string() + ": no such configuration file; check the path given to --config");
+  }
+}
