@@ -308,8 +308,9 @@ void note_where_the_plan_runs(const Run& run, const RuleSet& rules) {
   if (!threaded) return;
   std::cerr << "kvpatch: note: the threaded plan() calls plan an FP8 KV cache as FP8 on every GPU, and FlashInfer "
                "serves that plan on SM90 GPUs only: on any other GPU the patched backend fails at its first plan(). "
-               "To serve other GPUs as well, patch the original files with --kv-dtype-form sm90, which keeps the "
-               "casts there (patcher/README.md, \"Where the patched backend runs\")\n";
+               "To serve other GPUs as well, patch the original files with --kv-dtype-form sm90 (or kv-dtype-form = "
+               "\"sm90\" in the project's .kvpatch.toml), which keeps the casts there (patcher/README.md, \"Where the "
+               "patched backend runs\")\n";
 }
 
 // The deepest directory that holds every PATH (a file counts as its directory): where the configuration is looked for.
