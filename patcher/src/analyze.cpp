@@ -39,6 +39,7 @@ Run analyze_inputs(const RuleSet& rules, const InputSet& inputs) {
   Run run;
   run.root = inputs.root;
   run.parameters = rules.parameters;
+  run.parameter_origins = rules.parameter_origins;
   run.errors = inputs.errors;
   for (const InputFile& input : inputs.files) {
     std::optional<SourceFile> source;

@@ -26,6 +26,7 @@ Run analyze_staged(const RuleSet& rules, const GitRepository& repo, const Staged
   Run run;
   run.root = repo.work_tree();
   run.parameters = rules.parameters;
+  run.parameter_origins = rules.parameter_origins;
   run.errors = staged.errors;
   for (const StagedFile& file : staged.files) {
     try {

@@ -29,6 +29,7 @@ std::string json_report(const Run& run) {
   report["format_version"] = 1;
   report["root"] = run.root.string();
   report["parameters"] = run.parameters;
+  report["parameter_origins"] = run.parameter_origins.empty() ? json::object() : json(run.parameter_origins);
   json sites = json::array();
   json casts = json::array();
   json run_inputs = json::array();

@@ -50,6 +50,10 @@ TEST_SUITE("project_config_cli") {
     CHECK(run_kvpatch({"diff", "sglang/flashinfer_mla_backend.py"}, project.scratch.path() / "proj" / "python").out ==
           run_kvpatch({"diff", "--isolated", "--kv-dtype-form", "sm90", "sglang/flashinfer_mla_backend.py"},
                       project.scratch.path() / "proj" / "python").out);
+    // The JSON report says where the form came from.
+    const std::string config = (project.scratch.path() / "proj" / ".kvpatch.toml").string();
+    CHECK(contains(project.run({"check", "--format", "json", "proj/python"}).out,
+                   "\"parameter_origins\": {\n    \"kv_dtype_form\": \"" + config + ":2\"\n  }"));
     REQUIRE(project.run({"apply", "proj/python"}).exit_code == 0);
     CHECK(contains(project.backend(), "def _kvpatch_fp8_kv_dtype():"));
   }

@@ -15,6 +15,7 @@ struct Run {
   std::map<std::string, std::string> parameters;
   std::vector<FileReport> files;
   std::vector<FileError> errors;
+  std::map<std::string, std::string> parameter_origins;  // RuleSet::parameter_origins: where each was given
 };
 
 struct Summary {

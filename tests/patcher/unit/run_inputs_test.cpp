@@ -84,7 +84,7 @@ TEST_SUITE("run_inputs") {
       CHECK(r.run_inputs[0].consumer == "decode_wrapper.run at 14:16 (ckv_cache, kpe_cache)");
       CHECK(r.run_inputs[0].effect == "kvpatch leaves the wrapper's plan sites at 22:9 unthreaded");
       check_nothing_threaded(r);
-      const Summary s = summarize(Run{{}, {}, {r}, {}});
+      const Summary s = summarize(Run{{}, {}, {r}, {}, {}});
       CHECK(s.run_inputs_converted == 1);
       CHECK(has_findings(s));
     }
@@ -217,7 +217,7 @@ TEST_SUITE("run_inputs") {
     REQUIRE(r.plan_sites.size() == 1);
     CHECK(r.plan_sites[0].fix.has_value());
     CHECK(r.edits.size() == 3);  // the field, the plan site and run()'s FP8 scales
-    const Run run{{}, {}, {r}, {}};
+    const Run run{{}, {}, {r}, {}, {}};
     const Summary s = summarize(run);
     CHECK(s.run_inputs_ignored == 1);
     CHECK(s.run_inputs_converted == 0);
@@ -375,7 +375,7 @@ class FlashInferMLAIndicesUpdaterDecode:
   TEST_CASE("the report: text lines, the summary clause, JSON") {
     const FileReport r = analyse("        k = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id).bfloat16()\n"
                                  "        return decode_wrapper.run(q, q, k, k)\n");
-    const Run run{{}, {}, {r}, {}};
+    const Run run{{}, {}, {r}, {}, {}};
     const std::string text = text_report(run);
     CHECK(text.find("snippet.py:12:13: run-input-converted: Backend.forward_decode: "
                     "forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id).bfloat16() converts the KV data "
