@@ -131,7 +131,7 @@ void drop_unused_fields(const RuleSet& rules, std::vector<FieldFinding>& fields,
 
 // The scale findings of every cast rule's consumers that name kv_scales, for the FlashInfer the file runs with.
 std::vector<RunScaleFinding> run_scales_of(const RuleSet& rules, const ModuleFacts& facts, const FileReport& report,
-                                           const std::optional<FlashInferVersion>& target) {
+                                           const std::optional<FlashInferVersion>& target, const std::string& unpinned) {
   std::vector<RunScaleFinding> out;
   const std::string& text = facts.file().source.text();
   for (const CastRule& rule : rules.cast_rules) {
@@ -143,8 +143,10 @@ std::vector<RunScaleFinding> run_scales_of(const RuleSet& rules, const ModuleFac
     if (since.empty() || (target && !version_at_least(target->version, since))) continue;
     const std::string flashinfer =
         target ? "FlashInfer " + target->version + " (" + target->evidence + ")"
-               : "FlashInfer " + since + " or later (assumed: no FlashInfer version found above the file; "
-                 "say which with --flashinfer-version)";
+               : "FlashInfer " + since + " or later (assumed: " +
+                     (unpinned.empty() ? std::string("no FlashInfer version found above the file")
+                                       : unpinned + " names no single release") +
+                     "; say which with --flashinfer-version)";
     for (RunScaleFinding& f : check_run_scales(rule, rules, facts, report.plan_sites, report.casts, flashinfer)) {
       out.push_back(std::move(f));
     }
@@ -154,7 +156,7 @@ std::vector<RunScaleFinding> run_scales_of(const RuleSet& rules, const ModuleFac
 }  // namespace
 
 FileReport analyze_file(const RuleSet& rules, std::shared_ptr<const ParsedFile> file,
-                        const std::optional<FlashInferVersion>& target) {
+                        const std::optional<FlashInferVersion>& target, const std::string& unpinned) {
   FileReport report;
   report.file = file;
   const ModuleFacts facts(*file);
@@ -204,7 +206,7 @@ FileReport analyze_file(const RuleSet& rules, std::shared_ptr<const ParsedFile> 
   for (RunInputFinding& r : run_inputs) r.effect = effect(r, report.plan_sites, withheld);
   drop_unused_fields(rules, report.fields, report.plan_sites, withheld);
   report.run_inputs = std::move(run_inputs);
-  report.run_scales = run_scales_of(rules, facts, report, target);
+  report.run_scales = run_scales_of(rules, facts, report, target, unpinned);
 
   auto by_position = [](const auto& a, const auto& b) { return std::tie(a.line, a.column) < std::tie(b.line, b.column); };
   std::stable_sort(report.plan_sites.begin(), report.plan_sites.end(), by_position);

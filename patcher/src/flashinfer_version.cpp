@@ -27,6 +27,17 @@ std::optional<std::string> pinned_version(const std::string& text) {
   return m[1].str();
 }
 
+// A requirement of the distribution that pins no single release (`flashinfer_python>=0.2.1.post1`, or no
+// specifier at all), as written, without environment markers.
+std::optional<std::string> unpinned_requirement(const std::string& text) {
+  static const std::regex requirement(R"(flashinfer[-_]python\s*(\[[^\]]*\])?\s*([<>=!~][^"';\n]*)?)", std::regex::icase);
+  std::smatch m;
+  if (!std::regex_search(text, m, requirement)) return std::nullopt;
+  std::string spec = m[2].str();
+  while (!spec.empty() && (spec.back() == ' ' || spec.back() == ',' || spec.back() == '\r')) spec.pop_back();
+  return "flashinfer_python" + m[1].str() + spec;
+}
+
 std::optional<FlashInferVersion> in_directory(const fs::path& dir) {
   std::error_code ec;
   std::vector<fs::path> entries;
@@ -75,6 +86,28 @@ std::optional<FlashInferVersion> find_flashinfer_version(const fs::path& file) {
   for (;;) {
     if (auto found = in_directory(dir)) return found;
     if (dir == dir.parent_path()) return std::nullopt;
+    dir = dir.parent_path();
+  }
+}
+
+std::string unpinned_flashinfer_requirement(const fs::path& file) {
+  std::error_code ec;
+  fs::path dir = fs::weakly_canonical(fs::absolute(file, ec), ec).parent_path();
+  for (;;) {
+    const fs::path pyproject = dir / "pyproject.toml";
+    if (fs::is_regular_file(pyproject, ec)) {
+      if (auto r = unpinned_requirement(read_text(pyproject))) return *r + " in " + pyproject.string();
+    }
+    std::vector<fs::path> metadata;
+    for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.rfind("sglang-", 0) == 0 && e.path().extension() == ".dist-info") metadata.push_back(e.path() / "METADATA");
+    }
+    std::sort(metadata.begin(), metadata.end());
+    for (const fs::path& m : metadata) {
+      if (auto r = unpinned_requirement(read_text(m))) return *r + " required by " + m.string();
+    }
+    if (dir == dir.parent_path()) return "";
     dir = dir.parent_path();
   }
 }

@@ -20,6 +20,11 @@ struct FlashInferVersion {
 // or an `sglang-*.dist-info/METADATA` that requires it (an installed SGLang). nullopt when none is found.
 std::optional<FlashInferVersion> find_flashinfer_version(const std::filesystem::path& file);
 
+// Where find_flashinfer_version finds no release: the nearest requirement above the file that names FlashInfer
+// without pinning one (an SGLang 0.4.3 checkout asks for `flashinfer_python>=0.2.1.post1`), with where it was
+// read, e.g. "flashinfer_python>=0.2.1.post1 in python/pyproject.toml"; "" when there is none.
+std::string unpinned_flashinfer_requirement(const std::filesystem::path& file);
+
 // The release the `flashinfer_version` rule parameter names (--flashinfer-version); nullopt for "auto".
 std::optional<FlashInferVersion> given_flashinfer_version(const std::map<std::string, std::string>& parameters,
                                                           const std::string& evidence);

@@ -26,6 +26,11 @@ TEST_SUITE("pre_commit") {
     const ProcessResult unpinned = repo.kvpatch({"pre-commit"});
     CHECK(contains(unpinned.out, "FlashInfer 0.6.14 or later (assumed"));
     CHECK(contains(unpinned.out, "2 FP8 run() calls: 0 with scales, 2 without"));
+    // A range is named as what was found, not taken for a release.
+    repo.write("python/pyproject.toml", "dependencies = [\"flashinfer_python>=0.2.1.post1\"]\n");
+    CHECK(contains(repo.kvpatch({"pre-commit"}).out,
+                   "FlashInfer 0.6.14 or later (assumed: flashinfer_python>=0.2.1.post1 in " +
+                       (repo.work_tree() / "python" / "pyproject.toml").string() + " names no single release;"));
     repo.write("python/pyproject.toml", "dependencies = [\"flashinfer_python==0.6.13\"]\n");
     const ProcessResult old = repo.kvpatch({"pre-commit"});
     CHECK_FALSE(contains(old.out, "FP8 run() calls"));

@@ -11,6 +11,7 @@
 namespace fs = std::filesystem;
 using kvpatch::find_flashinfer_version;
 using kvpatch::flashinfer_target;
+using kvpatch::unpinned_flashinfer_requirement;
 using kvpatch::version_at_least;
 
 namespace {
@@ -80,5 +81,25 @@ TEST_SUITE("flashinfer_version") {
     const auto automatic = flashinfer_target({{"flashinfer_version", "auto"}}, root.path() / "pinned" / "a.py");
     REQUIRE(automatic);
     CHECK(automatic->version == "0.7.2");
+  }
+
+  TEST_CASE("a requirement that pins no release is named where no release is found, markers left out") {
+    kvpatch::test::ScratchDir root;
+    write(root.path() / "a.py", "");
+    CHECK(unpinned_flashinfer_requirement(root.path() / "a.py").empty());
+    write(root.path() / "pyproject.toml", "dependencies = [\n  \"torch\",\n  \"flashinfer_python>=0.2.1.post1\",\n]\n");
+    CHECK(found(root.path() / "a.py") == "none");
+    CHECK(unpinned_flashinfer_requirement(root.path() / "a.py") ==
+          "flashinfer_python>=0.2.1.post1 in " + (root.path() / "pyproject.toml").string());
+    write(root.path() / "pyproject.toml", "dependencies = [\"flashinfer-python[cu12] >=0.6, <0.8\"]\n");
+    CHECK(unpinned_flashinfer_requirement(root.path() / "a.py") ==
+          "flashinfer_python[cu12]>=0.6, <0.8 in " + (root.path() / "pyproject.toml").string());
+    // An installed SGLang's METADATA, with its environment marker; the nearest directory wins.
+    write(root.path() / "site" / "sglang-0.4.3.dist-info" / "METADATA",
+          "Requires-Dist: flashinfer_python>=0.2.1.post1; extra == \"srt\"\n");
+    write(root.path() / "site" / "sglang" / "b.py", "");
+    CHECK(unpinned_flashinfer_requirement(root.path() / "site" / "sglang" / "b.py") ==
+          "flashinfer_python>=0.2.1.post1 required by " +
+              (root.path() / "site" / "sglang-0.4.3.dist-info" / "METADATA").string());
   }
 }
