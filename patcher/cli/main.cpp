@@ -177,10 +177,15 @@ std::optional<ProjectConfig> project_config(const Options& options, const std::f
   return read_project_config(*file);
 }
 
+struct Loaded {
+  RuleSet rules;
+  std::optional<ProjectConfig> config;
+};
+
 // The grammar check and the rule set every analysing command starts from, with the settings of the configuration
 // file found from `start`; nullopt after an error. The rules directory: --rules, the configuration's, then the
 // default.
-std::optional<RuleSet> load_rules(const Options& options, const std::filesystem::path& start) {
+std::optional<Loaded> load_rules(const Options& options, const std::filesystem::path& start) {
   try {
     require_compatible_grammar();
   } catch (const std::exception& e) {
@@ -193,7 +198,7 @@ std::optional<RuleSet> load_rules(const Options& options, const std::filesystem:
     if (!overrides) return std::nullopt;
     std::string dir = options.rules_dir;
     if (dir.empty() && config && !config->rules_dir.empty()) dir = config->rules_dir.string();
-    return load_rule_set(dir.empty() ? default_rules_dir(options) : dir, *overrides);
+    return Loaded{load_rule_set(dir.empty() ? default_rules_dir(options) : dir, *overrides), config};
   } catch (const InputError& e) {
     print_error(e.formatted());
     return std::nullopt;
@@ -206,21 +211,25 @@ std::optional<std::filesystem::path> repo_option(const Options& options) {
 
 int run_pre_commit(const Options& options) {
   Run run;
-  std::optional<RuleSet> rules;
+  std::optional<Loaded> loaded;
   try {
     const GitRepository repo = GitRepository::open(repo_option(options));
     // Settings from the work tree, as the files a commit is made from sit there (git runs hooks at its top).
-    rules = load_rules(options, repo.work_tree());
-    if (!rules) return kUsageOrInput;
-    const StagedFiles staged = staged_python_files(repo, options.all ? StagedScope::All : StagedScope::Changed);
-    run = analyze_staged(*rules, repo, staged);
+    loaded = load_rules(options, repo.work_tree());
+    if (!loaded) return kUsageOrInput;
+    StagedFiles staged = staged_python_files(repo, options.all ? StagedScope::All : StagedScope::Changed);
+    if (loaded->config) {
+      std::erase_if(staged.files,
+                    [&](const StagedFile& f) { return excluded(*loaded->config, repo.work_tree() / f.path); });
+    }
+    run = analyze_staged(loaded->rules, repo, staged);
   } catch (const InputError& e) {
     print_error(e.formatted());
     return kUsageOrInput;
   }
   print_errors(run.errors);
   // Text stays quiet when the commit holds no file the rules select, as hooks should.
-  print_report(run, *rules, options, !run.files.empty());
+  print_report(run, loaded->rules, options, !run.files.empty());
   if (!run.errors.empty()) return kUsageOrInput;
   const Summary summary = summarize(run);
   if (!has_findings(summary)) return kClean;
@@ -279,8 +288,10 @@ int run_hook_command(const std::string& command, const Options& options) {
   }
 }
 
-// A PATH that yields no file a rule selects would pass silently; a CI user should see that nothing was checked.
-void warn_unselected_paths(const std::vector<std::string>& paths, const Run& run) {
+// A PATH that yields no file a rule selects would pass silently; a CI user should see that nothing was checked,
+// and why when the project's `exclude` left files out there.
+void warn_unselected_paths(const std::vector<std::string>& paths, const Run& run, const std::vector<InputFile>& left_out,
+                           const std::optional<ProjectConfig>& config) {
   for (const std::string& p : paths) {
     std::error_code ec;
     const std::filesystem::path given = std::filesystem::weakly_canonical(std::filesystem::absolute(p, ec), ec);
@@ -290,7 +301,12 @@ void warn_unselected_paths(const std::vector<std::string>& paths, const Run& run
       return !rel.empty() && *rel.begin() != "..";
     });
     if (!selected) {
-      std::cerr << "kvpatch: warning: " << p << ": no file here uses BatchMLAPagedAttentionWrapper; nothing checked\n";
+      const bool any_left_out = std::any_of(left_out.begin(), left_out.end(), [&](const InputFile& f) {
+        const std::filesystem::path rel = f.path.lexically_relative(given);
+        return !rel.empty() && *rel.begin() != "..";
+      });
+      std::cerr << "kvpatch: warning: " << p << ": no file here uses BatchMLAPagedAttentionWrapper"
+                << (any_left_out ? " outside those excluded by " + config->file.string() : std::string()) << "; nothing checked\n";
     }
   }
 }
@@ -333,18 +349,33 @@ std::filesystem::path common_directory(const std::vector<std::string>& paths) {
   return common ? *common : std::filesystem::current_path();
 }
 
-int run_command(const std::string& command, const Options& options) {
-  const std::optional<RuleSet> loaded = load_rules(options, common_directory(options.paths));
-  if (!loaded) return kUsageOrInput;
-  const RuleSet& rules = *loaded;
+// The inputs the PATHs name, less the files the project's `exclude` leaves out of the directories walked (a file
+// named on the command line is read anyway, as ruff does); `left_out` gets those.
+InputSet project_inputs(const Options& options, const std::optional<ProjectConfig>& config, bool repository_paths,
+                        std::vector<InputFile>* left_out = nullptr) {
   const std::optional<std::filesystem::path> root =
       options.root.empty() ? std::nullopt : std::optional<std::filesystem::path>(options.root);
+  InputSet inputs = collect_inputs(options.paths, root, repository_paths);
+  if (!config) return inputs;
+  std::erase_if(inputs.files, [&](const InputFile& f) {
+    const bool out = !f.named && excluded(*config, f.path);
+    if (out && left_out != nullptr) left_out->push_back(f);
+    return out;
+  });
+  return inputs;
+}
+
+int run_command(const std::string& command, const Options& options) {
+  const std::optional<Loaded> loaded = load_rules(options, common_directory(options.paths));
+  if (!loaded) return kUsageOrInput;
+  const RuleSet& rules = loaded->rules;
   const bool repository_paths = options.format == "github" || options.format == "sarif";
-  const InputSet inputs = collect_inputs(options.paths, root, repository_paths);
+  std::vector<InputFile> left_out;
+  const InputSet inputs = project_inputs(options, loaded->config, repository_paths, &left_out);
   const Run run = analyze_inputs(rules, inputs);
   print_errors(run.errors);
   const bool input_errors = !run.errors.empty();
-  if (!input_errors) warn_unselected_paths(options.paths, run);
+  if (!input_errors) warn_unselected_paths(options.paths, run, left_out, loaded->config);
 
   if (command == "check") {
     print_report(run, rules, options, true);
@@ -378,7 +409,7 @@ int run_command(const std::string& command, const Options& options) {
   if (result.patched.empty()) std::cerr << "kvpatch: nothing to patch\n";
   note_where_the_plan_runs(run, rules);
   // What apply cannot fix (unknown sites, sites blocked by required casts or run() inputs) is still a finding.
-  const Run after = result.patched.empty() ? run : analyze_inputs(rules, collect_inputs(options.paths, root));
+  const Run after = result.patched.empty() ? run : analyze_inputs(rules, project_inputs(options, loaded->config, false));
   const Summary left = summarize(after);
   if (!has_findings(left)) return kClean;
   const int count = finding_count(left);

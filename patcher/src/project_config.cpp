@@ -1,5 +1,7 @@
 #include "kvpatch/project_config.h"
 
+#include <fnmatch.h>
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
@@ -12,7 +14,7 @@ namespace kvpatch {
 namespace fs = std::filesystem;
 
 namespace {
-const char* const kKeys = "kv-dtype-form, flashinfer-version, rules, parameters";
+const char* const kKeys = "kv-dtype-form, flashinfer-version, rules, exclude, parameters";
 
 std::string read_text(const fs::path& file) {
   std::error_code ec;
@@ -68,6 +70,20 @@ public:
         if (!fs::is_directory(config_.rules_dir, ec)) {
           throw InputError(file_.string(), line, "rules directory " + config_.rules_dir.string() + " not found",
                            "give a directory of kvpatch rule files, relative to this file");
+        }
+      } else if (name == "exclude") {
+        const toml::array* patterns = node.as_array();
+        if (patterns == nullptr) {
+          throw InputError(file_.string(), line, "'exclude' must be a list of path patterns",
+                           "write exclude = [\"test\", \"benchmark/*.py\"]");
+        }
+        for (const toml::node& p : *patterns) {
+          const std::string pattern = string_value(file_, "exclude", p);
+          if (pattern.empty() || pattern.front() == '/') {
+            throw InputError(file_.string(), line_of(p), "exclude pattern '" + pattern + "' is empty or absolute",
+                             "write it relative to this file's directory, e.g. \"test\"");
+          }
+          config_.exclude.push_back(pattern.back() == '/' ? pattern.substr(0, pattern.size() - 1) : pattern);
         }
       } else if (name == "parameters") {
         const toml::table* table = node.as_table();
@@ -129,6 +145,24 @@ std::optional<fs::path> find_project_config(const fs::path& start) {
     if (!dir.has_parent_path() || dir.parent_path() == dir) return std::nullopt;
     dir = dir.parent_path();
   }
+}
+
+bool excluded(const ProjectConfig& config, const fs::path& file) {
+  if (config.exclude.empty()) return false;
+  std::error_code ec;
+  const fs::path base = fs::weakly_canonical(fs::absolute(config.file, ec), ec).parent_path();
+  const fs::path rel = fs::weakly_canonical(fs::absolute(file, ec), ec).lexically_relative(base);
+  if (rel.empty() || *rel.begin() == "..") return false;
+  // The path and each directory above it within the configuration's directory: a pattern naming a directory
+  // excludes what is under it.
+  std::string prefix;
+  for (const fs::path& part : rel) {
+    prefix += (prefix.empty() ? "" : "/") + part.string();
+    for (const std::string& pattern : config.exclude) {
+      if (fnmatch(pattern.c_str(), prefix.c_str(), FNM_PATHNAME) == 0) return true;
+    }
+  }
+  return false;
 }
 
 ProjectConfig read_project_config(const fs::path& file) {

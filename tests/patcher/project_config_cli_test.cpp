@@ -101,4 +101,27 @@ TEST_SUITE("project_config_cli") {
     CHECK(missing.err == "kvpatch: error: nowhere.toml: no such configuration file; check the path given to --config\n");
     CHECK(project.run({"check", "--config", "team.toml", "--isolated", "proj/python"}).exit_code == 2);
   }
+
+  TEST_CASE("exclude leaves a walked directory's files out of check and apply; a file named on the command line is read") {
+    const Project project(".kvpatch.toml", "exclude = [\"test\"]\n");
+    const fs::path test_file = project.scratch.path() / "proj" / "test" / "test_mla.py";
+    fs::create_directories(test_file.parent_path());
+    write_bytes(test_file, unpatched_backend());
+    const ProcessResult check = project.run({"check", "proj"});
+    CHECK(check.exit_code == 1);
+    CHECK(contains(check.out, "3 plan sites: 0 threaded, 3 missing"));  // the backend only, not the test file
+    CHECK_FALSE(contains(check.out, "test_mla.py"));
+    CHECK(contains(project.run({"check", "--isolated", "proj"}).out, "6 plan sites: 0 threaded, 6 missing"));
+    const ProcessResult only_tests = project.run({"check", "proj/test"});
+    CHECK(only_tests.exit_code == 0);
+    CHECK(only_tests.err == "kvpatch: warning: proj/test: no file here uses BatchMLAPagedAttentionWrapper outside those "
+                            "excluded by " + (project.scratch.path() / "proj" / ".kvpatch.toml").string() +
+                            "; nothing checked\n");
+    CHECK(project.run({"check", "proj/test/test_mla.py"}).exit_code == 1);
+    // apply patches the backend, leaves the excluded file as it was, and its recheck does not count it.
+    const ProcessResult apply = project.run({"apply", "proj"});
+    CHECK(apply.exit_code == 0);
+    CHECK(apply.out == "patched python/sglang/flashinfer_mla_backend.py (9 edits)\n");
+    CHECK(read_bytes(test_file) == unpatched_backend());
+  }
 }

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kvpatch/rule_set.h"
 
@@ -18,7 +19,14 @@ struct ProjectConfig {
   // `kv-dtype-form`, `flashinfer-version` and the [parameters] table, as rule parameter overrides that name
   // the file and line they came from.
   std::map<std::string, ParameterOverride> parameters;
+  // `exclude`: fnmatch patterns (`*` and `?` stop at `/`) over paths relative to the file's directory; one that
+  // matches a directory excludes everything under it, as `test` or `benchmark/kernels` would.
+  std::vector<std::string> exclude;
 };
+
+// Whether `exclude` leaves `file` out (absolute or relative to the current directory). A file outside the
+// configuration's directory is never excluded.
+bool excluded(const ProjectConfig& config, const std::filesystem::path& file);
 
 // The configuration file that holds kvpatch settings for `start` (a directory): in start or the nearest
 // directory above it that has one, checking `.kvpatch.toml`, `kvpatch.toml`, then a pyproject.toml with a

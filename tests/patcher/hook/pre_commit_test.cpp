@@ -298,6 +298,11 @@ TEST_SUITE("pre_commit") {
         {kvpatch_test::required_env("KVPATCH_BIN"), "pre-commit", "--repo", subdir}, {repo.scratch(), false});
     CHECK(contains(from_outside.out, "fix: kv_data_type=self.kv_cache_dtype"));
     CHECK(contains(repo.kvpatch({"pre-commit", "--isolated"}).out, "fix: kv_data_type=self.kv_data_type"));
+    // exclude: a staged file under an excluded directory is not checked, even with --all.
+    repo.write(".kvpatch.toml", "exclude = [\"python\"]\n");
+    const ProcessResult all_excluded = repo.kvpatch({"pre-commit", "--all"});
+    CHECK(all_excluded.exit_code == 0);
+    CHECK(all_excluded.out.empty());
     repo.write(".kvpatch.toml", "kv-dtype-form = 1\n");
     const ProcessResult bad = repo.kvpatch({"pre-commit"});
     CHECK(bad.exit_code == 2);

@@ -81,7 +81,7 @@ TEST_SUITE("project_config") {
                                         "command-line option is spelled");
     dir.write(".kvpatch.toml", "format = \"json\"\n");
     CHECK(read_error(f) == f.string() + ":1: unknown kvpatch setting 'format'; the settings are kv-dtype-form, "
-                                        "flashinfer-version, rules, parameters (other rule parameters go in the "
+                                        "flashinfer-version, rules, exclude, parameters (other rule parameters go in the "
                                         "parameters table)");
     dir.write(".kvpatch.toml", "kv-dtype-form = 3\n");
     CHECK(read_error(f) == f.string() + ":1: 'kv-dtype-form' must be a string; quote the value, e.g. kv-dtype-form = \"...\"");
@@ -102,5 +102,34 @@ TEST_SUITE("project_config") {
     CHECK(read_error(py) == py.string() + ":2: tool.kvpatch must be a table; write the settings under [tool.kvpatch]");
     CHECK(read_error(dir.path() / "missing.toml") ==
           (dir.path() / "missing.toml").string() + ": no such configuration file; check the path given to --config");
+  }
+
+  TEST_CASE("exclude: a pattern per path segment, a directory excludes what is under it, nothing outside the file's directory") {
+    test::ScratchDir dir;
+    const fs::path file = dir.write("proj/.kvpatch.toml", "exclude = [\"test\", \"benchmark/*.py\", \"3rdparty/\"]\n");
+    const ProjectConfig config = read_project_config(file);
+    CHECK(config.exclude == std::vector<std::string>{"test", "benchmark/*.py", "3rdparty"});
+    const fs::path proj = dir.path() / "proj";
+    CHECK(excluded(config, proj / "test" / "srt" / "test_mla.py"));
+    CHECK(excluded(config, proj / "benchmark" / "bench_mla.py"));
+    CHECK_FALSE(excluded(config, proj / "benchmark" / "kernels" / "bench_mla.py"));  // `*` stops at `/`
+    CHECK(excluded(config, proj / "3rdparty" / "flashinfer" / "x.py"));
+    CHECK_FALSE(excluded(config, proj / "python" / "sglang" / "test" / "flashinfer_mla_backend.py"));
+    CHECK_FALSE(excluded(config, proj / "tests" / "a.py"));
+    CHECK_FALSE(excluded(config, dir.path() / "test" / "a.py"));  // outside proj/
+    CHECK_FALSE(excluded(read_project_config(dir.write("other/kvpatch.toml", "")), proj / "test" / "a.py"));
+  }
+
+  TEST_CASE("exclude errors: not a list, not a string, empty or absolute") {
+    test::ScratchDir dir;
+    const fs::path f = dir.path() / "kvpatch.toml";
+    dir.write("kvpatch.toml", "exclude = \"test\"\n");
+    CHECK(read_error(f) == f.string() + ":1: 'exclude' must be a list of path patterns; write exclude = [\"test\", "
+                                        "\"benchmark/*.py\"]");
+    dir.write("kvpatch.toml", "exclude = [\n  \"test\",\n  3,\n]\n");
+    CHECK(read_error(f) == f.string() + ":3: 'exclude' must be a string; quote the value, e.g. exclude = \"...\"");
+    dir.write("kvpatch.toml", "exclude = [\"/abs\"]\n");
+    CHECK(read_error(f) == f.string() + ":1: exclude pattern '/abs' is empty or absolute; write it relative to this "
+                                        "file's directory, e.g. \"test\"");
   }
 }
