@@ -42,6 +42,7 @@ struct Options {
   std::string color = "auto";
   std::string config;     // --config: the configuration file, instead of the one found
   bool isolated = false;  // --isolated: no configuration file
+  std::string rule_id;  // rule: the finding id to explain
   std::string repo;   // pre-commit, install-hook, uninstall-hook
   bool all = false;   // pre-commit: every tracked file, not only the changed ones
   bool force = false; // install-hook: keep a foreign hook as the backup
@@ -253,6 +254,36 @@ int run_pre_commit(const Options& options) {
   return kFindings;
 }
 
+// The first sentence of a rule's description, for the list.
+std::string summary_of(const std::string& description) {
+  std::string flat = description;
+  std::replace(flat.begin(), flat.end(), '\n', ' ');
+  const std::size_t end = flat.find(". ");
+  return end == std::string::npos ? flat : flat.substr(0, end + 1);
+}
+
+// `kvpatch rule [ID]`: what a finding id in a report means, as ruff's `rule` command does; the rules are the
+// ones check would load here (settings found from the current directory).
+int run_rule_command(const Options& options) {
+  const std::optional<Loaded> loaded = load_rules(options, std::filesystem::current_path());
+  if (!loaded) return kUsageOrInput;
+  const auto ids = loaded->rules.finding_ids();
+  if (options.rule_id.empty()) {
+    for (const auto& [id, description] : ids) std::cout << id << "\n    " << summary_of(description) << "\n";
+    return kClean;
+  }
+  for (const auto& [id, description] : ids) {
+    if (id != options.rule_id) continue;
+    std::cout << id << "\n\n" << description << (description.empty() || description.back() != '\n' ? "\n" : "");
+    return kClean;
+  }
+  std::string known;
+  for (const auto& [id, description] : ids) known += (known.empty() ? "" : ", ") + id;
+  print_error("unknown rule id '" + options.rule_id + "'; the rules in " + loaded->rules.directory.string() +
+              " report " + known);
+  return kUsageOrInput;
+}
+
 int run_hook_command(const std::string& command, const Options& options) {
   try {
     const GitRepository repo = GitRepository::open(repo_option(options));
@@ -449,6 +480,10 @@ int main(int argc, char** argv) {
   pre_commit->add_option("--format", options.format, kFormatHelp)->check(CLI::IsMember(kFormats));
   add_color_option(pre_commit, options, "the text report's status words");
   pre_commit->add_flag("--all", options.all, "check every tracked *.py in the index, not only the staged changes");
+  CLI::App* rule = app.add_subcommand("rule", "explain a finding id from a report (all of them, one line each, without ID)");
+  rule->add_option("ID", options.rule_id, "a finding id, e.g. flashinfer-mla-kv-run-input");
+  rule->add_option("--rules", options.rules_dir, "rules directory (default: as for check)");
+  add_config_options(rule, options);
   install_hook->add_flag("--force", options.force,
                          "keep an existing hook as pre-commit.kvpatch-backup and run it before kvpatch");
   try {
@@ -460,6 +495,7 @@ int main(int argc, char** argv) {
     return kUsageOrInput;
   }
   if (app.got_subcommand(pre_commit)) return run_pre_commit(options);
+  if (app.got_subcommand(rule)) return run_rule_command(options);
   if (app.got_subcommand(install_hook)) return run_hook_command("install-hook", options);
   if (app.got_subcommand(uninstall_hook)) return run_hook_command("uninstall-hook", options);
   const std::string command = app.got_subcommand(check) ? "check" : app.got_subcommand(diff) ? "diff" : "apply";

@@ -1,0 +1,56 @@
+// `kvpatch rule [ID]`: every finding id a report can carry is listed and explained from the rule files, so a
+// reader of `[flashinfer-mla-kv-run-input]` in a report can look it up; an unknown id is a usage error.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "support/files.h"
+#include "support/kvpatch_cli.h"
+#include "support/temp_dir.h"
+
+namespace fs = std::filesystem;
+using namespace kvpatch_test;
+
+namespace {
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+}  // namespace
+
+TEST_SUITE("rule_command") {
+  TEST_CASE("without an id: every finding id with the first sentence of its description") {
+    TempDir scratch("kvpatch-rule");
+    const ProcessResult r = run_kvpatch({"rule"}, scratch.path());
+    CHECK(r.exit_code == 0);
+    for (const char* id : {"flashinfer-mla-plan-kv-dtype", "flashinfer-mla-kv-field", "fa3-kv-cast", "flashinfer-mla-kv-cast",
+                           "flashinfer-mla-kv-run-input", "flashinfer-mla-run-kv-scales"}) {
+      CAPTURE(id);
+      CHECK(contains(r.out, std::string(id) + "\n    "));
+    }
+    CHECK(contains(r.out, "flashinfer-mla-plan-kv-dtype\n    Every call that reaches BatchMLAPagedAttentionWrapper.plan "
+                          "must pass the KV-cache dtype as kv_data_type.\n"));
+  }
+
+  TEST_CASE("with an id: its whole description, read from the rules in force") {
+    TempDir scratch("kvpatch-rule");
+    const ProcessResult r = run_kvpatch({"rule", "flashinfer-mla-kv-cast"}, scratch.path());
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.rfind("flashinfer-mla-kv-cast\n\n`.to(<x>.dtype)` on the per-layer KV pool", 0) == 0);
+    CHECK(contains(r.out, "unbuildable"));  // the whole text, not the first sentence
+    // A project's own rules directory is what is explained.
+    const fs::path rules = scratch.path() / "my-rules";
+    fs::copy(required_env("KVPATCH_RULES_DIR"), rules);
+    const std::string field = read_bytes(rules / "flashinfer-mla-kv-field.yaml");
+    write_bytes(rules / "flashinfer-mla-kv-field.yaml", replace_all(field, "Each MLA indices updater", "Every MLA updater"));
+    write_bytes(scratch.path() / "kvpatch.toml", "rules = \"my-rules\"\n");
+    CHECK(contains(run_kvpatch({"rule", "flashinfer-mla-kv-field"}, scratch.path()).out, "Every MLA updater"));
+  }
+
+  TEST_CASE("an unknown id: exit 2, naming the ids there are") {
+    TempDir scratch("kvpatch-rule");
+    const ProcessResult r = run_kvpatch({"rule", "flashinfer-mla-kv-casts"}, scratch.path());
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(contains(r.err, "kvpatch: error: unknown rule id 'flashinfer-mla-kv-casts'; the rules in "));
+    CHECK(contains(r.err, " report flashinfer-mla-plan-kv-dtype, flashinfer-mla-kv-field, "));
+  }
+}
