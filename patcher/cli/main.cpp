@@ -42,6 +42,7 @@ struct Options {
   std::string color = "auto";
   std::string config;     // --config: the configuration file, instead of the one found
   bool isolated = false;  // --isolated: no configuration file
+  bool show_settings = false;  // --show-settings: print what would be used, analyse nothing
   std::string rule_id;  // rule: the finding id to explain
   std::string repo;   // pre-commit, install-hook, uninstall-hook
   bool all = false;   // pre-commit: every tracked file, not only the changed ones
@@ -68,14 +69,15 @@ std::filesystem::path own_binary(const std::string& argv0) {
 // $KVPATCH_RULES_DIR, else the rules installed beside this binary (`cmake --install`:
 // <prefix>/bin/kvpatch reads <prefix>/share/kvpatch/rules), else the source tree it was built
 // from. The installed copy comes first so that an installed kvpatch never depends on the checkout.
-std::string default_rules_dir(const Options& options) {
+// Returns the directory and where it came from, for --show-settings.
+std::pair<std::string, std::string> default_rules_dir(const Options& options) {
   const char* env = std::getenv("KVPATCH_RULES_DIR");
-  if (env != nullptr && *env != '\0') return env;
+  if (env != nullptr && *env != '\0') return {env, "$KVPATCH_RULES_DIR"};
   std::error_code ec;
   const std::filesystem::path installed =
       own_binary(options.argv0).parent_path() / KVPATCH_INSTALLED_RULES_FROM_BINDIR;
-  if (std::filesystem::is_directory(installed, ec)) return installed.lexically_normal().string();
-  return KVPATCH_DEFAULT_RULES_DIR;
+  if (std::filesystem::is_directory(installed, ec)) return {installed.lexically_normal().string(), "installed with kvpatch"};
+  return {KVPATCH_DEFAULT_RULES_DIR, "the source tree kvpatch was built from"};
 }
 
 const std::vector<std::string> kFormats = {"text", "json", "github", "sarif"};
@@ -112,6 +114,12 @@ void add_config_options(CLI::App* command, Options& options) {
       "read kvpatch settings from this file (.kvpatch.toml, kvpatch.toml or a pyproject.toml with [tool.kvpatch]) "
       "instead of the one found in or above the checked directory; options given on the command line win");
   command->add_flag("--isolated", options.isolated, "read no configuration file")->excludes(config);
+}
+
+void add_show_settings_option(CLI::App* command, Options& options) {
+  command->add_flag("--show-settings", options.show_settings,
+                    "print the settings file, rules directory, exclude patterns and rule parameters this run would use, "
+                    "and where each came from; read no source file");
 }
 
 void add_common_options(CLI::App* command, Options& options) {
@@ -181,6 +189,7 @@ std::optional<ProjectConfig> project_config(const Options& options, const std::f
 struct Loaded {
   RuleSet rules;
   std::optional<ProjectConfig> config;
+  std::string rules_source;  // where the rules directory was chosen
 };
 
 // The grammar check and the rule set every analysing command starts from, with the settings of the configuration
@@ -197,12 +206,38 @@ std::optional<Loaded> load_rules(const Options& options, const std::filesystem::
     const std::optional<ProjectConfig> config = project_config(options, start);
     const auto overrides = parameter_overrides(options, config);
     if (!overrides) return std::nullopt;
-    std::string dir = options.rules_dir;
-    if (dir.empty() && config && !config->rules_dir.empty()) dir = config->rules_dir.string();
-    return Loaded{load_rule_set(dir.empty() ? default_rules_dir(options) : dir, *overrides), config};
+    std::pair<std::string, std::string> dir{options.rules_dir, "--rules"};
+    if (dir.first.empty() && config && !config->rules_dir.empty()) dir = {config->rules_dir.string(), config->file.string()};
+    if (dir.first.empty()) dir = default_rules_dir(options);
+    return Loaded{load_rule_set(dir.first, *overrides), config, dir.second};
   } catch (const InputError& e) {
     print_error(e.formatted());
     return std::nullopt;
+  }
+}
+
+// --show-settings: what a run would use, and where each came from, without reading any source file.
+void print_settings(const Loaded& loaded, const Options& options, const std::filesystem::path& start) {
+  std::cout << "settings file: "
+            << (loaded.config ? loaded.config->file.string()
+                : options.isolated ? std::string("none (--isolated)")
+                                   : "none found in " + start.string() + " or above")
+            << "\n";
+  std::cout << "rules: " << loaded.rules.directory.string() << " (" << loaded.rules_source << ")\n";
+  std::string exclude;
+  if (loaded.config) {
+    for (const std::string& p : loaded.config->exclude) exclude += (exclude.empty() ? "" : ", ") + p;
+  }
+  std::cout << "exclude: " << (exclude.empty() ? "none" : exclude) << "\n";
+  std::cout << "parameters (the rules' values unless a source is named):\n";
+  for (const auto& [name, value] : loaded.rules.parameters) {
+    std::string shown;
+    for (const char c : value) shown += c == '\n' ? std::string("\n      ") : std::string(1, c);
+    while (!shown.empty() && shown.back() == ' ') shown.pop_back();
+    if (!shown.empty() && shown.back() == '\n') shown.pop_back();
+    const auto origin = loaded.rules.parameter_origins.find(name);
+    std::cout << "  " << name << " = " << (shown.empty() ? "\"\"" : shown)
+              << (origin == loaded.rules.parameter_origins.end() ? "" : "  [" + origin->second + "]") << "\n";
   }
 }
 
@@ -218,6 +253,10 @@ int run_pre_commit(const Options& options) {
     // Settings from the work tree, as the files a commit is made from sit there (git runs hooks at its top).
     loaded = load_rules(options, repo.work_tree());
     if (!loaded) return kUsageOrInput;
+    if (options.show_settings) {
+      print_settings(*loaded, options, repo.work_tree());
+      return kClean;
+    }
     StagedFiles staged = staged_python_files(repo, options.all ? StagedScope::All : StagedScope::Changed);
     if (loaded->config) {
       std::erase_if(staged.files,
@@ -397,8 +436,13 @@ InputSet project_inputs(const Options& options, const std::optional<ProjectConfi
 }
 
 int run_command(const std::string& command, const Options& options) {
-  const std::optional<Loaded> loaded = load_rules(options, common_directory(options.paths));
+  const std::filesystem::path start = common_directory(options.paths);
+  const std::optional<Loaded> loaded = load_rules(options, start);
   if (!loaded) return kUsageOrInput;
+  if (options.show_settings) {
+    print_settings(*loaded, options, start);
+    return kClean;
+  }
   const RuleSet& rules = loaded->rules;
   const bool repository_paths = options.format == "github" || options.format == "sarif";
   std::vector<InputFile> left_out;
@@ -460,7 +504,10 @@ int main(int argc, char** argv) {
   CLI::App* diff = app.add_subcommand("diff", "print the edits as a unified diff; no file is touched (exit 1 when there are edits)");
   CLI::App* apply = app.add_subcommand(
       "apply", "write the edits in place, atomically and all-or-nothing (exit 1 when findings remain that it cannot fix)");
-  for (CLI::App* command : {check, diff, apply}) add_common_options(command, options);
+  for (CLI::App* command : {check, diff, apply}) {
+    add_common_options(command, options);
+    add_show_settings_option(command, options);
+  }
   check->add_option("--format", options.format, kFormatHelp)->check(CLI::IsMember(kFormats));
   add_color_option(check, options, "the text report's status words");
   add_color_option(diff, options, "the diff as git does");
@@ -477,6 +524,7 @@ int main(int argc, char** argv) {
   pre_commit->add_option("--set", options.sets, "override a rule parameter, NAME=VALUE (repeatable)");
   add_flashinfer_option(pre_commit, options);
   add_config_options(pre_commit, options);
+  add_show_settings_option(pre_commit, options);
   pre_commit->add_option("--format", options.format, kFormatHelp)->check(CLI::IsMember(kFormats));
   add_color_option(pre_commit, options, "the text report's status words");
   pre_commit->add_flag("--all", options.all, "check every tracked *.py in the index, not only the staged changes");

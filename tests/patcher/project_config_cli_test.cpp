@@ -50,6 +50,17 @@ TEST_SUITE("project_config_cli") {
     CHECK(run_kvpatch({"diff", "sglang/flashinfer_mla_backend.py"}, project.scratch.path() / "proj" / "python").out ==
           run_kvpatch({"diff", "--isolated", "--kv-dtype-form", "sm90", "sglang/flashinfer_mla_backend.py"},
                       project.scratch.path() / "proj" / "python").out);
+    // --show-settings says what a run would use and where each came from, and reads no source file.
+    const ProcessResult settings = project.run({"diff", "--show-settings", "--set", "kv_field=self.kv_dtype", "proj/python"});
+    CHECK(settings.exit_code == 0);
+    CHECK(settings.out.rfind("settings file: " + (project.scratch.path() / "proj" / ".kvpatch.toml").string() + "\n", 0) == 0);
+    CHECK(contains(settings.out, "\nexclude: none\n"));
+    CHECK(contains(settings.out, "\n  kv_dtype_form = sm90  [" + (project.scratch.path() / "proj" / ".kvpatch.toml").string() + ":2]\n"));
+    CHECK(contains(settings.out, "\n  kv_field = self.kv_dtype  [--set kv_field]\n"));
+    CHECK(contains(settings.out, "\n  kv_dtype_helper.original = \"\"\n"));
+    CHECK_FALSE(contains(settings.out, "---"));
+    CHECK(contains(project.run({"check", "--show-settings", "--isolated", "proj/python"}).out,
+                   "settings file: none (--isolated)\n"));
     // The JSON report says where the form came from.
     const std::string config = (project.scratch.path() / "proj" / ".kvpatch.toml").string();
     CHECK(contains(project.run({"check", "--format", "json", "proj/python"}).out,

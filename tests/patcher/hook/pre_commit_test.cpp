@@ -293,6 +293,8 @@ TEST_SUITE("pre_commit") {
     repo.stage(kBackendPath, fixture_source("gen-b-unpatched"));
     repo.write(".kvpatch.toml", "[parameters]\nkv_field = \"self.kv_cache_dtype\"\n");
     CHECK(contains(repo.kvpatch({"pre-commit"}).out, "fix: kv_data_type=self.kv_cache_dtype"));
+    CHECK(repo.kvpatch({"pre-commit", "--show-settings"}).out.rfind(
+              "settings file: " + (repo.work_tree() / ".kvpatch.toml").string() + "\n", 0) == 0);
     const std::string subdir = (repo.work_tree() / "python" / "sglang").string();
     const ProcessResult from_outside = kvpatch_test::run_process(
         {kvpatch_test::required_env("KVPATCH_BIN"), "pre-commit", "--repo", subdir}, {repo.scratch(), false});
