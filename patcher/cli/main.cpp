@@ -76,7 +76,9 @@ std::pair<std::string, std::string> default_rules_dir(const Options& options) {
   std::error_code ec;
   const std::filesystem::path installed =
       own_binary(options.argv0).parent_path() / KVPATCH_INSTALLED_RULES_FROM_BINDIR;
-  if (std::filesystem::is_directory(installed, ec)) return {installed.lexically_normal().string(), "installed with kvpatch"};
+  if (std::filesystem::is_directory(installed, ec)) {
+    return {installed.lexically_normal().string(), "installed with kvpatch"};
+  }
   return {KVPATCH_DEFAULT_RULES_DIR, "the source tree kvpatch was built from"};
 }
 
@@ -207,7 +209,9 @@ std::optional<Loaded> load_rules(const Options& options, const std::filesystem::
     const auto overrides = parameter_overrides(options, config);
     if (!overrides) return std::nullopt;
     std::pair<std::string, std::string> dir{options.rules_dir, "--rules"};
-    if (dir.first.empty() && config && !config->rules_dir.empty()) dir = {config->rules_dir.string(), config->file.string()};
+    if (dir.first.empty() && config && !config->rules_dir.empty()) {
+      dir = {config->rules_dir.string(), config->file.string()};
+    }
     if (dir.first.empty()) dir = default_rules_dir(options);
     return Loaded{load_rule_set(dir.first, *overrides), config, dir.second};
   } catch (const InputError& e) {
@@ -360,7 +364,8 @@ int run_hook_command(const std::string& command, const Options& options) {
 
 // A PATH that yields no file a rule selects would pass silently; a CI user should see that nothing was checked,
 // and why when the project's `exclude` left files out there.
-void warn_unselected_paths(const std::vector<std::string>& paths, const Run& run, const std::vector<InputFile>& left_out,
+void warn_unselected_paths(const std::vector<std::string>& paths, const Run& run,
+                           const std::vector<InputFile>& left_out,
                            const std::optional<ProjectConfig>& config) {
   for (const std::string& p : paths) {
     std::error_code ec;
@@ -376,7 +381,8 @@ void warn_unselected_paths(const std::vector<std::string>& paths, const Run& run
         return !rel.empty() && *rel.begin() != "..";
       });
       std::cerr << "kvpatch: warning: " << p << ": no file here uses BatchMLAPagedAttentionWrapper"
-                << (any_left_out ? " outside those excluded by " + config->file.string() : std::string()) << "; nothing checked\n";
+                << (any_left_out ? " outside those excluded by " + config->file.string() : std::string())
+                << "; nothing checked\n";
     }
   }
 }
