@@ -46,6 +46,8 @@ Fixture load_fixture(const std::filesystem::path& dir) {
   f.dir = std::filesystem::absolute(dir);
   f.name = f.dir.filename().string();
   f.input = take("input");
+  f.source_dir = f.dir;
+  if (auto it = values.find("input_from"); it != values.end()) f.source_dir = f.dir.parent_path() / it->second;
   f.check_exit = exit_code_value(cfg.string(), "check_exit", take("check_exit"));
   f.diff_exit = exit_code_value(cfg.string(), "diff_exit", take("diff_exit"));
   f.apply_exit = exit_code_value(cfg.string(), "apply_exit", take("apply_exit"));
@@ -55,7 +57,7 @@ Fixture load_fixture(const std::filesystem::path& dir) {
     for (std::string word; words >> word;) f.options.push_back(word);
   }
   if (!std::filesystem::is_regular_file(f.input_path())) {
-    throw std::runtime_error(cfg.string() + ": input file " + f.input + " does not exist next to it");
+    throw std::runtime_error(cfg.string() + ": input file " + f.input_path().string() + " does not exist");
   }
   return f;
 }

@@ -10,7 +10,10 @@ namespace kvpatch_test {
 struct Fixture {
   std::string name;            // the directory name
   std::filesystem::path dir;   // absolute path of fixtures/<name>
-  std::string input;           // the backend source file inside dir
+  std::string input;           // the backend source file's name
+  // Where the input is read: dir, or with `input_from = <fixture>` that fixture's directory, for a fixture that
+  // runs another's backend under other options or another FlashInfer pin (no copy of the source to drift).
+  std::filesystem::path source_dir;
   int check_exit = -1;         // `kvpatch check` on the fixture as written
   int diff_exit = -1;          // `kvpatch diff`
   int apply_exit = -1;         // `kvpatch apply`
@@ -19,7 +22,7 @@ struct Fixture {
 
   // Refused inputs (syntax errors, bad encodings): every command exits 2 and nothing is edited.
   bool refused() const { return check_exit == 2; }
-  std::filesystem::path input_path() const { return dir / input; }
+  std::filesystem::path input_path() const { return source_dir / input; }
 
   // Writes the input into dir, with the fixture's pyproject.toml beside it when it has one: the FlashInfer
   // pin kvpatch reads, as it reads python/pyproject.toml in an SGLang checkout.
