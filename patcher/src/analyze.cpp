@@ -53,8 +53,9 @@ Run analyze_inputs(const RuleSet& rules, const InputSet& inputs) {
     if (!any_rule_selects(rules, source->text())) continue;
     try {
       auto parsed = std::make_shared<const ParsedFile>(parse_source_file(std::move(*source)));
-      const auto target = flashinfer_target(rules.parameters, input.path, rules.parameter_origins);
-      run.files.push_back(analyze_file(rules, parsed, target, target ? "" : unpinned_flashinfer_requirement(input.path)));
+      std::string unpinned;
+      const auto target = flashinfer_target(rules.parameters, input.path, rules.parameter_origins, &unpinned);
+      run.files.push_back(analyze_file(rules, parsed, target, unpinned));
     } catch (const InputError& e) {
       run.errors.push_back(to_file_error(e));
     } catch (const OverlappingEdit& e) {

@@ -38,7 +38,8 @@ std::optional<std::string> unpinned_requirement(const std::string& text) {
   return "flashinfer_python" + m[1].str() + spec;
 }
 
-std::optional<FlashInferVersion> in_directory(const fs::path& dir) {
+// The release dir holds, if any; a requirement read there that pins none is kept in `unpinned` when it is the first.
+std::optional<FlashInferVersion> in_directory(const fs::path& dir, std::string& unpinned) {
   std::error_code ec;
   std::vector<fs::path> entries;
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) entries.push_back(e.path());
@@ -52,16 +53,18 @@ std::optional<FlashInferVersion> in_directory(const fs::path& dir) {
   }
   const fs::path pyproject = dir / "pyproject.toml";
   if (fs::is_regular_file(pyproject, ec)) {
-    if (auto v = pinned_version(read_text(pyproject))) {
-      return FlashInferVersion{*v, "flashinfer_python==" + *v + " in " + pyproject.string()};
-    }
+    const std::string text = read_text(pyproject);
+    if (auto v = pinned_version(text)) return FlashInferVersion{*v, "flashinfer_python==" + *v + " in " + pyproject.string()};
+    if (auto r = unpinned_requirement(text); r && unpinned.empty()) unpinned = *r + " in " + pyproject.string();
   }
   for (const fs::path& p : entries) {
     const std::string name = p.filename().string();
     if (name.rfind("sglang-", 0) != 0 || p.extension() != ".dist-info") continue;
-    if (auto v = pinned_version(read_text(p / "METADATA"))) {
+    const std::string text = read_text(p / "METADATA");
+    if (auto v = pinned_version(text)) {
       return FlashInferVersion{*v, "flashinfer_python==" + *v + " required by " + (p / "METADATA").string()};
     }
+    if (auto r = unpinned_requirement(text); r && unpinned.empty()) unpinned = *r + " required by " + (p / "METADATA").string();
   }
   return std::nullopt;
 }
@@ -79,37 +82,18 @@ std::vector<long> components(const std::string& version) {
 }
 }  // namespace
 
-std::optional<FlashInferVersion> find_flashinfer_version(const fs::path& file) {
+std::optional<FlashInferVersion> find_flashinfer_version(const fs::path& file, std::string* unpinned) {
   // Only files a rule selects are looked up (a handful per run), so nothing is cached.
   std::error_code ec;
   fs::path dir = fs::weakly_canonical(fs::absolute(file, ec), ec).parent_path();
+  std::string passed_over;
   for (;;) {
-    if (auto found = in_directory(dir)) return found;
-    if (dir == dir.parent_path()) return std::nullopt;
+    if (auto found = in_directory(dir, passed_over)) return found;
+    if (dir == dir.parent_path()) break;
     dir = dir.parent_path();
   }
-}
-
-std::string unpinned_flashinfer_requirement(const fs::path& file) {
-  std::error_code ec;
-  fs::path dir = fs::weakly_canonical(fs::absolute(file, ec), ec).parent_path();
-  for (;;) {
-    const fs::path pyproject = dir / "pyproject.toml";
-    if (fs::is_regular_file(pyproject, ec)) {
-      if (auto r = unpinned_requirement(read_text(pyproject))) return *r + " in " + pyproject.string();
-    }
-    std::vector<fs::path> metadata;
-    for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-      const std::string name = e.path().filename().string();
-      if (name.rfind("sglang-", 0) == 0 && e.path().extension() == ".dist-info") metadata.push_back(e.path() / "METADATA");
-    }
-    std::sort(metadata.begin(), metadata.end());
-    for (const fs::path& m : metadata) {
-      if (auto r = unpinned_requirement(read_text(m))) return *r + " required by " + m.string();
-    }
-    if (dir == dir.parent_path()) return "";
-    dir = dir.parent_path();
-  }
+  if (unpinned != nullptr) *unpinned = passed_over;
+  return std::nullopt;
 }
 
 std::optional<FlashInferVersion> given_flashinfer_version(const std::map<std::string, std::string>& parameters,
@@ -121,11 +105,12 @@ std::optional<FlashInferVersion> given_flashinfer_version(const std::map<std::st
 
 std::optional<FlashInferVersion> flashinfer_target(const std::map<std::string, std::string>& parameters,
                                                    const fs::path& file,
-                                                   const std::map<std::string, std::string>& given_by) {
+                                                   const std::map<std::string, std::string>& given_by,
+                                                   std::string* unpinned) {
   const auto origin = given_by.find("flashinfer_version");
   const std::string evidence = "given by " + (origin == given_by.end() ? "--flashinfer-version" : origin->second);
   if (auto given = given_flashinfer_version(parameters, evidence)) return given;
-  return find_flashinfer_version(file);
+  return find_flashinfer_version(file, unpinned);
 }
 
 bool version_at_least(const std::string& version, const std::string& since) {

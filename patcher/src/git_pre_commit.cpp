@@ -36,10 +36,10 @@ Run analyze_staged(const RuleSet& rules, const GitRepository& repo, const Staged
       SourceFile source(repo.work_tree() / file.path, file.path, std::move(content));
       auto parsed = std::make_shared<const ParsedFile>(parse_source_file(std::move(source)));
       // The FlashInfer pin is read from the work tree around the file (python/pyproject.toml in SGLang).
-      const std::filesystem::path in_work_tree = repo.work_tree() / file.path;
-      const auto target = flashinfer_target(rules.parameters, in_work_tree, rules.parameter_origins);
-      run.files.push_back(
-          analyze_file(rules, parsed, target, target ? "" : unpinned_flashinfer_requirement(in_work_tree)));
+      std::string unpinned;
+      const auto target =
+          flashinfer_target(rules.parameters, repo.work_tree() / file.path, rules.parameter_origins, &unpinned);
+      run.files.push_back(analyze_file(rules, parsed, target, unpinned));
     } catch (const InputError& e) {
       run.errors.push_back(to_file_error(e));
     } catch (const OverlappingEdit& e) {

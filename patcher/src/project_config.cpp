@@ -30,15 +30,23 @@ std::string read_text(const fs::path& file) {
 
 bool is_pyproject(const fs::path& file) { return file.filename() == "pyproject.toml"; }
 
-// Whether a pyproject.toml can hold kvpatch settings at all: other projects' files are not parsed, so that a
-// TOML quirk in them never stops a run that does not concern them.
-bool may_name_kvpatch(const fs::path& file) {
+// Whether a pyproject.toml holds kvpatch settings. One that never mentions kvpatch is not parsed, so that a TOML
+// quirk in another project's file never stops a run that does not concern it; one that mentions kvpatch but does
+// not parse counts, so that reading it reports where it is broken.
+bool holds_kvpatch_settings(const fs::path& file) {
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) return false;
+  std::string text;
   try {
-    return read_text(file).find("kvpatch") != std::string::npos;
+    text = read_text(file);
   } catch (const InputError&) {
     return false;
+  }
+  if (text.find("kvpatch") == std::string::npos) return false;
+  try {
+    return toml::parse(text, file.string())["tool"]["kvpatch"].is_table();
+  } catch (const toml::parse_error&) {
+    return true;
   }
 }
 
@@ -133,15 +141,7 @@ std::optional<fs::path> find_project_config(const fs::path& start) {
     for (const char* name : {".kvpatch.toml", "kvpatch.toml"}) {
       if (fs::is_regular_file(dir / name, ec)) return dir / name;
     }
-    const fs::path pyproject = dir / "pyproject.toml";
-    if (may_name_kvpatch(pyproject)) {
-      try {
-        const toml::table doc = toml::parse(read_text(pyproject), pyproject.string());
-        if (doc["tool"]["kvpatch"].is_table()) return pyproject;
-      } catch (const toml::parse_error&) {
-        return pyproject;  // it names kvpatch but does not parse: reading it reports where
-      }
-    }
+    if (holds_kvpatch_settings(dir / "pyproject.toml")) return dir / "pyproject.toml";
     if (!dir.has_parent_path() || dir.parent_path() == dir) return std::nullopt;
     dir = dir.parent_path();
   }

@@ -18,12 +18,11 @@ struct FlashInferVersion {
 // `flashinfer_python-<v>.dist-info` (a site-packages install), a `pyproject.toml` that pins
 // `flashinfer_python==<v>` or `flashinfer-python==<v>` (an SGLang checkout pins it in python/pyproject.toml),
 // or an `sglang-*.dist-info/METADATA` that requires it (an installed SGLang). nullopt when none is found.
-std::optional<FlashInferVersion> find_flashinfer_version(const std::filesystem::path& file);
-
-// Where find_flashinfer_version finds no release: the nearest requirement above the file that names FlashInfer
-// without pinning one (an SGLang 0.4.3 checkout asks for `flashinfer_python>=0.2.1.post1`), with where it was
-// read, e.g. "flashinfer_python>=0.2.1.post1 in python/pyproject.toml"; "" when there is none.
-std::string unpinned_flashinfer_requirement(const std::filesystem::path& file);
+// When none is found and `unpinned` is given, it gets the nearest requirement passed over that names FlashInfer
+// without pinning a release (an SGLang 0.4.3 checkout asks for `flashinfer_python>=0.2.1.post1`), with where it
+// was read, e.g. "flashinfer_python>=0.2.1.post1 in python/pyproject.toml"; "" when there was none.
+std::optional<FlashInferVersion> find_flashinfer_version(const std::filesystem::path& file,
+                                                         std::string* unpinned = nullptr);
 
 // The release the `flashinfer_version` rule parameter names (--flashinfer-version); nullopt for "auto".
 std::optional<FlashInferVersion> given_flashinfer_version(const std::map<std::string, std::string>& parameters,
@@ -34,7 +33,8 @@ std::optional<FlashInferVersion> given_flashinfer_version(const std::map<std::st
 // given_by says where the parameter was given (RuleSet::parameter_origins), for the evidence.
 std::optional<FlashInferVersion> flashinfer_target(const std::map<std::string, std::string>& parameters,
                                                    const std::filesystem::path& file,
-                                                   const std::map<std::string, std::string>& given_by = {});
+                                                   const std::map<std::string, std::string>& given_by = {},
+                                                   std::string* unpinned = nullptr);
 
 // Release-number order on the leading numeric components: "0.6.18.post1" >= "0.6.14", "0.6.13" < "0.6.14".
 bool version_at_least(const std::string& version, const std::string& since);

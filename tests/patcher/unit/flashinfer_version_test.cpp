@@ -11,10 +11,16 @@
 namespace fs = std::filesystem;
 using kvpatch::find_flashinfer_version;
 using kvpatch::flashinfer_target;
-using kvpatch::unpinned_flashinfer_requirement;
 using kvpatch::version_at_least;
 
 namespace {
+// What find_flashinfer_version passes over when it finds no release.
+std::string unpinned_flashinfer_requirement(const fs::path& file) {
+  std::string unpinned;
+  find_flashinfer_version(file, &unpinned);
+  return unpinned;
+}
+
 void write(const fs::path& file, const std::string& text) {
   fs::create_directories(file.parent_path());
   std::ofstream(file, std::ios::binary) << text;
