@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Developer machine: put the FlashInfer MLA backends of a few real SGLang releases, as released and as
 # kvpatch patches them, where the GPU tests read them (the GPU machine has no network and no kvpatch):
-#   .cache/sglang-backends/<version>/flashinfer_mla_backend.py                   as released
-#   .cache/sglang-backends/<version>/kvpatch-applied/flashinfer_mla_backend.py   after `kvpatch apply`
+#   .cache/sglang-backends/<version>/flashinfer_mla_backend.py                       as released
+#   .cache/sglang-backends/<version>/kvpatch-applied/flashinfer_mla_backend.py       after `kvpatch apply`
+#   .cache/sglang-backends/<version>/kvpatch-applied-FORM/flashinfer_mla_backend.py  the same with
+#                                                   --kv-dtype-form FORM, for FORM upstream and sm90
 # Both are git-ignored; carry `.cache/sglang-backends` (a few hundred KB) to the GPU machine.
 # Wheels come from .cache/sglang/ (the real-SGLang tests' cache), else from PyPI with pip download.
 # The patch targets the FlashInfer release the GPU tests load (FI_VERSION, default 0.7.4: what
@@ -29,23 +31,28 @@ for v in "${versions[@]}"; do
     wheel=$(compgen -G "$root/.cache/sglang/sglang-$v-*.whl" | head -1)
   fi
   dest="$root/.cache/sglang-backends/$v"
-  mkdir -p "$dest/kvpatch-applied"
+  mkdir -p "$dest"
   # Written beside, then renamed: a reader never sees half a file.
   unzip -p "$wheel" "$backend" >"$dest/.flashinfer_mla_backend.py.tmp"
   mv "$dest/.flashinfer_mla_backend.py.tmp" "$dest/flashinfer_mla_backend.py"
-  work=$(mktemp -d)
-  cp "$dest/flashinfer_mla_backend.py" "$work/"
-  set +e
-  "$kvpatch" apply --isolated --flashinfer-version "$fi_version" "$work/flashinfer_mla_backend.py" >"$work/log" 2>&1
-  rc=$?
-  set -e
-  if [[ $rc -ne 0 ]]; then
-    # Releases kvpatch does not patch (nothing to thread, or none of its edits apply) keep no patched copy.
-    rm -rf "$dest/kvpatch-applied"
-    echo "sglang $v: as released only (kvpatch apply exited $rc: $(tail -1 "$work/log"))"
-  else
-    mv "$work/flashinfer_mla_backend.py" "$dest/kvpatch-applied/flashinfer_mla_backend.py"
-    echo "sglang $v: as released and kvpatch-applied ($(tail -1 "$work/log"))"
-  fi
-  rm -rf "$work"
+  for form in original upstream sm90; do
+    sub=kvpatch-applied$([[ $form == original ]] || echo "-$form")
+    work=$(mktemp -d)
+    cp "$dest/flashinfer_mla_backend.py" "$work/"
+    set +e
+    "$kvpatch" apply --isolated --flashinfer-version "$fi_version" --kv-dtype-form "$form" \
+      "$work/flashinfer_mla_backend.py" >"$work/log" 2>&1
+    rc=$?
+    set -e
+    rm -rf "${dest:?}/$sub"
+    if [[ $rc -ne 0 ]]; then
+      # Releases kvpatch does not patch (nothing to thread, or none of its edits apply) keep no patched copy.
+      echo "sglang $v ($form form): as released only (kvpatch apply exited $rc: $(head -1 "$work/log"))"
+    else
+      mkdir -p "$dest/$sub"
+      mv "$work/flashinfer_mla_backend.py" "$dest/$sub/flashinfer_mla_backend.py"
+      echo "sglang $v ($form form): $sub ($(head -1 "$work/log"))"
+    fi
+    rm -rf "$work"
+  done
 done

@@ -6,8 +6,9 @@
 
 The backend module (sglang/srt/layers/attention/flashinfer_mla_backend.py) is taken from the release at run
 time: DIR/sglang-backends/<version>/flashinfer_mla_backend.py, else extracted from DIR/sglang's wheel. Its
-patched text is DIR/sglang-backends/<version>/kvpatch-applied/flashinfer_mla_backend.py
-(kernels/bench/sglang_backends.sh writes both), or `kvpatch apply` run here by --kvpatch on a copy.
+patched texts, one per --kv-dtype-form (original, upstream, sm90), are
+DIR/sglang-backends/<version>/kvpatch-applied[-upstream|-sm90]/flashinfer_mla_backend.py
+(kernels/bench/sglang_backends.sh writes them all), or `kvpatch apply` run here by --kvpatch on a copy.
 Nothing of SGLang is kept in this repository.
 
 Each text is loaded as a module. Only its sglang imports are stood in for (sglang_stand_ins.py): the
@@ -17,8 +18,10 @@ BatchMLAPagedAttentionWrapper, and the backend's forward_decode and forward_exte
 prefill, causal), which run it. They run over an FP8 E4M3 KV pool, as SGLang keeps it with
 --kv-cache-dtype fp8_e4m3. Checked for each release:
 - as released: plan() is given BF16 for the KV side, and run() a BF16 copy of the pool;
-- patched: both paths plan FP8 KV and run() the pool as stored, with scales;
-- both within the verifier's tolerance of an FP32 reference (causal for the prefill);
+- patched, in each form: both paths plan FP8 KV and run() the pool as stored, with scales;
+- all within the verifier's tolerance of an FP32 reference (causal for the prefill);
+- with torch and FlashInfer reporting SM120 (where FlashInfer plans no BF16-query x FP8-KV MLA): the
+  sm90 form plans BF16 and casts, within tolerance; the original form's plan() fails;
 - the patch applied to decode only, the first manual fix's mistake (the prefill updater's plan edits
   reverted): the prefill path must then fail, raising or leaving the tolerance. This shows the
   check can fail.
@@ -55,6 +58,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import python_api_test as api  # noqa: E402  (pool, tolerance, check / verdict)
 import sglang_stand_ins as stand_ins  # noqa: E402
+from flashinfer_sm90_gate_test import ReportedCapability  # noqa: E402
 from sglang_graph_replay_test import backend_source  # noqa: E402
 
 FP8 = torch.float8_e4m3fn
@@ -63,9 +67,14 @@ RELEASES = ("0.5.16", "0.5.23")  # the first release kvpatch patches (FlashInfer
 HEADS, SM_SCALE = 16, 1.0 / math.sqrt(192.0)  # DeepSeek-V3 at TP 8: 16 local heads, qk head dim 128 + 64
 
 
-def patched_source(cache, version, kvpatch, flashinfer_version):
-    """kvpatch's output for the release's backend: the carried file, else `kvpatch apply` on a copy."""
-    carried = os.path.join(cache, "sglang-backends", version, "kvpatch-applied", "flashinfer_mla_backend.py")
+FORMS = {"patched": "original", "patched, upstream form": "upstream", "patched, sm90 form": "sm90"}
+
+
+def patched_source(cache, version, kvpatch, flashinfer_version, form):
+    """kvpatch's output for the release's backend in one --kv-dtype-form: the carried file (written by
+    kernels/bench/sglang_backends.sh), else `kvpatch apply` on a copy."""
+    sub = "kvpatch-applied" if form == "original" else f"kvpatch-applied-{form}"
+    carried = os.path.join(cache, "sglang-backends", version, sub, "flashinfer_mla_backend.py")
     if os.path.exists(carried):
         with open(carried, encoding="utf-8") as f:
             return f.read()
@@ -76,11 +85,11 @@ def patched_source(cache, version, kvpatch, flashinfer_version):
         path = os.path.join(tmp, "flashinfer_mla_backend.py")
         with open(path, "w", encoding="utf-8") as f:
             f.write(original)
-        done = subprocess.run([kvpatch, "apply", "--isolated", "--flashinfer-version", flashinfer_version, path],
-                              check=False, capture_output=True, text=True)
+        done = subprocess.run([kvpatch, "apply", "--isolated", "--flashinfer-version", flashinfer_version,
+                               "--kv-dtype-form", form, path], check=False, capture_output=True, text=True)
         if done.returncode != 0:
-            raise SystemExit(f"kvpatch apply on SGLang {version}'s backend exited {done.returncode}:\n"
-                             f"{done.stdout}{done.stderr}")
+            raise SystemExit(f"kvpatch apply --kv-dtype-form {form} on SGLang {version}'s backend exited "
+                             f"{done.returncode}:\n{done.stdout}{done.stderr}")
         with open(path, encoding="utf-8") as f:
             return f.read()
 
@@ -256,62 +265,77 @@ def kvpatch_wrapper_class(lib):
     return KvpatchWrapper
 
 
+def expect_paths(label, module, wrapper_class, decode_batch, prefill_batch, expect, prefill=True):
+    """Runs the module's decode (and paged prefill) path; checks the KV dtype planned and run, run()'s scales
+    and the outputs against FP32. Returns (decode out, prefill out or None)."""
+    b = Backend(module, wrapper_class, decode_batch)
+    b.plan_decode()
+    decode_out = b.decode(0)
+    r = b.recorder
+    api.check(r.plan_kv_dtypes == [expect] and r.run_kv_dtypes == [expect] and
+              r.run_scales == [(expect == FP8, expect == FP8)],
+              f"{label}: decode plans and runs {expect} KV (plan {r.plan_kv_dtypes}, run {r.run_kv_dtypes}, "
+              f"scales {r.run_scales})")
+    ref, mag = decode_batch.reference(0, causal=False)
+    api.check(passes(decode_out, ref, mag, decode_batch), f"{label}: decode within tolerance of FP32")
+    if not prefill:
+        return decode_out, None
+    b = Backend(module, wrapper_class, prefill_batch)
+    prefill_out = b.extend(0)
+    r = b.recorder
+    api.check(r.plan_kv_dtypes == [expect] and r.run_kv_dtypes == [expect],
+              f"{label}: paged prefill plans and runs {expect} KV (plan {r.plan_kv_dtypes}, run {r.run_kv_dtypes})")
+    ref, mag = prefill_batch.reference(0, causal=True)
+    api.check(passes(prefill_out, ref, mag, prefill_batch), f"{label}: paged prefill (causal) within tolerance")
+    return decode_out, prefill_out
+
+
 def correctness(version, sources, flashinfer, kernel_wrapper):
     decode_batch = Batch([700, 3000, 1, 1500], [1, 1, 1, 1], 6000, 1, seed=7)
     prefill_batch = Batch([700, 300, 37], [5, 300, 1], 1100, 1, seed=8)  # prefix + new tokens; one with no prefix
-    decode_outs, prefill_outs = {}, {}
-    for form, expect in (("as released", BF16), ("patched", FP8)):
-        module = stand_ins.load(sources[form], f"{version} {form}")
-        b = Backend(module, flashinfer.BatchMLAPagedAttentionWrapper, decode_batch)
-        b.plan_decode()
-        out = decode_outs[form] = b.decode(0)
-        r = b.recorder
-        api.check(r.plan_kv_dtypes == [expect] and r.run_kv_dtypes == [expect],
-                  f"SGLang {version} {form}: decode plans and runs {expect} KV "
-                  f"(plan {r.plan_kv_dtypes}, run {r.run_kv_dtypes})")
-        api.check(r.run_scales == [(expect == FP8, expect == FP8)],
-                  f"SGLang {version} {form}: decode run() scales {r.run_scales}")
-        ref, _, mag = reference_decode(decode_batch)
-        api.check(passes(out, ref, mag, decode_batch), f"SGLang {version} {form}: decode within tolerance of FP32")
-
-        b = Backend(module, flashinfer.BatchMLAPagedAttentionWrapper, prefill_batch)
-        out = prefill_outs[form] = b.extend(0)
-        r = b.recorder
-        api.check(r.plan_kv_dtypes == [expect] and r.run_kv_dtypes == [expect],
-                  f"SGLang {version} {form}: paged prefill plans and runs {expect} KV "
-                  f"(plan {r.plan_kv_dtypes}, run {r.run_kv_dtypes})")
-        ref, mag = prefill_batch.reference(0, causal=True)
-        api.check(passes(out, ref, mag, prefill_batch),
-                  f"SGLang {version} {form}: paged prefill (causal) within tolerance")
-    same_bits(decode_outs, "decode")
-    same_bits(prefill_outs, "paged prefill")
+    flashinfer_wrapper = flashinfer.BatchMLAPagedAttentionWrapper
+    modules = {form: stand_ins.load(text, f"{version} {form}") for form, text in sources.items()}
+    outs = {}
+    for form, module in modules.items():
+        outs[form] = expect_paths(f"SGLang {version} {form}", module, flashinfer_wrapper, decode_batch,
+                                  prefill_batch, BF16 if form == "as released" else FP8)
+    for form in FORMS:
+        same_bits({"as released": outs["as released"][0], "patched": outs[form][0]}, f"decode, {form}")
+        same_bits({"as released": outs["as released"][1], "patched": outs[form][1]}, f"paged prefill, {form}")
 
     if kernel_wrapper is not None:  # the patched decode path on kvpatch's kernel, as on a GPU FlashInfer cannot serve
-        b = Backend(stand_ins.load(sources["patched"], f"{version} patched"), kernel_wrapper, decode_batch)
-        b.plan_decode()
-        out = b.decode(0)
-        r = b.recorder
-        api.check(r.plan_kv_dtypes == [FP8] and r.run_kv_dtypes == [FP8] and r.run_scales == [(True, True)],
-                  f"SGLang {version} patched, kvpatch's kernel: decode plans and runs FP8 KV with scales")
-        ref, _, mag = reference_decode(decode_batch)
-        api.check(passes(out, ref, mag, decode_batch),
-                  f"SGLang {version} patched, kvpatch's kernel: decode within tolerance of FP32")
+        expect_paths(f"SGLang {version} patched, kvpatch's kernel", modules["patched"], kernel_wrapper,
+                     decode_batch, prefill_batch, FP8, prefill=False)
+
+    # The same process with torch and FlashInfer reporting SM120, where FlashInfer plans no BF16-query x
+    # FP8-KV MLA: the sm90 form must fall back to the cast; the original form's plan() must fail there.
+    helper = modules["patched, sm90 form"]._kvpatch_fp8_kv_dtype
+    with ReportedCapability((12, 0), [helper]):
+        expect_paths(f"SGLang {version} patched, sm90 form, on \"SM120\"", modules["patched, sm90 form"],
+                     flashinfer_wrapper, decode_batch, prefill_batch, BF16)
+        expect_raises(f"SGLang {version} patched (original form), on \"SM120\": decode plan() fails",
+                      lambda: Backend(modules["patched"], flashinfer_wrapper, decode_batch).plan_decode())
 
     module = stand_ins.load(decode_only(sources["patched"]), f"{version} decode-only")
-    b = Backend(module, flashinfer.BatchMLAPagedAttentionWrapper, prefill_batch)
+    expect_raises(f"SGLang {version} patched for decode only: paged prefill fails",
+                  lambda: prefill_passes_or_raise(module, flashinfer_wrapper, prefill_batch))
+
+
+def prefill_passes_or_raise(module, wrapper_class, batch):
+    """The paged prefill path; raises if its output is not within tolerance (a wrong result is a failure too)."""
+    out = Backend(module, wrapper_class, batch).extend(0)
+    ref, mag = batch.reference(0, causal=True)
+    if not passes(out, ref, mag, batch):
+        raise AssertionError("the output left the tolerance")
+
+
+def expect_raises(what, fn):
     try:
-        out = b.extend(0)
-        ref, mag = prefill_batch.reference(0, causal=True)
-        failed = not passes(out, ref, mag, prefill_batch)
-        how = "left the tolerance" if failed else "passed"
-    except Exception as err:  # FlashInfer refusing the FP8 cache on a BF16 plan is the expected way to fail
-        failed, how = True, f"raised {type(err).__name__}: {str(err).splitlines()[0][:120]}"
-    api.check(failed, f"SGLang {version} patched for decode only: paged prefill fails ({how})")
-
-
-def reference_decode(batch):
-    ref, mag = batch.reference(0, causal=False)
-    return ref, None, mag
+        fn()
+    except Exception as err:  # FlashInfer's refusal is the expected failure; which exception is printed
+        api.check(True, f"{what} (raised {type(err).__name__}: {str(err).splitlines()[0][:120]})")
+        return
+    api.check(False, f"{what} (it ran)")
 
 
 def bench(version, sources, wrappers, layers, rounds=7):
@@ -379,6 +403,10 @@ def main():
     if flashinfer is None:
         return 77
     print(f"FlashInfer {flashinfer.__version__}, {torch.cuda.get_device_name()}")
+    if torch.cuda.get_device_capability()[0] != 9:
+        print("skipped: FlashInfer plans a BF16 query with an FP8 KV cache for MLA on SM90 only, and this GPU "
+              "is not SM90 (the test reports SM120 to FlashInfer itself for the other case)")
+        return 77
     kernel_wrapper = kvpatch_wrapper_class(args.lib) if args.lib else None
     if kernel_wrapper is None:
         print("note: no --lib, so the patched decode path is not also run on kvpatch's kernel")
@@ -392,11 +420,13 @@ def main():
         if original is None:
             print(f"skipped: no SGLang {version} backend under {args.cache} (kernels/bench/sglang_backends.sh)")
             return 77
-        patched = patched_source(args.cache, version, args.kvpatch, flashinfer.__version__)
-        if patched is None:
-            print(f"skipped: no patched backend for SGLang {version} (kernels/bench/sglang_backends.sh, or --kvpatch)")
-            return 77
-        sources = {"as released": original, "patched": patched}
+        sources = {"as released": original}
+        for name, form in FORMS.items():
+            sources[name] = patched_source(args.cache, version, args.kvpatch, flashinfer.__version__, form)
+            if sources[name] is None:
+                print(f"skipped: no {form}-form patch of SGLang {version} (kernels/bench/sglang_backends.sh, "
+                      "or --kvpatch)")
+                return 77
         correctness(version, sources, flashinfer, kernel_wrapper)
         if args.bench_layers:
             benches.append(bench(version, sources, wrappers, args.bench_layers))
