@@ -11,14 +11,15 @@
 # kernels/bench/flashinfer_wheels.sh fetches).
 #
 # Usage (repo root, after a build with the patcher): bash kernels/bench/sglang_backends.sh [VERSION...]
-#   default versions: 0.4.6 0.4.9 0.5.23 (the graph-replay test's), 0.5.16 (the first kvpatch patches)
+#   default versions: 0.4.6 0.4.9 0.5.23 (the graph-replay test's), and 0.5.16 to 0.5.23 (every release
+#   kvpatch patches with its own FlashInfer pin; the real-release backend test's)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 kvpatch=${KVPATCH:-$root/build/patcher/kvpatch}
 fi_version=${FI_VERSION:-0.7.4}
 [[ -x "$kvpatch" ]] || { echo "sglang_backends.sh: no kvpatch at $kvpatch (build it, or set KVPATCH)" >&2; exit 2; }
 versions=("$@")
-[[ ${#versions[@]} -gt 0 ]] || versions=(0.4.6 0.4.9 0.5.16 0.5.23)
+[[ ${#versions[@]} -gt 0 ]] || versions=(0.4.6 0.4.9 0.5.16 0.5.17 0.5.18 0.5.19 0.5.20 0.5.21 0.5.22 0.5.23)
 backend=sglang/srt/layers/attention/flashinfer_mla_backend.py
 mkdir -p "$root/.cache/sglang"
 for v in "${versions[@]}"; do

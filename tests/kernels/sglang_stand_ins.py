@@ -66,12 +66,25 @@ def _fill_indices(req_to_token, req_pool_indices, lens, indptr, starts, out):
 
 class _IndexKernel:
     """create_flashinfer_kv_indices_triton[(grid,)](req_to_token, req_pool_indices, lens, indptr, start, out,
-    stride): releases up to 0.5.18 build kv_indices with this Triton kernel; here, row copies."""
+    stride): releases up to 0.5.19 build kv_indices with this Triton kernel (0.5.19 from a KVIndexTable,
+    with ENTRY_PAGE_SIZE); here, row copies."""
 
     def __getitem__(self, grid):
-        def launch(req_to_token, req_pool_indices, lens, indptr, starts, out, stride):
+        def launch(req_to_token, req_pool_indices, lens, indptr, starts, out, stride, ENTRY_PAGE_SIZE=1):
+            assert ENTRY_PAGE_SIZE == 1, "the stand-ins keep one token per req_to_token entry"
             _fill_indices(req_to_token, req_pool_indices, lens, indptr, starts, out)
         return launch
+
+
+def kv_index_table(req_to_token, req_pool_indices):
+    """The KVIndexTable 0.5.19's updaters take as kv_view: req_to_token's rows, one token per entry."""
+    return types.SimpleNamespace(ids=req_to_token, row_ids=req_pool_indices, row_stride=req_to_token.shape[1],
+                                 entry_page_size=1)
+
+
+def unified_mla_hooks(allocator):
+    """0.5.17 and 0.5.18: the unified MLA pool's hooks; with no unified pool there is no id translation."""
+    return types.SimpleNamespace(translate_kv_loc_dense=None)
 
 
 class Translator:
@@ -84,6 +97,13 @@ class Translator:
         self.req_to_token = req_to_token
 
     def pack_read_stream(self, plan, *, req_pool_indices, seq_lens, indptr, out):
+        """0.5.22 and later."""
+        _fill_indices(self.req_to_token, req_pool_indices, seq_lens, indptr, None, out)
+        return False
+
+    def fill_packed_read_stream(self, *, req_pool_indices, seq_lens, indptr, total_tokens, out):
+        """0.5.20 and 0.5.21."""
+        assert total_tokens == int(indptr[-1])
         _fill_indices(self.req_to_token, req_pool_indices, seq_lens, indptr, None, out)
         return False
 
@@ -118,6 +138,7 @@ PROVIDED = {
     "is_flashinfer_available": lambda: True,
     "AttentionBackend": AttentionBackend,
     "create_flashinfer_kv_indices_triton": _IndexKernel(),
+    "unified_mla_hooks": unified_mla_hooks,
 }
 
 

@@ -124,6 +124,12 @@ TEST_SUITE("properties") {
       const bool noted = apply.err.find("kvpatch: note: the threaded plan() calls plan an FP8 KV cache as FP8 on "
                                         "every GPU") != std::string::npos;
       CHECK_MESSAGE(noted == (threads && !gated_form), "apply's stderr: ", apply.err);
+      // The original form (no --kv-dtype-form given, or "original") also plans E5M2 caches as E5M2.
+      const bool other_form = gated_form || std::find(fixture.options.begin(), fixture.options.end(), "upstream") !=
+                                                fixture.options.end();
+      const bool noted_e5m2 = apply.err.find("kvpatch: note: this form (original) also plans an FP8 E5M2 cache") !=
+                              std::string::npos;
+      CHECK_MESSAGE(noted_e5m2 == (threads && !other_form), "apply's stderr: ", apply.err);
     }
 
     SUBCASE("diff, applied by the test itself, gives exactly what apply wrote") {
