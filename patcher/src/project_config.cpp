@@ -147,6 +147,33 @@ std::optional<fs::path> find_project_config(const fs::path& start) {
   }
 }
 
+namespace {
+// Whether path segments [j..] match pattern segments [i..]: a segment "**" matches any number of whole
+// segments (none included), as in ruff's and git's globs; any other segment is an fnmatch pattern for one.
+bool segments_match(const std::vector<std::string>& pattern, std::size_t i, const std::vector<std::string>& path,
+                    std::size_t j) {
+  if (i == pattern.size()) return j == path.size();
+  if (pattern[i] == "**") {
+    for (std::size_t k = j; k <= path.size(); ++k) {
+      if (segments_match(pattern, i + 1, path, k)) return true;
+    }
+    return false;
+  }
+  return j < path.size() && fnmatch(pattern[i].c_str(), path[j].c_str(), 0) == 0 &&
+         segments_match(pattern, i + 1, path, j + 1);
+}
+
+std::vector<std::string> split_segments(const std::string& text) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  for (std::size_t slash; (slash = text.find('/', start)) != std::string::npos; start = slash + 1) {
+    parts.push_back(text.substr(start, slash - start));
+  }
+  parts.push_back(text.substr(start));
+  return parts;
+}
+}  // namespace
+
 bool excluded(const ProjectConfig& config, const fs::path& file) {
   if (config.exclude.empty()) return false;
   std::error_code ec;
@@ -155,11 +182,13 @@ bool excluded(const ProjectConfig& config, const fs::path& file) {
   if (rel.empty() || *rel.begin() == "..") return false;
   // The path and each directory above it within the configuration's directory: a pattern naming a directory
   // excludes what is under it.
-  std::string prefix;
+  std::vector<std::vector<std::string>> patterns;
+  for (const std::string& pattern : config.exclude) patterns.push_back(split_segments(pattern));
+  std::vector<std::string> prefix;
   for (const fs::path& part : rel) {
-    prefix += (prefix.empty() ? "" : "/") + part.string();
-    for (const std::string& pattern : config.exclude) {
-      if (fnmatch(pattern.c_str(), prefix.c_str(), FNM_PATHNAME) == 0) return true;
+    prefix.push_back(part.string());
+    for (const auto& pattern : patterns) {
+      if (segments_match(pattern, 0, prefix, 0)) return true;
     }
   }
   return false;

@@ -19,8 +19,8 @@ struct ProjectConfig {
   // `kv-dtype-form`, `flashinfer-version` and the [parameters] table, as rule parameter overrides that name
   // the file and line they came from.
   std::map<std::string, ParameterOverride> parameters;
-  // `exclude`: fnmatch patterns (`*` and `?` stop at `/`) over paths relative to the file's directory; one that
-  // matches a directory excludes everything under it, as `test` or `benchmark/kernels` would.
+  // `exclude`: fnmatch patterns (`*` and `?` stop at `/`; a whole segment `**` spans any number of directories)
+  // over paths relative to the file's directory; one that matches a directory excludes everything under it.
   std::vector<std::string> exclude;
 };
 

@@ -120,6 +120,24 @@ TEST_SUITE("project_config") {
     CHECK_FALSE(excluded(read_project_config(dir.write("other/kvpatch.toml", "")), proj / "test" / "a.py"));
   }
 
+  TEST_CASE("exclude: ** matches any number of whole directories, none included") {
+    test::ScratchDir dir;
+    const fs::path file = dir.write("proj/.kvpatch.toml",
+                                    "exclude = [\"**/test_*.py\", \"bench/**/gen\", \"docs/**\", \"a**b.py\"]\n");
+    const ProjectConfig config = read_project_config(file);
+    const fs::path proj = file.parent_path();
+    CHECK(excluded(config, proj / "test_top.py"));                      // ** matching no directory
+    CHECK(excluded(config, proj / "python" / "sglang" / "test_mla.py"));  // ... and two
+    CHECK_FALSE(excluded(config, proj / "python" / "sglang" / "mla_test.py"));
+    CHECK(excluded(config, proj / "bench" / "gen" / "x.py"));
+    CHECK(excluded(config, proj / "bench" / "a" / "b" / "gen" / "x.py"));
+    CHECK_FALSE(excluded(config, proj / "bench" / "a" / "gen.py"));
+    CHECK(excluded(config, proj / "docs" / "conf.py"));
+    CHECK_FALSE(excluded(config, proj / "docsite" / "conf.py"));
+    CHECK(excluded(config, proj / "axxb.py"));  // ** inside a segment is fnmatch's *: it stops at /
+    CHECK_FALSE(excluded(config, proj / "ax" / "xb.py"));
+  }
+
   TEST_CASE("exclude errors: not a list, not a string, empty or absolute") {
     test::ScratchDir dir;
     const fs::path f = dir.path() / "kvpatch.toml";
