@@ -390,8 +390,8 @@ void warn_unselected_paths(const std::vector<std::string>& paths, const Run& run
 // FlashInfer (0.6.14 and later; older releases cannot build it at all) serves the plan apply just threaded, a BF16
 // query with an FP8 KV cache, on SM90 GPUs only: elsewhere the patched backend fails at plan(). Only the sm90 form
 // gates it; with the others the user should know before deploying. The original form also plans an E5M2 cache as
-// E5M2, which FlashInfer 0.7.4 plans for no MLA backend on any GPU (tests/kernels/sglang_release_backend_test.py
-// saw it refused for SGLang 0.5.16-0.5.23); the other two keep the cast for it.
+// E5M2, which FlashInfer 0.6.14 to 0.7.4 refused on the H200 for SGLang 0.5.16-0.5.23
+// (tests/kernels/sglang_release_backend_test.py); the other two forms keep the cast for it.
 void note_where_the_plan_runs(const Run& run, const RuleSet& rules) {
   const auto form = rules.parameters.find("kv_dtype_form");
   if (form != rules.parameters.end() && form->second == "sm90") return;
@@ -407,9 +407,10 @@ void note_where_the_plan_runs(const Run& run, const RuleSet& rules) {
                "\"sm90\" in the project's .kvpatch.toml), which keeps the casts there (patcher/README.md, \"Where the "
                "patched backend runs\")\n";
   if (original_form) {
-    std::cerr << "kvpatch: note: this form (original) also plans an FP8 E5M2 cache as E5M2, for which FlashInfer "
-                 "0.7.4 has no MLA backend on any GPU: a server run with --kv-cache-dtype fp8_e5m2 fails at its first "
-                 "plan(). The upstream and sm90 forms keep the cast for such caches\n";
+    std::cerr << "kvpatch: note: this form (original) also plans an FP8 E5M2 cache as E5M2, which FlashInfer's MLA "
+                 "wrapper refuses with a BF16 query (0.6.14 to 0.7.4 refused it; their fa2 and fa3 take FP16, BF16 and "
+                 "E4M3 KV only): a server run with --kv-cache-dtype fp8_e5m2 fails at its first plan(). The upstream "
+                 "and sm90 forms keep the cast for such caches\n";
   }
 }
 
