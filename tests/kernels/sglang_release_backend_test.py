@@ -20,6 +20,9 @@ prefill, causal), which run it. They run over an FP8 E4M3 KV pool, as SGLang kee
 - as released: plan() is given BF16 for the KV side, and run() a BF16 copy of the pool;
 - patched, in each form: both paths plan FP8 KV and run() the pool as stored, with scales;
 - all within the verifier's tolerance of an FP32 reference (causal for the prefill);
+- decode under CUDA graphs as SGLang serves it: a use_cuda_graph wrapper planned by the updater,
+  forward_decode captured, the release's fast_mla_decode_plan installed, and replays with other lengths
+  through the updater's replay branch, each within tolerance (on FlashInfer, and with --lib on ours);
 - with torch and FlashInfer reporting SM120 (where FlashInfer plans no BF16-query x FP8-KV MLA): the
   sm90 form plans BF16 and casts, within tolerance; the original form's plan() fails;
 - the patch applied to decode only, the first manual fix's mistake (the prefill updater's plan edits
@@ -39,6 +42,7 @@ JSON. Exit 0 all pass, 1 a failure, 77 skipped (no GPU, PyTorch,
 FlashInfer or release source).
 """
 import argparse
+import functools
 import inspect
 import json
 import math
@@ -135,10 +139,11 @@ class Recorder:
         self.plan_kv_dtypes, self.run_kv_dtypes, self.run_scales = [], [], []
 
 
-def call_with_names(fn, available):
-    """Calls fn with those of `available` its signature names: the updaters' parameters differ by release."""
+def call_with_names(fn, available, extra=None):
+    """Calls fn with those of `available` its signature names (the updaters' parameters differ by release),
+    and `extra` through its **kwargs (the CUDA-graph replay's fast_decode_kwargs)."""
     names = [p for p in inspect.signature(fn).parameters if p in available]
-    return fn(**{name: available[name] for name in names})
+    return fn(**{name: available[name] for name in names}, **(extra or {}))
 
 
 class Batch:
@@ -165,13 +170,14 @@ class Batch:
                         device="cuda").to(BF16)
         self.q_nope, self.q_pe = q[..., :512].contiguous(), q[..., 512:].contiguous()
 
-    def reference(self, layer, causal):
-        """FP32 attention of every query token over its request's KV (up to itself when causal), unit scales."""
+    def reference(self, layer, causal, kv_lens=None):
+        """FP32 attention of every query token over its request's KV (up to itself when causal), unit scales;
+        kv_lens (no longer than the batch's) for a replayed step with other lengths."""
         pool = self.pools[layer].float().view(-1, 576)
         out = torch.empty(self.q_nope.shape, device="cuda")
         mag = torch.empty_like(out)
         row = 0
-        for b, (n, new) in enumerate(zip(self.kv_lens, self.new_tokens)):
+        for b, (n, new) in enumerate(zip(kv_lens or self.kv_lens, self.new_tokens)):
             kv = pool[self.req_to_token[3 + b, :n].long()]
             for j in range(new):
                 visible = n - new + j + 1 if causal else n
@@ -297,6 +303,48 @@ def expect_paths(label, module, wrapper_class, decode_batch, prefill_batch, expe
     return decode_out, prefill_out
 
 
+def graph_replay(label, module, wrapper_class, batch, expect, replays):
+    """The decode path as SGLang runs it under CUDA graphs: a use_cuda_graph wrapper over the backend's graph
+    buffers, planned by the updater (init_metadata_replay=False) and forward_decode captured; then the
+    release's own fast_mla_decode_plan installed as the wrapper's plan, and per step the updater's replay
+    branch (init_metadata_replay=True: page ids written into the captured buffer in place, the fast plan
+    from host arrays) and a replay. Each replay is held to the FP32 reference of its lengths."""
+    bs = len(batch.kv_lens)
+    b = Backend(module, wrapper_class, batch)
+    qo_indptr = torch.arange(bs + 1, dtype=torch.int32, device="cuda")
+    kv_indices = torch.zeros(sum(batch.kv_lens), dtype=torch.int32, device="cuda")
+    wrapper = b.recorder.make_wrapper(
+        b.workspace, use_cuda_graph=True, qo_indptr=qo_indptr,
+        kv_indptr=torch.zeros(bs + 1, dtype=torch.int32, device="cuda"), kv_indices=kv_indices,
+        kv_len_arr=torch.ones(bs, dtype=torch.int32, device="cuda"), backend="auto")
+    updater = module.FlashInferMLAIndicesUpdaterDecode(b.model_runner, b.attn)
+
+    def plan(lens, replay, extra=None):
+        call_with_names(updater.call_begin_forward, dict(
+            wrapper=wrapper, req_pool_indices=batch.req_pool_indices,
+            paged_kernel_lens=torch.tensor(lens, dtype=torch.int32, device="cuda"), paged_kernel_lens_sum=sum(lens),
+            q_indptr=updater.q_indptr, kv_indptr=updater.kv_indptr, init_metadata_replay=replay, plan=None,
+            kv_view=stand_ins.kv_index_table(batch.req_to_token, batch.req_pool_indices)), extra)
+
+    plan(batch.kv_lens, False)
+    b.backend.forward_metadata = types.SimpleNamespace(decode_wrapper=wrapper)
+    captured = {}
+    graph = api.capture(lambda: captured.update(out=b.decode(0)))
+    wrapper.plan = functools.partial(module.fast_mla_decode_plan, wrapper)  # as the backend does after capture
+    r = b.recorder
+    api.check(set(r.plan_kv_dtypes) == {expect} and set(r.run_kv_dtypes) == {expect},
+              f"{label}: captured decode plans and runs {expect} KV")
+    for n, lens in enumerate(replays, start=1):
+        kv_len_cpu = torch.tensor(lens, dtype=torch.int32)
+        plan(lens, True, {"kv_indices": kv_indices, "qo_indptr_cpu": qo_indptr.cpu(),
+                          "kv_indptr_cpu": torch.cat([torch.zeros(1, dtype=torch.int32), kv_len_cpu.cumsum(0)]).int(),
+                          "kv_len_arr_cpu": kv_len_cpu})
+        graph.replay()
+        ref, mag = batch.reference(0, causal=False, kv_lens=lens)
+        api.check(passes(captured["out"], ref, mag, types.SimpleNamespace(kv_lens=lens)),
+                  f"{label}: replay {n} after the release's fast_mla_decode_plan, within tolerance of FP32")
+
+
 def observe_paths(label, module, wrapper_class, decode_batch, prefill_batch):
     """Runs both paths and prints what happened, checking nothing: for a case whose right outcome is not
     this test's to decide (it is reported, and the README says what was seen)."""
@@ -333,6 +381,16 @@ def correctness(version, sources, flashinfer, kernel_wrapper):
     if kernel_wrapper is not None:  # the patched decode path on kvpatch's kernel, as on a GPU FlashInfer cannot serve
         expect_paths(f"SGLang {version} patched, kvpatch's kernel", modules["patched"], kernel_wrapper,
                      decode_batch, prefill_batch, FP8, prefill=False)
+
+    # Decode under CUDA graphs, as SGLang serves it: capture, then the release's fast plan and replays.
+    graph_batch = Batch([700, 3000, 5, 1500], [1, 1, 1, 1], 6000, 1, seed=12)
+    replays = ([5, 64, 1, 30], [699, 2999, 5, 1500], [1, 1, 1, 1])
+    for form, module in modules.items():
+        graph_replay(f"SGLang {version} {form}, CUDA graph", module, flashinfer_wrapper, graph_batch,
+                     BF16 if form == "as released" else FP8, replays)
+    if kernel_wrapper is not None:
+        graph_replay(f"SGLang {version} patched, kvpatch's kernel, CUDA graph", modules["patched"], kernel_wrapper,
+                     graph_batch, FP8, replays)
 
     # The same process with torch and FlashInfer reporting SM120, where FlashInfer plans no BF16-query x
     # FP8-KV MLA: the sm90 form must fall back to the cast; the original form's plan() must fail there.
