@@ -495,6 +495,7 @@ int run_command(const std::string& command, const Options& options) {
   for (const AppliedFile& p : result.patched) {
     std::cout << "patched " << p.display_path << " (" << p.edits << (p.edits == 1 ? " edit)" : " edits)") << "\n";
   }
+  std::cout.flush();  // the notes below go to stderr: keep them after these lines when both streams share a log
   if (!result.errors.empty()) return kUsageOrInput;
   if (result.patched.empty()) std::cerr << "kvpatch: nothing to patch\n";
   note_where_the_plan_runs(run, rules);
