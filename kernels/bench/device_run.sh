@@ -66,11 +66,15 @@ if [[ "$what" == tests || "$what" == all || "$what" == python ]]; then
     tee "$out/sglang_graph_replay_test.log" | tail -20
   [[ ${PIPESTATUS[0]} -eq 0 || ${PIPESTATUS[0]} -eq 77 ]] || status=1
   # Two SGLang releases' backends, as released and as kvpatch patched them (kernels/bench/sglang_backends.sh),
-  # on FlashInfer's own wrapper and the patched decode on ours; a 61-layer decode step timed each way.
-  python3 tests/kernels/sglang_release_backend_test.py --lib "$build/kernels/libkvpatch_mla_capi.so" \
-    --bench-layers 61 --out "$out" 2>&1 |
+  # on FlashInfer's own wrapper and the patched decode on ours; then a 61-layer decode step timed each way.
+  python3 tests/kernels/sglang_release_backend_test.py --lib "$build/kernels/libkvpatch_mla_capi.so" 2>&1 |
     tee "$out/sglang_release_backend_test.log" | tail -40
-  [[ ${PIPESTATUS[0]} -eq 0 || ${PIPESTATUS[0]} -eq 77 ]] || status=1
+  test_status=${PIPESTATUS[0]}
+  [[ $test_status -eq 0 || $test_status -eq 77 ]] || status=1
+  if [[ $test_status -eq 0 ]]; then
+    python3 kernels/bench/sglang_release_step.py --lib "$build/kernels/libkvpatch_mla_capi.so" --out "$out" 2>&1 |
+      tee "$out/sglang_release_step.log" | tail -8
+  fi
 fi
 if [[ "$what" == bench || "$what" == all || "$what" == quick ]]; then
   PYTHONUNBUFFERED=1 python3 kernels/bench/bench_decode.py --lib "$build/kernels/libkvpatch_mla_capi.so" \

@@ -2,7 +2,6 @@
 """GPU test: a real SGLang release's FlashInfer MLA backend, as released and as kvpatch patches it, on FlashInfer.
 
   sglang_release_backend_test.py [--cache DIR] [--kvpatch BIN] [--releases 0.5.16,...] [--lib LIB]
-                                 [--bench-layers N] [--bench-releases 0.5.16,0.5.23] [--out DIR]
 
 The backend module (sglang/srt/layers/attention/flashinfer_mla_backend.py) is taken from the release at run
 time: DIR/sglang-backends/<version>/flashinfer_mla_backend.py, else extracted from DIR/sglang's wheel. Its
@@ -11,7 +10,8 @@ DIR/sglang-backends/<version>/kvpatch-applied[-upstream|-sm90]/flashinfer_mla_ba
 (kernels/bench/sglang_backends.sh writes them all), or `kvpatch apply` run here by --kvpatch on a copy.
 Nothing of SGLang is kept in this repository.
 
-Each text is loaded as a module. Only its sglang imports are stood in for (sglang_stand_ins.py): the
+Each text is loaded as a module (sglang_release_harness.py). Only its sglang imports are stood in for
+(sglang_stand_ins.py): the
 parallel state of one GPU, the index builders, a base class. The code under test is the release's own:
 the indices updaters' __init__ and call_begin_forward, which plan FlashInfer's
 BatchMLAPagedAttentionWrapper, and the backend's forward_decode and forward_extend (paged MLA
@@ -34,25 +34,16 @@ prefill, causal), which run it. They run over an FP8 E4M3 KV pool, as SGLang kee
 With --lib (libkvpatch_mla_capi.so), the patched decode path also runs on kvpatch's kernel through its
 stand-in for FlashInfer's wrapper (kernels/python/kvpatch_mla_flashinfer.py), as it would on a GPU
 FlashInfer has no BF16-query x FP8-KV path for, and is held to the same tolerance.
-With --bench-layers N it also times one decode step of N layers, each with its own pool of
-495,552 slots (GLM-5's), as released against patched (and patched on kvpatch's kernel). Each step
-is captured in a CUDA graph, as SGLang replays decode, and also run eager; the forms are
-interleaved round by round. It prints the medians and their ratios, and writes them to --out as
-JSON. Exit 0 all pass, 1 a failure, 77 skipped (no GPU, PyTorch,
+kernels/bench/sglang_release_step.py times a decode step of these backends.
+Exit 0 all pass, 1 a failure, 77 skipped (no GPU, PyTorch,
 FlashInfer or release source).
 """
 import argparse
 import functools
-import inspect
-import json
-import math
 import os
 import re
 import shutil
-import statistics
-import subprocess
 import sys
-import tempfile
 import types
 
 try:
@@ -63,45 +54,24 @@ except ImportError:
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import python_api_test as api  # noqa: E402  (pool, tolerance, check / verdict)
+import python_api_test as api  # noqa: E402  (check / verdict, FlashInfer's import)
 import sglang_stand_ins as stand_ins  # noqa: E402
 from flashinfer_sm90_gate_test import ReportedCapability  # noqa: E402
-from sglang_graph_replay_test import backend_source  # noqa: E402
+from sglang_release_harness import (  # noqa: E402
+    BF16,
+    FORMS,
+    FP8,
+    Backend,
+    Batch,
+    call_with_names,
+    kvpatch_wrapper_class,
+    passes,
+    release_sources,
+)
 
-FP8 = torch.float8_e4m3fn
 E5M2 = torch.float8_e5m2
-BF16 = torch.bfloat16
 # Every release kvpatch patches with its own FlashInfer pin (0.6.14 and later), 0.5.16 to the newest.
 RELEASES = ("0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
-BENCH_RELEASES = ("0.5.16", "0.5.23")
-HEADS, SM_SCALE = 16, 1.0 / math.sqrt(192.0)  # DeepSeek-V3 at TP 8: 16 local heads, qk head dim 128 + 64
-
-
-FORMS = {"patched": "original", "patched, upstream form": "upstream", "patched, sm90 form": "sm90"}
-
-
-def patched_source(cache, version, kvpatch, flashinfer_version, form):
-    """kvpatch's output for the release's backend in one --kv-dtype-form: the carried file (written by
-    kernels/bench/sglang_backends.sh), else `kvpatch apply` on a copy."""
-    sub = "kvpatch-applied" if form == "original" else f"kvpatch-applied-{form}"
-    carried = os.path.join(cache, "sglang-backends", version, sub, "flashinfer_mla_backend.py")
-    if os.path.exists(carried):
-        with open(carried, encoding="utf-8") as f:
-            return f.read()
-    if not kvpatch:
-        return None
-    original = backend_source(cache, version)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "flashinfer_mla_backend.py")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(original)
-        done = subprocess.run([kvpatch, "apply", "--isolated", "--flashinfer-version", flashinfer_version,
-                               "--kv-dtype-form", form, path], check=False, capture_output=True, text=True)
-        if done.returncode != 0:
-            raise SystemExit(f"kvpatch apply --kv-dtype-form {form} on SGLang {version}'s backend exited "
-                             f"{done.returncode}:\n{done.stdout}{done.stderr}")
-        with open(path, encoding="utf-8") as f:
-            return f.read()
 
 
 def decode_only(patched):
@@ -116,147 +86,6 @@ def decode_only(patched):
     return patched[:start] + reverted + patched[end:]
 
 
-class Recorder:
-    """What the release's code handed the wrapper: plan()'s KV dtype, and run()'s cache dtype and scales.
-    The wrapper is FlashInfer's BatchMLAPagedAttentionWrapper, or kvpatch's stand-in for it (decode only)."""
-
-    def __init__(self, wrapper_class):
-        recorder = self
-
-        class Wrapper(wrapper_class):
-            def plan(self, *args, **kwargs):
-                bound = inspect.signature(super().plan).bind(*args, **kwargs)
-                recorder.plan_kv_dtypes.append(bound.arguments.get("kv_data_type"))
-                return super().plan(*args, **kwargs)
-
-            def run(self, *args, **kwargs):
-                bound = inspect.signature(super().run).bind(*args, **kwargs)
-                recorder.run_kv_dtypes.append(bound.arguments["ckv_cache"].dtype)
-                recorder.run_scales.append(("ckv_scale" in bound.arguments, "kpe_scale" in bound.arguments))
-                return super().run(*args, **kwargs)
-
-        self.make_wrapper = Wrapper
-        self.plan_kv_dtypes, self.run_kv_dtypes, self.run_scales = [], [], []
-
-
-def call_with_names(fn, available, extra=None):
-    """Calls fn with those of `available` its signature names (the updaters' parameters differ by release),
-    and `extra` through its **kwargs (the CUDA-graph replay's fast_decode_kwargs)."""
-    names = [p for p in inspect.signature(fn).parameters if p in available]
-    return fn(**{name: available[name] for name in names}, **(extra or {}))
-
-
-class Batch:
-    """Requests in SGLang's req_to_token layout over per-layer FP8 pools: kv lengths, new tokens and queries."""
-
-    def __init__(self, kv_lens, new_tokens, slots, layers, seed, kv_dtype=FP8):
-        self.kv_lens, self.new_tokens, self.kv_dtype = kv_lens, new_tokens, kv_dtype
-        self.prefix_lens = [n - q for n, q in zip(kv_lens, new_tokens)]
-        g = torch.Generator().manual_seed(seed)
-        width = max(kv_lens)
-        self.req_to_token = torch.zeros(len(kv_lens) + 3, width, dtype=torch.int32)
-        perm = torch.randperm(slots, generator=g)
-        self.req_pool_indices = torch.arange(3, 3 + len(kv_lens), dtype=torch.int64)  # rows 0-2 belong to no one
-        used = 0
-        for b, n in enumerate(kv_lens):
-            self.req_to_token[3 + b, :n] = perm[used:used + n].to(torch.int32)
-            used += n
-        self.req_to_token = self.req_to_token.cuda()
-        self.req_pool_indices = self.req_pool_indices.cuda()
-        self.seq_lens = torch.tensor(kv_lens, dtype=torch.int32, device="cuda")
-        self.prefix = torch.tensor(self.prefix_lens, dtype=torch.int32, device="cuda")
-        self.pools = [api.pool(slots, kv_dtype, seed + 100 + i) for i in range(layers)]  # [slots, 1, 576] each
-        q = torch.randn(sum(new_tokens), HEADS, 576, generator=torch.Generator(device="cuda").manual_seed(seed),
-                        device="cuda").to(BF16)
-        self.q_nope, self.q_pe = q[..., :512].contiguous(), q[..., 512:].contiguous()
-
-    def reference(self, layer, causal, kv_lens=None):
-        """FP32 attention of every query token over its request's KV (up to itself when causal), unit scales;
-        kv_lens (no longer than the batch's) for a replayed step with other lengths."""
-        pool = self.pools[layer].float().view(-1, 576)
-        out = torch.empty(self.q_nope.shape, device="cuda")
-        mag = torch.empty_like(out)
-        row = 0
-        for b, (n, new) in enumerate(zip(kv_lens or self.kv_lens, self.new_tokens)):
-            kv = pool[self.req_to_token[3 + b, :n].long()]
-            for j in range(new):
-                visible = n - new + j + 1 if causal else n
-                scores = (self.q_nope[row].float() @ kv[:visible, :512].T
-                          + self.q_pe[row].float() @ kv[:visible, 512:].T) * SM_SCALE
-                p = torch.softmax(scores, dim=-1)
-                out[row] = p @ kv[:visible, :512]
-                mag[row] = p @ kv[:visible, :512].abs()
-                row += 1
-        return out, mag
-
-
-class Backend:
-    """One loaded module with the environment its updaters and forward methods read, over one Batch."""
-
-    def __init__(self, module, wrapper_class, batch):
-        self.module, self.batch, self.recorder = module, batch, Recorder(wrapper_class)
-        bs = len(batch.kv_lens)
-        self.model_runner = types.SimpleNamespace(
-            model_config=types.SimpleNamespace(num_attention_heads=HEADS, kv_lora_rank=512, qk_nope_head_dim=128,
-                                               qk_rope_head_dim=64, v_head_dim=128, scaling=SM_SCALE),
-            dtype=BF16, kv_cache_dtype=batch.kv_dtype,
-            req_to_token_pool=types.SimpleNamespace(req_to_token=batch.req_to_token),
-            token_to_kv_pool_allocator=None)  # 0.5.17-0.5.18 hand it to unified_mla_hooks, stood in for
-        self.attn = types.SimpleNamespace(
-            kv_indptr=torch.zeros(bs + 1, dtype=torch.int32, device="cuda"),
-            qo_indptr=torch.zeros(bs + 1, dtype=torch.int32, device="cuda"),
-            q_indptr_decode=torch.arange(bs + 1, dtype=torch.int32, device="cuda"),
-            prefill_wrapper_ragged=None,
-            kv_index_translator=stand_ins.Translator(batch.req_to_token))
-        self.workspace = torch.empty(128 << 20, dtype=torch.uint8, device="cuda")
-        self.backend = object.__new__(module.FlashInferMLAAttnBackend)  # its __init__ builds a server's worth
-        self.backend.token_to_kv_pool = stand_ins.KVPool(batch.pools)
-
-    def layer(self, i):
-        return types.SimpleNamespace(layer_id=i, tp_q_head_num=HEADS, tp_k_head_num=1, v_head_dim=512, head_dim=576,
-                                     scaling=SM_SCALE, logit_cap=0.0)
-
-    def plan_decode(self):
-        updater = self.module.FlashInferMLAIndicesUpdaterDecode(self.model_runner, self.attn)
-        wrapper = self.recorder.make_wrapper(self.workspace)
-        b = self.batch
-        call_with_names(updater.call_begin_forward, dict(
-            wrapper=wrapper, req_pool_indices=b.req_pool_indices, paged_kernel_lens=b.seq_lens,
-            paged_kernel_lens_sum=sum(b.kv_lens), q_indptr=updater.q_indptr, kv_indptr=updater.kv_indptr,
-            plan=None, kv_view=stand_ins.kv_index_table(b.req_to_token, b.req_pool_indices)))
-        self.backend.forward_metadata = types.SimpleNamespace(decode_wrapper=wrapper)
-
-    def decode(self, layer):
-        batch = types.SimpleNamespace(forward_mode=stand_ins.DECODE, token_to_kv_pool=self.backend.token_to_kv_pool,
-                                      out_cache_loc=None, attn_dcp_metadata=None)
-        q = self.batch.q_nope.reshape(len(self.batch.kv_lens), -1)
-        return self.backend.forward_decode(q, None, None, self.layer(layer), batch, save_kv_cache=False,
-                                           q_rope=self.batch.q_pe.reshape(q.shape[0], -1))
-
-    def extend(self, layer):
-        updater = self.module.FlashInferMLAIndicesUpdaterPrefill(self.model_runner, self.attn)
-        wrapper = self.recorder.make_wrapper(self.workspace)
-        b = self.batch
-        call_with_names(updater.call_begin_forward, dict(
-            wrapper_ragged=None, wrapper_paged=wrapper, req_pool_indices=b.req_pool_indices,
-            paged_kernel_lens=b.seq_lens, paged_kernel_lens_sum=sum(b.kv_lens), seq_lens=b.seq_lens,
-            prefix_lens=b.prefix, kv_indptr=updater.kv_indptr, qo_indptr=updater.qo_indptr, use_ragged=False,
-            plan=None, kv_view=stand_ins.kv_index_table(b.req_to_token, b.req_pool_indices)))
-        self.backend.forward_metadata = types.SimpleNamespace(prefill_wrapper=wrapper, use_ragged=False)
-        batch = types.SimpleNamespace(forward_mode=stand_ins.EXTEND, token_to_kv_pool=self.backend.token_to_kv_pool,
-                                      out_cache_loc=None, attn_dcp_metadata=None, attn_attend_prefix_cache=None,
-                                      extend_prefix_lens_cpu=b.prefix_lens)
-        q = self.batch.q_nope.reshape(sum(b.new_tokens), -1)
-        return self.backend.forward_extend(q, None, None, self.layer(layer), batch, save_kv_cache=False,
-                                           q_rope=self.batch.q_pe.reshape(q.shape[0], -1))
-
-
-def passes(out, ref, mag, batch):
-    """Finite and within the verifier's tolerance of the FP32 reference."""
-    shaped = out.view(-1, HEADS, 512)
-    return bool(torch.isfinite(shaped).all()) and api.within_tolerance(shaped, ref, mag, batch.kv_lens)
-
-
 def same_bits(outs, what):
     """Prints whether the patched output equals the released one bit for bit (information, not a check:
     FlashInfer's FP8 and BF16 kernels need not share an accumulation order)."""
@@ -264,18 +93,6 @@ def same_bits(outs, what):
     same = bool(torch.equal(released.view(torch.int16), patched.view(torch.int16)))
     diff = (released.float() - patched.float()).abs().max().item()
     print(f"     {what}: patched {'equals' if same else 'differs from'} as released bit for bit (max |diff| {diff:g})")
-
-
-def kvpatch_wrapper_class(lib):
-    """kvpatch's stand-in for FlashInfer's MLA wrapper (kernels/python/kvpatch_mla_flashinfer.py) over `lib`."""
-    sys.path.insert(0, os.path.join(HERE, "..", "..", "kernels", "python"))
-    import kvpatch_mla_flashinfer
-
-    class KvpatchWrapper(kvpatch_mla_flashinfer.BatchMLAPagedAttentionWrapper):
-        def __init__(self, workspace, *args, **kwargs):
-            super().__init__(workspace, *args, library=lib, **kwargs)
-
-    return KvpatchWrapper
 
 
 def expect_paths(label, module, wrapper_class, decode_batch, prefill_batch, expect, prefill=True):
@@ -433,65 +250,11 @@ def expect_raises(what, fn):
     api.check(False, f"{what} (it ran)")
 
 
-def bench(version, sources, wrappers, layers, rounds=7):
-    """Median ms of one decode step of `layers` layers, as released and patched, interleaved round by round:
-    replayed as a CUDA graph (as SGLang runs decode) and, for comparison, eager from Python."""
-    batch = Batch([4096] * 32, [1] * 32, 495_552, layers, seed=11)
-    steps = {}
-    for form, wrapper_class in wrappers.items():
-        source = sources["as released" if form == "as released" else "patched"]
-        b = Backend(stand_ins.load(source, f"{version} {form}"), wrapper_class, batch)
-        b.plan_decode()
-
-        def eager(b=b):
-            return [b.decode(i) for i in range(layers)]
-        steps[("graph", form)] = api.capture(eager).replay
-        steps[("eager", form)] = eager
-    times = {key: [] for key in steps}
-    for _ in range(rounds):
-        for key, step in steps.items():
-            step()  # warm-up; its 61 layers' KV pass through the 60 MB L2, so the timed step starts cold
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            step()
-            end.record()
-            end.synchronize()
-            times[key].append(start.elapsed_time(end))
-    cast = []  # what the released path adds per layer: PyTorch's cast of the whole pool, timed alone
-    for _ in range(rounds):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        batch.pools[0].to(BF16)
-        end.record()
-        end.synchronize()
-        cast.append(start.elapsed_time(end))
-    med = {key: statistics.median(t) for key, t in times.items()}
-    result = {"release": version, "layers": layers, "batch": 32, "kv_len": 4096, "pool_slots": 495_552,
-              "heads": HEADS, "rounds": rounds, "ms_pool_cast_alone": statistics.median(cast)}
-    print(f"SGLang {version}: one pool's cast to BF16 (Tensor.to, as the released decode path makes it per layer) "
-          f"alone: {statistics.median(cast):.3f} ms")
-    for mode in ("graph", "eager"):
-        released = med[(mode, "as released")]
-        parts = [f"{released:.2f} ms as released"]
-        result[mode] = {"ms_as_released": released, "times_ms_as_released": times[(mode, "as released")]}
-        for form in list(wrappers)[1:]:
-            ms = med[(mode, form)]
-            parts.append(f"{ms:.2f} ms {form} ({released / ms:.2f}x)")
-            result[mode][f"ms_{form}"] = ms
-            result[mode][f"times_ms_{form}"] = times[(mode, form)]
-        print(f"SGLang {version}, {mode}: {layers}-layer decode step, batch 32 x 4096 tokens, pools of 495,552 "
-              f"slots: {', '.join(parts)}")
-    return result
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cache", default=os.path.join(HERE, "..", "..", ".cache"))
     ap.add_argument("--kvpatch", default=shutil.which("kvpatch"), help="kvpatch to patch with, if none is carried")
     ap.add_argument("--releases", default=",".join(RELEASES))
-    ap.add_argument("--bench-layers", type=int, default=0)
-    ap.add_argument("--bench-releases", default=",".join(BENCH_RELEASES), help="the releases whose step is timed")
-    ap.add_argument("--out", default=None)
     ap.add_argument("--lib", default=None,
                     help="libkvpatch_mla_capi.so: also run the patched decode on kvpatch's kernel")
     args = ap.parse_args()
@@ -506,31 +269,12 @@ def main():
     kernel_wrapper = kvpatch_wrapper_class(args.lib) if args.lib else None
     if kernel_wrapper is None:
         print("note: no --lib, so the patched decode path is not also run on kvpatch's kernel")
-    wrappers = {"as released": flashinfer.BatchMLAPagedAttentionWrapper,
-                "patched": flashinfer.BatchMLAPagedAttentionWrapper}
-    if kernel_wrapper is not None:
-        wrappers["patched, kvpatch kernel"] = kernel_wrapper
-    benches = []
     for version in args.releases.split(","):
-        original = backend_source(args.cache, version)
-        if original is None:
-            print(f"skipped: no SGLang {version} backend under {args.cache} (kernels/bench/sglang_backends.sh)")
+        sources = release_sources(args.cache, version, args.kvpatch, flashinfer.__version__)
+        if isinstance(sources, str):
+            print(f"skipped: {sources}")
             return 77
-        sources = {"as released": original}
-        for name, form in FORMS.items():
-            sources[name] = patched_source(args.cache, version, args.kvpatch, flashinfer.__version__, form)
-            if sources[name] is None:
-                print(f"skipped: no {form}-form patch of SGLang {version} (kernels/bench/sglang_backends.sh, "
-                      "or --kvpatch)")
-                return 77
         correctness(version, sources, flashinfer, kernel_wrapper)
-        if args.bench_layers and version in args.bench_releases.split(","):
-            benches.append(bench(version, sources, wrappers, args.bench_layers))
-    if args.out and benches:
-        os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "sglang-release-step.json"), "w", encoding="utf-8") as f:
-            json.dump({"gpu": torch.cuda.get_device_name(), "flashinfer": flashinfer.__version__,
-                       "torch": torch.__version__, "steps": benches}, f, indent=1)
     return api.verdict()
 
 
