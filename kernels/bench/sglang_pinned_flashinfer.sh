@@ -37,6 +37,8 @@ case "${1:-}" in
     [[ ${#versions[@]} -gt 0 ]] || versions=(0.6.14 0.6.15.post1 0.6.17 0.6.18 0.7.1 0.7.2)
     for v in "${versions[@]}"; do
       [[ -n "${hashes[$v]:-}" ]] || { echo "no pin recorded for FlashInfer $v (one of: ${!hashes[*]})" >&2; exit 2; }
+      # A packed copy replaces its wheel, so it is kept once made (its wheel was hash-checked then).
+      [[ -f "$dest/$v/flashinfer_python-$v.tar.xz" ]] && { echo "FlashInfer $v: packed copy present"; continue; }
       mkdir -p "$dest/$v"
       printf 'flashinfer-python==%s --hash=sha256:%s\n' "$v" "${hashes[$v]}" >"$dest/$v/requirement.txt"
       python3 -m pip download -q --no-deps --only-binary=:all: --require-hashes -r "$dest/$v/requirement.txt" \
