@@ -34,7 +34,8 @@ for v in "${versions[@]}"; do
   dest="$root/.cache/sglang-backends/$v"
   mkdir -p "$dest"
   # Written beside, then renamed: a reader never sees half a file.
-  unzip -p "$wheel" "$backend" >"$dest/.flashinfer_mla_backend.py.tmp"
+  python3 -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' \
+    "$wheel" "$backend" >"$dest/.flashinfer_mla_backend.py.tmp"
   mv "$dest/.flashinfer_mla_backend.py.tmp" "$dest/flashinfer_mla_backend.py"
   for form in original upstream sm90; do
     sub=kvpatch-applied$([[ $form == original ]] || echo "-$form")

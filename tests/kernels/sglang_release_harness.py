@@ -35,15 +35,15 @@ def release_sources(cache, version, kvpatch, flashinfer_version):
         return f"no SGLang {version} backend under {cache} (kernels/bench/sglang_backends.sh)"
     sources = {"as released": original}
     for name, form in FORMS.items():
-        sources[name] = patched_source(cache, version, kvpatch, flashinfer_version, form)
+        sources[name] = patched_source(cache, version, original, kvpatch, flashinfer_version, form)
         if sources[name] is None:
             return f"no {form}-form patch of SGLang {version} (kernels/bench/sglang_backends.sh, or --kvpatch)"
     return sources
 
 
-def patched_source(cache, version, kvpatch, flashinfer_version, form):
-    """kvpatch's output for the release's backend in one --kv-dtype-form: the carried file (written by
-    kernels/bench/sglang_backends.sh), else `kvpatch apply` on a copy."""
+def patched_source(cache, version, original, kvpatch, flashinfer_version, form):
+    """kvpatch's output for the release's backend (`original`, its text) in one --kv-dtype-form: the carried
+    file (written by kernels/bench/sglang_backends.sh), else `kvpatch apply` on a copy."""
     sub = "kvpatch-applied" if form == "original" else f"kvpatch-applied-{form}"
     carried = os.path.join(cache, "sglang-backends", version, sub, "flashinfer_mla_backend.py")
     if os.path.exists(carried):
@@ -51,7 +51,6 @@ def patched_source(cache, version, kvpatch, flashinfer_version, form):
             return f.read()
     if not kvpatch:
         return None
-    original = backend_source(cache, version)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "flashinfer_mla_backend.py")
         with open(path, "w", encoding="utf-8") as f:
