@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the patcher builds against; skips apt when all are present.
+# Installs the Debian packages the patcher builds against, and any named as arguments (scripts/test.sh
+# adds shellcheck for the lint.shell test); skips apt when all are present.
 set -euo pipefail
 packages=(cmake ninja-build g++ git python3 python3-pip
           libtree-sitter-dev libgit2-dev doctest-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libtomlplusplus-dev
-          pkgconf)
+          pkgconf "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

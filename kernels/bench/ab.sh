@@ -41,4 +41,4 @@ fi
 # Few files travel back from the GPU machine (8 per call, in name order): both sides' results and
 # every log also in one archive whose name sorts first (without it, only side A's first results
 # came back).
-(cd "$out" && tar -czf 0-ab.tgz ab-*.log $(ls -d ab-[ab]-[12] 2>/dev/null))
+(cd "$out" && shopt -s nullglob && tar -czf 0-ab.tgz ab-*.log ab-[ab]-[12])

@@ -8,7 +8,7 @@ set -uo pipefail
 what="${1:-all}"; shift || true
 out="${OUT:-/tmp/kvpatch-out}"
 mkdir -p "$out"
-build=build-gpu
+build="build-gpu"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,memory.used --format=csv | tee "$out/gpu.txt"
 cmake -S . -B "$build" -G Ninja -DKVPATCH_PATCHER=OFF -DKVPATCH_CUDA=ON >"$out/build.log" 2>&1 &&
   cmake --build "$build" -j16 --target kvpatch_gpu_decode_test kvpatch_mla_capi >>"$out/build.log" 2>&1 ||
@@ -87,6 +87,6 @@ if [[ "$what" == replay ]]; then
 fi
 # Few files travel back from the GPU machine (8 per call): bundle the profiles, then every log into
 # one archive whose name sorts first, so the memcheck and SM120-depth logs come back too.
-ls "$out"/ncu_*.txt >/dev/null 2>&1 && tar -C "$out" -czf "$out/ncu.tgz" $(cd "$out" && ls ncu_*.txt) && rm -f "$out"/ncu_*.txt
+ls "$out"/ncu_*.txt >/dev/null 2>&1 && (cd "$out" && tar -czf ncu.tgz ncu_*.txt) && rm -f "$out"/ncu_*.txt
 (cd "$out" && ls *.log >/dev/null 2>&1 && tar -czf 0-logs.tgz *.log)
 exit $status
