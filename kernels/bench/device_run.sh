@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One full GPU-machine pass for the kernels: build (CUDA toolkit only), GPU tests, compute-sanitizer
 # memcheck on the small matrix, sm_90a resource report, benchmark. Logs and results go to $OUT.
-# Usage (repo root, on the GPU machine): bash kernels/bench/device_run.sh [tests|python|bench|profile|quick|replay|all] [bench args...]
+# Usage (repo root, on the GPU machine): bash kernels/bench/device_run.sh [tests|sanitize|python|bench|profile|quick|replay|all] [bench args...]
+# sanitize = compute-sanitizer's racecheck, synccheck and initcheck over the test's --sanitize shapes, at
+# both pipeline depths (each far slower than memcheck, which `tests` runs over the small matrix);
 # python = the Python API's GPU tests alone (and its FlashInfer-interface wrapper's); quick = small GPU tests + ncu stall profile + benchmark; replay = the target shapes timed isolated, as GPU spans and
 # as CUDA-graph replay (replay_decode.py; the bench args go to it).
 set -uo pipefail
@@ -44,6 +46,21 @@ if [[ "$what" == tests || "$what" == all ]]; then
   compute-sanitizer --tool memcheck --error-exitcode 9 "$build/tests/kernels/kvpatch_gpu_decode_test" --small \
     >"$out/memcheck.log" 2>&1
   echo "memcheck exit: $? ($(grep -c 'Invalid' "$out/memcheck.log") invalid accesses)"; tail -3 "$out/memcheck.log"
+fi
+if [[ "$what" == sanitize || "$what" == all ]]; then
+  for depth in deep shallow; do
+    for tool in racecheck synccheck initcheck; do
+      log="$out/sanitize_${tool}_$depth.log"
+      depth_env=()
+      [[ $depth == deep ]] || depth_env=(KVPATCH_SHALLOW_PIPELINE=1)
+      env "${depth_env[@]}" timeout 300 \
+        compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/tests/kernels/kvpatch_gpu_decode_test" --sanitize \
+        >"$log" 2>&1
+      tool_status=$?
+      [[ $tool_status -eq 0 ]] || status=1
+      echo "$tool ($depth pipeline): exit $tool_status, $(grep -c 'parity=bit-exact' "$log") bit-exact runs; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tr '\n' ' ')"
+    done
+  done
 fi
 if [[ "$what" == tests || "$what" == all || "$what" == python ]]; then
   # The Python API (kernels/python/kvpatch_mla.py) as PyTorch callers use it.

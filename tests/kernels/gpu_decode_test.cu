@@ -7,7 +7,8 @@
 //  - every output element is written (outputs are poisoned first);
 //  - programmatic launches (LaunchOptions::programmatic) right after a kernel that writes the
 //    query and the KV late give the bits of a launch in stream order.
-// `--small` runs only the small shapes (for compute-sanitizer).
+// `--small` runs only the small shapes (for compute-sanitizer memcheck); `--sanitize` a few of them
+// that still reach every kernel path (for racecheck, synccheck and initcheck, which run far slower).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -508,6 +509,23 @@ void small_matrix() {
   check_shape("one long among short", ragged, 6, true, {1, 4}, {8, 20, 66, 132, 256});
 }
 
+// A few shapes that reach every kernel and path of the small matrix: narrow blocks (16 heads), wide
+// blocks (32), the 128-head split, page sizes 1 and 64, strided views, empty and partial tiles, a
+// uniform split plan with its merge and a length-aware plan with its schedule kernel, each for the FP8
+// and the BF16 instance (check_shape runs both), and programmatic launches.
+void sanitize_matrix() {
+  check_programmatic_launch();
+  uint32_t seed = 3000;
+  for (int h : {16, 32, 128})
+    for (int page : {1, 64}) {
+      ProblemShape s;
+      s.num_heads = h, s.page_size = page, s.strided = page == 64;
+      s.lens = {0, 1, 33, 257, 1000};
+      if (s.strided) s.ckv_scale = 0.75f, s.kpe_scale = 1.5f;
+      check_shape("sanitize", s, ++seed, true, {3}, {7});
+    }
+}
+
 // The matrix of issue 3: H in {16, 32, 64, 128}, B in {1, 4, 16, 64, 128}, ragged lengths up to
 // 128K (total tokens bounded per batch), page sizes 1 and 64; then 256K-token requests.
 void full_matrix() {
@@ -548,9 +566,13 @@ int main(int argc, char** argv) {
     std::printf("no CUDA device: skipped\n");
     return 77;
   }
-  const bool small_only = argc > 1 && std::strcmp(argv[1], "--small") == 0;
-  small_matrix();
-  if (!small_only) full_matrix();
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "--sanitize") {
+    sanitize_matrix();
+  } else {
+    small_matrix();
+    if (mode != "--small") full_matrix();
+  }
   std::printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "PASSED", g_failures);
   return g_failures ? 1 : 0;
 }
