@@ -48,19 +48,7 @@ if [[ "$what" == tests || "$what" == all ]]; then
   echo "memcheck exit: $? ($(grep -c 'Invalid' "$out/memcheck.log") invalid accesses)"; tail -3 "$out/memcheck.log"
 fi
 if [[ "$what" == sanitize || "$what" == all ]]; then
-  for depth in deep shallow; do
-    for tool in racecheck synccheck initcheck; do
-      log="$out/sanitize_${tool}_$depth.log"
-      depth_env=()
-      [[ $depth == deep ]] || depth_env=(KVPATCH_SHALLOW_PIPELINE=1)
-      env "${depth_env[@]}" timeout 300 \
-        compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/tests/kernels/kvpatch_gpu_decode_test" --sanitize \
-        >"$log" 2>&1
-      tool_status=$?
-      [[ $tool_status -eq 0 ]] || status=1
-      echo "$tool ($depth pipeline): exit $tool_status, $(grep -c 'parity=bit-exact' "$log") bit-exact runs; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tr '\n' ' ')"
-    done
-  done
+  bash tests/kernels/sanitize_test.sh "$build/tests/kernels/kvpatch_gpu_decode_test" "$out" || status=1
 fi
 if [[ "$what" == tests || "$what" == all || "$what" == python ]]; then
   # The Python API (kernels/python/kvpatch_mla.py) as PyTorch callers use it.
