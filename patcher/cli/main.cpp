@@ -18,6 +18,7 @@
 #include "kvpatch/apply_files.h"
 #include "kvpatch/git_hook.h"
 #include "kvpatch/git_pre_commit.h"
+#include "kvpatch/nearer_settings.h"
 #include "kvpatch/input_error.h"
 #include "kvpatch/project_config.h"
 #include "kvpatch/python_syntax.h"
@@ -245,6 +246,28 @@ void print_settings(const Loaded& loaded, const Options& options, const std::fil
   }
 }
 
+// A checked file with a settings file nearer to it than the one this run read would be judged by other settings when
+// checked from its own directory, or by ruff's rules of lookup; say so rather than let the two disagree silently.
+// Not when --config or --isolated chose the settings on purpose.
+void warn_nearer_settings(const Run& run, const Options& options, const std::optional<ProjectConfig>& config,
+                          bool pre_commit) {
+  if (options.isolated || !options.config.empty()) return;
+  std::vector<CheckedSource> sources;
+  for (const FileReport& f : run.files) sources.push_back({f.file->source.path(), f.file->source.display_path()});
+  const std::optional<std::filesystem::path> in_force =
+      config ? std::optional<std::filesystem::path>(config->file) : std::nullopt;
+  for (const NearerSettings& n : nearer_settings(sources, in_force)) {
+    std::cerr << "kvpatch: warning: " << n.file.string() << " holds kvpatch settings for " << n.first_source
+              << (n.sources > 1 ? " and " + std::to_string(n.sources - 1) + " more checked file(s)" : std::string())
+              << ", but this run read " << (config ? config->file.string() : std::string("no settings file"))
+              << (pre_commit ? ", found from the work tree's top" : ", found from the paths' common directory")
+              << "; kvpatch reads one settings file per run, so they were judged by the run's settings, not by it. "
+              << (pre_commit ? "Move the settings to the work tree's top, where pre-commit reads them"
+                             : "Run kvpatch on their directory, or pass --config " + n.file.string())
+              << "\n";
+  }
+}
+
 std::optional<std::filesystem::path> repo_option(const Options& options) {
   return options.repo.empty() ? std::nullopt : std::optional<std::filesystem::path>(options.repo);
 }
@@ -272,6 +295,7 @@ int run_pre_commit(const Options& options) {
     return kUsageOrInput;
   }
   print_errors(run.errors);
+  warn_nearer_settings(run, options, loaded->config, true);
   // Text stays quiet when the commit holds no file the rules select, as hooks should.
   print_report(run, loaded->rules, options, !run.files.empty());
   if (!run.errors.empty()) return kUsageOrInput;
@@ -466,6 +490,7 @@ int run_command(const std::string& command, const Options& options) {
   print_errors(run.errors);
   const bool input_errors = !run.errors.empty();
   if (!input_errors) warn_unselected_paths(options.paths, run, left_out, loaded->config);
+  warn_nearer_settings(run, options, loaded->config, false);
 
   if (command == "check") {
     print_report(run, rules, options, true);

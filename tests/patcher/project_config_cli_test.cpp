@@ -135,4 +135,31 @@ TEST_SUITE("project_config_cli") {
     CHECK(apply.out == "patched python/sglang/flashinfer_mla_backend.py (9 edits)\n");
     CHECK(read_bytes(test_file) == unpatched_backend());
   }
+  TEST_CASE("a checked file with nearer settings than the run's is warned about, naming both files and the remedy") {
+    // The team keeps [tool.kvpatch] in python/pyproject.toml, next to the package, and the top has its own file.
+    const Project project(".kvpatch.toml", "kv-dtype-form = \"upstream\"\n");
+    const fs::path nearer = project.scratch.path() / "proj" / "python" / "pyproject.toml";
+    write_bytes(nearer, "[project]\nname = \"sglang\"\n\n[tool.kvpatch]\nkv-dtype-form = \"sm90\"\n");
+    const std::string top = (project.scratch.path() / "proj" / ".kvpatch.toml").string();
+    const std::string warning = "kvpatch: warning: " + nearer.string() +
+                                " holds kvpatch settings for python/sglang/flashinfer_mla_backend.py, but this run read " +
+                                top + ", found from the paths' common directory; kvpatch reads one settings file per "
+                                "run, so they were judged by the run's settings, not by it. Run kvpatch on their "
+                                "directory, or pass --config " + nearer.string() + "\n";
+    for (const char* command : {"check", "diff"}) {
+      CAPTURE(command);
+      const ProcessResult r = project.run({command, "proj"});
+      CHECK(r.exit_code == 1);
+      CHECK(r.err == warning);
+    }
+    // From the nearer file's directory, with --config naming either file, or with --isolated: nothing to say.
+    CHECK(project.run({"check", "proj/python"}).err.empty());
+    CHECK(contains(project.run({"diff", "proj/python"}).out, "_kvpatch_fp8_kv_dtype"));
+    CHECK(project.run({"check", "--config", top, "proj"}).err.empty());
+    CHECK(project.run({"check", "--config", nearer.string(), "proj"}).err.empty());
+    CHECK(project.run({"check", "--isolated", "proj"}).err.empty());
+    // With no settings file above the paths, the nearer one is still named.
+    fs::remove(top);
+    CHECK(contains(project.run({"check", "proj"}).err, "but this run read no settings file, found from"));
+  }
 }

@@ -312,6 +312,20 @@ TEST_SUITE("pre_commit") {
                          ":1: 'kv-dtype-form' must be a string; quote the value, e.g. kv-dtype-form = \"...\"\n");
   }
 
+  TEST_CASE("settings nearer to a staged file than the work tree's top are warned about, not read") {
+    GitSandbox repo;
+    repo.stage(kBackendPath, fixture_source("gen-b-unpatched"));
+    repo.write("python/.kvpatch.toml", "[parameters]\nkv_field = \"self.kv_cache_dtype\"\n");
+    const ProcessResult r = repo.kvpatch({"pre-commit"});
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.out, "fix: kv_data_type=self.kv_data_type"));  // the top's (no) settings, as documented
+    CHECK(contains(r.err, "kvpatch: warning: " + (repo.work_tree() / "python" / ".kvpatch.toml").string() +
+                              " holds kvpatch settings for " + kBackendPath +
+                              ", but this run read no settings file, found from the work tree's top; "));
+    CHECK(contains(r.err, "Move the settings to the work tree's top, where pre-commit reads them\n"));
+    CHECK_FALSE(contains(repo.kvpatch({"pre-commit", "--isolated"}).err, "warning"));
+  }
+
   TEST_CASE("outside a repository, and in a bare one, it exits 2 with what to do") {
     kvpatch_test::TempDir plain("kvpatch-hook-plain");
     ProcessResult here = kvpatch_test::run_process({kvpatch_test::required_env("KVPATCH_BIN"), "pre-commit"},
