@@ -7,8 +7,13 @@
 # Usage: sanitize_test.sh TEST_BINARY [LOG_DIR]
 set -uo pipefail
 test_binary=$1
-logs=${2:-$(mktemp -d)}
-mkdir -p "$logs"
+if [[ $# -ge 2 ]]; then
+  logs=$2
+  mkdir -p "$logs"
+else
+  logs=$(mktemp -d)
+  trap 'rm -rf "$logs"' EXIT  # what matters of each log is printed below
+fi
 # On the PATH, else where the CUDA toolkit installs it by default.
 sanitizer=$(command -v compute-sanitizer || true)
 if [[ -z "$sanitizer" && -x /usr/local/cuda/bin/compute-sanitizer ]]; then sanitizer=/usr/local/cuda/bin/compute-sanitizer; fi
