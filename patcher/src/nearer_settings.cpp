@@ -26,7 +26,9 @@ std::vector<NearerSettings> nearer_settings(const std::vector<CheckedSource>& so
   for (const CheckedSource& source : sources) {
     const fs::path dir = source.path.parent_path().empty() ? fs::path(".") : source.path.parent_path();
     auto cached = nearest_for_directory.find(dir);
-    if (cached == nearest_for_directory.end()) cached = nearest_for_directory.emplace(dir, find_project_config(dir)).first;
+    if (cached == nearest_for_directory.end()) {
+      cached = nearest_for_directory.emplace(dir, find_project_config(dir)).first;
+    }
     const std::optional<fs::path>& nearest = cached->second;
     if (!nearest || (in_force && same_file(*nearest, *in_force))) continue;
     auto entry = std::find_if(found.begin(), found.end(), [&](const NearerSettings& n) { return n.file == *nearest; });
