@@ -248,24 +248,33 @@ void print_settings(const Loaded& loaded, const Options& options, const std::fil
 
 // A checked file with a settings file nearer to it than the one this run read would be judged by other settings when
 // checked from its own directory, or by ruff's rules of lookup; say so rather than let the two disagree silently.
-// Not when --config or --isolated chose the settings on purpose.
-void warn_nearer_settings(const Run& run, const Options& options, const std::optional<ProjectConfig>& config,
-                          bool pre_commit) {
-  if (options.isolated || !options.config.empty()) return;
+// check, diff and pre-commit warn; apply, which would write the files by settings not meant for them, refuses (the
+// return value: whether any was found). Not when --config or --isolated chose the settings on purpose.
+enum class SettingsUse { Report, Hook, Apply };
+bool report_nearer_settings(const Run& run, const Options& options, const std::optional<ProjectConfig>& config,
+                            SettingsUse use) {
+  if (options.isolated || !options.config.empty()) return false;
   std::vector<CheckedSource> sources;
   for (const FileReport& f : run.files) sources.push_back({f.file->source.path(), f.file->source.display_path()});
   const std::optional<std::filesystem::path> in_force =
       config ? std::optional<std::filesystem::path>(config->file) : std::nullopt;
-  for (const NearerSettings& n : nearer_settings(sources, in_force)) {
-    std::cerr << "kvpatch: warning: " << n.file.string() << " holds kvpatch settings for " << n.first_source
+  const std::vector<NearerSettings> nearer = nearer_settings(sources, in_force);
+  const std::string read = config ? config->file.string() : std::string("no settings file");
+  for (const NearerSettings& n : nearer) {
+    std::cerr << "kvpatch: " << (use == SettingsUse::Apply ? "error: " : "warning: ") << n.file.string()
+              << " holds kvpatch settings for " << n.first_source
               << (n.sources > 1 ? " and " + std::to_string(n.sources - 1) + " more checked file(s)" : std::string())
-              << ", but this run read " << (config ? config->file.string() : std::string("no settings file"))
-              << (pre_commit ? ", found from the work tree's top" : ", found from the paths' common directory")
-              << "; kvpatch reads one settings file per run, so they were judged by the run's settings, not by it. "
-              << (pre_commit ? "Move the settings to the work tree's top, where pre-commit reads them"
-                             : "Run kvpatch on their directory, or pass --config " + n.file.string())
+              << ", but this run read " << read
+              << (use == SettingsUse::Hook ? ", found from the work tree's top" : ", found from the paths' common directory")
+              << "; kvpatch reads one settings file per run, so "
+              << (use == SettingsUse::Apply ? "apply would patch them by the run's settings, not by it. "
+                                            : "they were judged by the run's settings, not by it. ")
+              << (use == SettingsUse::Hook ? std::string("Move the settings to the work tree's top, where pre-commit reads them")
+                                           : "Run kvpatch on their directory, or pass --config " + n.file.string() +
+                                                 (use == SettingsUse::Apply && config ? " (or --config " + read + ")" : ""))
               << "\n";
   }
+  return !nearer.empty();
 }
 
 std::optional<std::filesystem::path> repo_option(const Options& options) {
@@ -295,7 +304,7 @@ int run_pre_commit(const Options& options) {
     return kUsageOrInput;
   }
   print_errors(run.errors);
-  warn_nearer_settings(run, options, loaded->config, true);
+  report_nearer_settings(run, options, loaded->config, SettingsUse::Hook);
   // Text stays quiet when the commit holds no file the rules select, as hooks should.
   print_report(run, loaded->rules, options, !run.files.empty());
   if (!run.errors.empty()) return kUsageOrInput;
@@ -490,7 +499,8 @@ int run_command(const std::string& command, const Options& options) {
   print_errors(run.errors);
   const bool input_errors = !run.errors.empty();
   if (!input_errors) warn_unselected_paths(options.paths, run, left_out, loaded->config);
-  warn_nearer_settings(run, options, loaded->config, false);
+  const bool nearer = report_nearer_settings(run, options, loaded->config,
+                                             command == "apply" ? SettingsUse::Apply : SettingsUse::Report);
 
   if (command == "check") {
     print_report(run, rules, options, true);
@@ -508,8 +518,8 @@ int run_command(const std::string& command, const Options& options) {
     if (input_errors) return kUsageOrInput;
     return any ? kFindings : kClean;
   }
-  // apply: nothing is written unless every input is readable and every file can be patched.
-  if (input_errors) {
+  // apply: nothing is written unless every input is readable, every file can be patched, and by its own settings.
+  if (input_errors || nearer) {
     print_error("nothing was written; fix the errors above and run apply again");
     return kUsageOrInput;
   }

@@ -135,7 +135,7 @@ TEST_SUITE("project_config_cli") {
     CHECK(apply.out == "patched python/sglang/flashinfer_mla_backend.py (9 edits)\n");
     CHECK(read_bytes(test_file) == unpatched_backend());
   }
-  TEST_CASE("a checked file with nearer settings than the run's is warned about, naming both files and the remedy") {
+  TEST_CASE("a checked file with nearer settings than the run's: check and diff warn, apply refuses; both files named") {
     // The team keeps [tool.kvpatch] in python/pyproject.toml, next to the package, and the top has its own file.
     const Project project(".kvpatch.toml", "kv-dtype-form = \"upstream\"\n");
     const fs::path nearer = project.scratch.path() / "proj" / "python" / "pyproject.toml";
@@ -158,8 +158,24 @@ TEST_SUITE("project_config_cli") {
     CHECK(project.run({"check", "--config", top, "proj"}).err.empty());
     CHECK(project.run({"check", "--config", nearer.string(), "proj"}).err.empty());
     CHECK(project.run({"check", "--isolated", "proj"}).err.empty());
+    // apply would write the file by settings not meant for it: it refuses, and writes nothing.
+    const ProcessResult refused = project.run({"apply", "proj"});
+    CHECK(refused.exit_code == 2);
+    CHECK(refused.out.empty());
+    CHECK(refused.err == "kvpatch: error: " + nearer.string() +
+                             " holds kvpatch settings for python/sglang/flashinfer_mla_backend.py, but this run read " +
+                             top + ", found from the paths' common directory; kvpatch reads one settings file per run, "
+                             "so apply would patch them by the run's settings, not by it. Run kvpatch on their "
+                             "directory, or pass --config " + nearer.string() + " (or --config " + top + ")\n"
+                             "kvpatch: error: nothing was written; fix the errors above and run apply again\n");
+    CHECK(project.backend() == unpatched_backend());
     // With no settings file above the paths, the nearer one is still named.
     fs::remove(top);
     CHECK(contains(project.run({"check", "proj"}).err, "but this run read no settings file, found from"));
+    CHECK(project.run({"apply", "proj"}).exit_code == 2);
+    CHECK(project.backend() == unpatched_backend());
+    // Run on the nearer file's directory, apply patches by its settings.
+    REQUIRE(project.run({"apply", "proj/python"}).exit_code == 0);
+    CHECK(contains(project.backend(), "def _kvpatch_fp8_kv_dtype():"));
   }
 }
