@@ -28,7 +28,9 @@ for depth in deep shallow; do
   [[ $depth == deep ]] || depth_env=(KVPATCH_SHALLOW_PIPELINE=1)
   for tool in racecheck synccheck initcheck; do
     log="$logs/sanitize_${tool}_$depth.log"
-    env "${depth_env[@]}" "$sanitizer" --tool "$tool" --error-exitcode 9 "$test_binary" --sanitize >"$log" 2>&1
+    # Each took under a minute on the H200; a kernel that deadlocks under the tool fails here (124), not later.
+    env "${depth_env[@]}" timeout 600 "$sanitizer" --tool "$tool" --error-exitcode 9 "$test_binary" --sanitize \
+      >"$log" 2>&1
     tool_status=$?
     [[ $tool_status -eq 0 ]] || status=1
     echo "$tool ($depth pipeline): exit $tool_status, $(grep -c 'parity=bit-exact' "$log") bit-exact runs;" \
