@@ -18,7 +18,7 @@ fi
 sanitizer=$(command -v compute-sanitizer || true)
 if [[ -z "$sanitizer" && -x /usr/local/cuda/bin/compute-sanitizer ]]; then sanitizer=/usr/local/cuda/bin/compute-sanitizer; fi
 if [[ -z "$sanitizer" ]]; then echo "compute-sanitizer not found: skipped"; exit 77; fi
-"$test_binary" --sanitize >"$logs/plain.log" 2>&1
+timeout 300 "$test_binary" --sanitize >"$logs/plain.log" 2>&1
 plain=$?
 if [[ $plain -eq 77 ]]; then echo "no CUDA device: skipped"; exit 77; fi
 [[ $plain -eq 0 ]] || { echo "the --sanitize shapes fail without a sanitizer (exit $plain):"; tail -20 "$logs/plain.log"; exit 1; }
