@@ -260,19 +260,19 @@ bool report_nearer_settings(const Run& run, const Options& options, const std::o
       config ? std::optional<std::filesystem::path>(config->file) : std::nullopt;
   const std::vector<NearerSettings> nearer = nearer_settings(sources, in_force);
   const std::string read = config ? config->file.string() : std::string("no settings file");
+  const bool hook = use == SettingsUse::Hook, apply = use == SettingsUse::Apply;
+  const std::string found_from = hook ? "the work tree's top" : "the paths' common directory";
+  const std::string outcome = apply ? "apply would patch them" : "they were judged";
   for (const NearerSettings& n : nearer) {
-    std::cerr << "kvpatch: " << (use == SettingsUse::Apply ? "error: " : "warning: ") << n.file.string()
-              << " holds kvpatch settings for " << n.first_source
-              << (n.sources > 1 ? " and " + std::to_string(n.sources - 1) + " more checked file(s)" : std::string())
-              << ", but this run read " << read
-              << (use == SettingsUse::Hook ? ", found from the work tree's top" : ", found from the paths' common directory")
-              << "; kvpatch reads one settings file per run, so "
-              << (use == SettingsUse::Apply ? "apply would patch them by the run's settings, not by it. "
-                                            : "they were judged by the run's settings, not by it. ")
-              << (use == SettingsUse::Hook ? std::string("Move the settings to the work tree's top, where pre-commit reads them")
-                                           : "Run kvpatch on their directory, or pass --config " + n.file.string() +
-                                                 (use == SettingsUse::Apply && config ? " (or --config " + read + ")" : ""))
-              << "\n";
+    const std::string more =
+        n.sources > 1 ? " and " + std::to_string(n.sources - 1) + " more checked file(s)" : std::string();
+    std::string remedy = "Move the settings to the work tree's top, where pre-commit reads them";
+    if (!hook) remedy = "Run kvpatch on their directory, or pass --config " + n.file.string();
+    if (apply && config) remedy += " (or --config " + read + ")";
+    std::cerr << "kvpatch: " << (apply ? "error: " : "warning: ") << n.file.string() << " holds kvpatch settings for "
+              << n.first_source << more << ", but this run read " << read << ", found from " << found_from
+              << "; kvpatch reads one settings file per run, so " << outcome << " by the run's settings, not by it. "
+              << remedy << "\n";
   }
   return !nearer.empty();
 }
