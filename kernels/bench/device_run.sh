@@ -47,7 +47,7 @@ if [[ "$what" == tests || "$what" == all ]]; then
     >"$out/memcheck.log" 2>&1
   echo "memcheck exit: $? ($(grep -c 'Invalid' "$out/memcheck.log") invalid accesses)"; tail -3 "$out/memcheck.log"
 fi
-# Not part of `all`: the three tools take ~5 minutes, and `all` is near the GPU machine's 10-minute limit.
+# Not part of `all`: the six tool runs took 78 s on the H200, and `all` is near the GPU machine's 10-minute limit.
 if [[ "$what" == sanitize ]]; then
   bash tests/kernels/sanitize_test.sh "$build/tests/kernels/kvpatch_gpu_decode_test" "$out" || status=1
 fi
