@@ -545,7 +545,8 @@ int run_command(const std::string& command, const Options& options) {
 }
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+int run_main(int argc, char** argv) {
   CLI::App app{"kvpatch: thread kv_data_type into FlashInfer MLA plan() calls and drop the redundant KV casts"};
   app.set_version_flag("--version", std::string("kvpatch ") + KVPATCH_VERSION);
   app.require_subcommand(1);
@@ -599,4 +600,21 @@ int main(int argc, char** argv) {
   if (app.got_subcommand(uninstall_hook)) return run_hook_command("uninstall-hook", options);
   const std::string command = app.got_subcommand(check) ? "check" : app.got_subcommand(diff) ? "diff" : "apply";
   return run_command(command, options);
+}
+}  // namespace
+
+// Bad input is reported where it is found, as InputError with file, line and remedy. Anything else that
+// reaches here is a kvpatch bug: say so in one line and exit 2, as ruff does, rather than abort with
+// std::terminate's message and a core dump.
+int main(int argc, char** argv) {
+  try {
+    return run_main(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "kvpatch: internal error: " << e.what()
+              << "; this is a bug in kvpatch: please report it with the command that caused it\n";
+  } catch (...) {
+    std::cerr << "kvpatch: internal error (a non-standard exception); this is a bug in kvpatch: please report it"
+                 " with the command that caused it\n";
+  }
+  return kUsageOrInput;
 }

@@ -12,7 +12,7 @@ namespace kvpatch {
 namespace fs = std::filesystem;
 
 namespace {
-constexpr std::uintmax_t kMaxRawBytes = 64u * 1024u * 1024u;  // larger walked files are never backends
+constexpr std::uintmax_t kMaxRawBytes = std::uintmax_t{64} * 1024 * 1024;  // larger walked files are never backends
 
 bool any_rule_selects(const RuleSet& rules, const std::string& text) {
   auto selects = [&](const auto& list) {

@@ -63,7 +63,7 @@ fs::path write_temporary(const SourceFile& source, const fs::path& target, const
   std::string pattern = (target.parent_path() / ("." + target.filename().string() + ".kvpatch-XXXXXX")).string();
   const int fd = ::mkstemp(pattern.data());
   if (fd < 0) throw std::runtime_error("cannot create a temporary file next to it: " + errno_text());
-  const fs::path temporary(pattern);
+  fs::path temporary(pattern);  // not const: returned by move
   const bool ok = write_all(fd, content) && ::fchmod(fd, static_cast<mode_t>(source.permissions) & 07777) == 0 &&
                   ::fsync(fd) == 0;
   const std::string why = ok ? "" : errno_text();

@@ -155,7 +155,7 @@ std::vector<RunScaleFinding> run_scales_of(const RuleSet& rules, const ModuleFac
 }
 }  // namespace
 
-FileReport analyze_file(const RuleSet& rules, std::shared_ptr<const ParsedFile> file,
+FileReport analyze_file(const RuleSet& rules, const std::shared_ptr<const ParsedFile>& file,
                         const std::optional<FlashInferVersion>& target, const std::string& unpinned) {
   FileReport report;
   report.file = file;

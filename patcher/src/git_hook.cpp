@@ -56,7 +56,7 @@ fs::path write_temporary(const fs::path& directory, const std::string& content) 
     throw InputError(directory.string(), 0, "cannot create a file in the hooks directory: " + errno_text(),
                      "check the directory's permissions");
   }
-  const fs::path temporary(name.data());
+  fs::path temporary(name.data());  // not const: returned by move
   std::size_t written = 0;
   bool ok = true;
   while (ok && written < content.size()) {

@@ -42,6 +42,11 @@ std::string display(const fs::path& path, const fs::path& root) {
   return rel.empty() ? path.string() : rel.generic_string();
 }
 
+// A symbolic link that leads nowhere (dangling, or a loop) holds no code, so a walk passes it by.
+bool dead_link(const std::error_code& ec) {
+  return ec == std::errc::no_such_file_or_directory || ec == std::errc::too_many_symbolic_link_levels;
+}
+
 bool hidden(const fs::path& p) {
   const std::string name = p.filename().string();
   return name.size() > 1 && name[0] == '.';
@@ -55,7 +60,13 @@ InputSet collect_inputs(const std::vector<std::string>& paths, const std::option
   for (const std::string& p : paths) {
     std::error_code ec;
     if (!fs::exists(p, ec)) {
-      set.errors.push_back({p, 0, 0, "no such file or directory", "check the path"});
+      // ec is set where the path's status cannot be read (a symbolic-link loop, a permission), not
+      // where the path is simply absent.
+      if (ec) {
+        set.errors.push_back({p, 0, 0, "cannot read it: " + ec.message(), "fix or remove the path, or leave it out"});
+      } else {
+        set.errors.push_back({p, 0, 0, "no such file or directory", "check the path"});
+      }
       continue;
     }
     existing.push_back(absolute_normal(p));
@@ -83,11 +94,20 @@ InputSet collect_inputs(const std::vector<std::string>& paths, const std::option
     for (auto it = fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec);
          it != fs::recursive_directory_iterator(); it.increment(ec)) {
       if (ec) break;
-      if (it->is_directory() && hidden(it->path())) {
+      // The non-throwing queries: an entry whose status cannot be read must not end the walk.
+      std::error_code entry_ec;
+      if (it->is_directory(entry_ec) && hidden(it->path())) {
         it.disable_recursion_pending();
         continue;
       }
-      if (it->is_regular_file() && it->path().extension() == ".py") found.push_back(it->path());
+      const bool python = it->path().extension() == ".py";
+      if (it->is_regular_file(entry_ec) && python) {
+        found.push_back(it->path());
+      } else if (entry_ec && python && !dead_link(entry_ec)) {
+        // A *.py whose status cannot be read may hold a plan() call: the run cannot vouch for it.
+        set.errors.push_back({display(it->path(), set.root), 0, 0, "cannot read it: " + entry_ec.message(),
+                              "fix its permissions, or pass the other paths only"});
+      }
     }
     if (ec) set.errors.push_back({display(p, set.root), 0, 0, "cannot walk the directory: " + ec.message(), "check its permissions"});
     std::sort(found.begin(), found.end());

@@ -185,7 +185,7 @@ private:
 // An edit operation named by a rule must be one the rule's kind can perform.
 std::string operation(const RuleReader& r, const YAML::Node& map, const std::string& path, const char* key,
                       const std::string& fallback, std::initializer_list<const char*> allowed) {
-  const std::string name = r.string(map, path, key, false, fallback);
+  std::string name = r.string(map, path, key, false, fallback);
   if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return name == a; })) {
     std::string known;
     for (const char* a : allowed) known += std::string(known.empty() ? "" : ", ") + a;
@@ -555,9 +555,17 @@ RuleSet load_rule_set(const fs::path& dir, const std::map<std::string, Parameter
     throw InputError(dir.string(), 0, "rules directory not found", "pass --rules DIR or set KVPATCH_RULES_DIR");
   }
   std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    if (entry.is_regular_file() && entry.path().extension() == ".yaml") files.push_back(entry.path());
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    if (it->path().extension() != ".yaml") continue;
+    std::error_code entry_ec;
+    if (it->is_regular_file(entry_ec)) {
+      files.push_back(it->path());
+    } else if (entry_ec) {
+      throw InputError(it->path().string(), 0, "cannot read the rule file: " + entry_ec.message(),
+                       "fix or remove it; kvpatch's own rules/ are plain files");
+    }
   }
+  if (ec) throw InputError(dir.string(), 0, "cannot list the rules directory: " + ec.message(), "check its permissions");
   std::sort(files.begin(), files.end());
   if (files.empty()) throw InputError(dir.string(), 0, "no *.yaml rule files", "pass the kvpatch rules/ directory");
 

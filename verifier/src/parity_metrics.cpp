@@ -1,10 +1,10 @@
 #include "parity_metrics.h"
 
 #include <algorithm>
+#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <vector>
 
 #include "kvpatch/mla_decode.h"
@@ -131,14 +131,14 @@ BitParity compare_bits(std::span<const float> a, std::span<const float> b, std::
   BitParity parity;
   parity.elements = static_cast<int64_t>(a.size());
   for (size_t i = 0; i < a.size(); ++i) {
-    if (std::memcmp(&a[i], &b[i], sizeof(float)) == 0) continue;
+    if (std::bit_cast<uint32_t>(a[i]) == std::bit_cast<uint32_t>(b[i])) continue;  // bits, so NaN == same NaN
     ++parity.differing;
     if (std::isfinite(a[i]) && std::isfinite(b[i])) {
       parity.max_abs_diff = std::max(parity.max_abs_diff, std::fabs(double(a[i]) - double(b[i])));
     }
   }
   for (size_t i = 0; i < lse_a.size(); ++i) {
-    if (std::memcmp(&lse_a[i], &lse_b[i], sizeof(float)) != 0) ++parity.lse_differing;
+    if (std::bit_cast<uint32_t>(lse_a[i]) != std::bit_cast<uint32_t>(lse_b[i])) ++parity.lse_differing;
   }
   return parity;
 }

@@ -23,7 +23,7 @@ std::string cast_column(const ShapeResult& shape) {
   if (!shape.vs_cast_path) return "-";
   const CastParity& cast = *shape.vs_cast_path;
   if (cast.bits.identical()) return "bit-identical";
-  if (cast.bit_exact_required) return printf_string("%lld differ", static_cast<long long>(cast.bits.differing + cast.bits.lse_differing));
+  if (cast.bit_exact_required) return printf_string("%lld differ", static_cast<long long>(cast.bits.differing) + cast.bits.lse_differing);
   return cast.pass ? "within tol" : "beyond tol";
 }
 

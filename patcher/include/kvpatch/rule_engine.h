@@ -58,7 +58,7 @@ std::optional<std::string> suppression(const SourceFile& source, TSNode node, co
 // target: the FlashInfer the file will run with, when known (FlashInfer 0.6.14 and later need FP8 scales in
 // run(); earlier releases refuse them). Unknown: the rule files' newest behaviour is assumed, and said so, naming
 // `unpinned` (what find_flashinfer_version passed over) when the file's requirement is a range.
-FileReport analyze_file(const RuleSet& rules, std::shared_ptr<const ParsedFile> file,
+FileReport analyze_file(const RuleSet& rules, const std::shared_ptr<const ParsedFile>& file,
                         const std::optional<FlashInferVersion>& target = std::nullopt, const std::string& unpinned = "");
 
 }  // namespace kvpatch

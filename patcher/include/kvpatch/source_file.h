@@ -46,7 +46,7 @@ private:
   std::vector<std::size_t> line_starts_;
 };
 
-inline constexpr std::size_t kMaxSourceBytes = 4u * 1024u * 1024u;
+inline constexpr std::size_t kMaxSourceBytes = std::size_t{4} * 1024 * 1024;
 
 // Reads and checks a file: exists, regular, readable, at most max_bytes, no NUL bytes, valid UTF-8.
 // Throws InputError naming the file (and the line, for encoding errors).

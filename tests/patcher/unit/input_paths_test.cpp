@@ -38,6 +38,29 @@ TEST_SUITE("input_paths") {
     CHECK(set.errors[0].message == "no such file or directory");
   }
 
+  TEST_CASE("links that lead nowhere are passed by in a walk; a linked file is read; naming a loop is an error") {
+    test::ScratchDir dir;
+    dir.write("real.py", "");
+    dir.write("sub/other.py", "");
+    fs::create_symlink("loop.py", dir.path() / "loop.py");  // ELOOP: it used to abort the whole run
+    fs::create_symlink("loop", dir.path() / "loop");
+    fs::create_symlink("missing.py", dir.path() / "gone.py");
+    fs::create_symlink("sub/other.py", dir.path() / "linked.py");
+    fs::create_directory_symlink("..", dir.path() / "sub" / "up");  // not followed: no cycle
+    const InputSet set = collect_inputs({dir.path().string()}, std::nullopt);
+    CHECK(set.errors.empty());
+    REQUIRE(set.files.size() == 3);
+    CHECK(set.files[0].display_path == "linked.py");
+    CHECK(set.files[1].display_path == "real.py");
+    CHECK(set.files[2].display_path == "sub/other.py");
+
+    const InputSet named = collect_inputs({(dir.path() / "loop.py").string()}, dir.path());
+    CHECK(named.files.empty());
+    REQUIRE(named.errors.size() == 1);
+    CHECK(named.errors[0].message.rfind("cannot read it: ", 0) == 0);
+    CHECK(named.errors[0].message != "cannot read it: ");
+  }
+
   TEST_CASE("files inside a git work tree are named relative to it") {
     test::ScratchDir dir;
     const fs::path file = dir.write("python/sglang/backend.py", "");

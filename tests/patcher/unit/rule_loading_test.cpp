@@ -247,6 +247,13 @@ TEST_SUITE("rule_loading") {
     CHECK_THROWS_AS(load_rule_set(empty.path()), InputError);
   }
 
+  TEST_CASE("a rule file that is a link loop is refused by name, not with an escaping filesystem error") {
+    RuleDir rules({});
+    std::filesystem::create_symlink("extra.yaml", rules.dir.path() / "extra.yaml");
+    const std::string error = load_error(rules);
+    CHECK(error.rfind("extra.yaml: cannot read the rule file: ", 0) == 0);
+  }
+
   TEST_CASE("globs match class names") {
     CHECK(glob_match("*IndicesUpdaterDecode", "FlashInferMLAIndicesUpdaterDecode"));
     CHECK_FALSE(glob_match("*IndicesUpdaterDecode", "FlashInferMLAIndicesUpdaterPrefill"));
