@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the patcher builds against, and any named as arguments (scripts/test.sh
-# adds shellcheck for the lint.shell test); skips apt when all are present.
+# adds shellcheck and clang-tidy for the lint.shell and lint.cpp tests); skips apt when all are present.
 set -euo pipefail
 packages=(cmake ninja-build g++ git python3 python3-pip
           libtree-sitter-dev libgit2-dev doctest-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libtomlplusplus-dev
