@@ -1,8 +1,11 @@
 #include "kvpatch/input_paths.h"
 
 #include <git2.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <system_error>
 
 namespace kvpatch {
 namespace fs = std::filesystem;
@@ -47,6 +50,14 @@ bool dead_link(const std::error_code& ec) {
   return ec == std::errc::no_such_file_or_directory || ec == std::errc::too_many_symbolic_link_levels;
 }
 
+// Whether this process may list a directory and enter it. The walk's own skip_permission_denied
+// would pass an unreadable directory by without a word, and a completeness check must not vouch
+// for files it never saw; root passes every time, so the refusal is only seen by other users.
+std::error_code walk_refused(const fs::path& dir) {
+  if (::access(dir.c_str(), R_OK | X_OK) == 0) return {};
+  return {errno, std::generic_category()};
+}
+
 bool hidden(const fs::path& p) {
   const std::string name = p.filename().string();
   return name.size() > 1 && name[0] == '.';
@@ -57,6 +68,7 @@ InputSet collect_inputs(const std::vector<std::string>& paths, const std::option
                         bool repository_paths) {
   InputSet set;
   std::vector<fs::path> existing;
+  std::vector<std::string> as_given;  // beside existing: errors about a named path name it as typed
   for (const std::string& p : paths) {
     std::error_code ec;
     if (!fs::exists(p, ec)) {
@@ -70,6 +82,7 @@ InputSet collect_inputs(const std::vector<std::string>& paths, const std::option
       continue;
     }
     existing.push_back(absolute_normal(p));
+    as_given.push_back(p);
   }
 
   if (root) {
@@ -84,22 +97,38 @@ InputSet collect_inputs(const std::vector<std::string>& paths, const std::option
     set.root = holds_all ? tree : absolute_normal(fs::current_path());
   }
 
-  for (const fs::path& p : existing) {
+  for (size_t i = 0; i < existing.size(); ++i) {
+    const fs::path& p = existing[i];
     if (!fs::is_directory(p)) {
       set.files.push_back({p, display(p, set.root), true});
       continue;
     }
     std::vector<fs::path> found;
+    if (const std::error_code refused = walk_refused(p)) {
+      set.errors.push_back({as_given[i], 0, 0, "cannot walk the directory: " + refused.message(),
+                            "fix its permissions, or pass the other paths only"});
+      continue;
+    }
     std::error_code ec;
     for (auto it = fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec);
          it != fs::recursive_directory_iterator(); it.increment(ec)) {
       if (ec) break;
       // The non-throwing queries: an entry whose status cannot be read must not end the walk.
       std::error_code entry_ec;
-      if (it->is_directory(entry_ec) && hidden(it->path())) {
-        it.disable_recursion_pending();
-        continue;
+      if (it->is_directory(entry_ec) && !it->is_symlink(entry_ec)) {
+        // Hidden directories (.git, .venv) are not the project's; __pycache__ holds bytecode only.
+        if (hidden(it->path()) || it->path().filename() == "__pycache__") {
+          it.disable_recursion_pending();
+          continue;
+        }
+        if (const std::error_code refused = walk_refused(it->path())) {
+          set.errors.push_back({display(it->path(), set.root), 0, 0, "cannot walk the directory: " + refused.message(),
+                                "fix its permissions, or pass the other paths only"});
+          it.disable_recursion_pending();
+          continue;
+        }
       }
+      entry_ec.clear();
       const bool python = it->path().extension() == ".py";
       if (it->is_regular_file(entry_ec) && python) {
         found.push_back(it->path());

@@ -18,10 +18,11 @@ struct InputFile {
 struct InputSet {
   std::filesystem::path root;  // absolute
   std::vector<InputFile> files;
-  std::vector<FileError> errors;  // missing paths
+  std::vector<FileError> errors;  // missing or unreadable paths, directories the user may not enter
 };
 
-// Files are taken as given; directories are walked for *.py, skipping hidden directories.
+// Files are taken as given; directories are walked for *.py, skipping hidden directories and
+// __pycache__; a directory this process may not enter is an error, never a silent gap.
 // Root: --root if given; else a single directory argument (unless repository_paths); else the git
 // work tree holding every path; else the current directory. repository_paths is for reports read
 // against a repository (GitHub annotations, SARIF), whose paths must start at its top.

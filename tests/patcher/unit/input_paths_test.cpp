@@ -1,13 +1,50 @@
 // PATH arguments: directory walking, hidden directories, missing paths, and the report root.
 #include <doctest/doctest.h>
 
+#include <grp.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdlib>
+#include <string>
 
 #include "kvpatch/input_paths.h"
 #include "test_support.h"
 
 using namespace kvpatch;
 namespace fs = std::filesystem;
+
+namespace {
+// collect_inputs as a user who may not enter a mode-000 directory. Root enters any directory, so a
+// root process forks and drops to nobody (65534) first; the child reports the errors and the files
+// it found on a pipe, one per line.
+std::string collect_as_unprivileged(const fs::path& dir) {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::close(fds[0]);
+    if (::geteuid() == 0 && (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(3);
+    std::string out;
+    const InputSet set = collect_inputs({dir.string()}, std::nullopt);
+    for (const auto& e : set.errors) out += "error " + e.file + ": " + e.message + "\n";
+    for (const auto& f : set.files) out += "file " + f.display_path + "\n";
+    const bool written = ::write(fds[1], out.data(), out.size()) == static_cast<ssize_t>(out.size());
+    ::_exit(written ? 0 : 4);
+  }
+  ::close(fds[1]);
+  std::string out;
+  char buffer[512];
+  for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) > 0;) out.append(buffer, static_cast<size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  return out;
+}
+}  // namespace
 
 TEST_SUITE("input_paths") {
   TEST_CASE("a directory is walked for *.py in name order, hidden directories skipped; it is the root") {
@@ -59,6 +96,19 @@ TEST_SUITE("input_paths") {
     REQUIRE(named.errors.size() == 1);
     CHECK(named.errors[0].message.rfind("cannot read it: ", 0) == 0);
     CHECK(named.errors[0].message != "cannot read it: ");
+  }
+
+  TEST_CASE("a directory the user may not enter is an error naming it, not a silent gap; __pycache__ is not walked") {
+    test::ScratchDir dir;
+    dir.write("open.py", "");
+    dir.write("locked/hidden_plan.py", "");
+    dir.write("__pycache__/stale.py", "");
+    fs::permissions(dir.path() / "locked", fs::perms::none);
+    const std::string walked = collect_as_unprivileged(dir.path());
+    const std::string named = collect_as_unprivileged(dir.path() / "locked");
+    fs::permissions(dir.path() / "locked", fs::perms::owner_all);
+    CHECK(walked == "error locked: cannot walk the directory: Permission denied\nfile open.py\n");
+    CHECK(named == "error " + (dir.path() / "locked").string() + ": cannot walk the directory: Permission denied\n");
   }
 
   TEST_CASE("files inside a git work tree are named relative to it") {
