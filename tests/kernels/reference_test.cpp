@@ -186,9 +186,9 @@ TEST_CASE("an E4M3 NaN code in a referenced slot makes exactly that request NaN"
     fx.pool_bytes[slot * fx.slot_stride + 300] = code;
     check_against_double(fx);
     const ReferenceOutput got = reference_decode(fx.params());
-    CHECK(std::isnan(got.lse[1 * 2]));
+    CHECK(std::isnan(got.lse[2]));  // request 1, head 0 (2 heads)
     CHECK(std::isfinite(got.lse[0]));
-    CHECK(std::isfinite(got.lse[2 * 2]));
+    CHECK(std::isfinite(got.lse[4]));  // request 2, head 0
   }
 }
 

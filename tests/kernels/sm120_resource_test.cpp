@@ -138,7 +138,7 @@ TEST_CASE("every sm_120a kernel fits SM120's shared memory, registers and warps,
 }
 
 TEST_CASE("the launcher picks the deepest pipeline each device's shared memory per block holds") {
-  constexpr size_t kSm90OptIn = 227 * 1024;  // cudaDevAttrMaxSharedMemoryPerBlockOptin on H100 / H200
+  constexpr size_t kSm90OptIn = size_t{227} * 1024;  // cudaDevAttrMaxSharedMemoryPerBlockOptin on H100 / H200
   constexpr size_t kSm120OptIn = tiling::kSmemLimitSm120;
   CHECK(tiling::stages_for(KvDtype::kFp8E4M3, kSm90OptIn) == 4);
   CHECK(tiling::stages_for(KvDtype::kBf16, kSm90OptIn) == 2);
@@ -152,8 +152,11 @@ TEST_CASE("the launcher picks the deepest pipeline each device's shared memory p
     CHECK(tiling::smem_layout(dtype, tiling::stages_for(dtype, kSm90OptIn)).total <= kSm90OptIn);
     CHECK(tiling::smem_layout(dtype, tiling::stages_for(dtype, kSm120OptIn)).total <= kSm120OptIn);
     // Regions in order, none overlapping the next, mbarriers 8-byte aligned.
-    for (const auto [stages, m_tiles] : {std::pair{tiling::min_stages(dtype), 1}, std::pair{tiling::max_stages(dtype), 1},
-                                         std::pair{tiling::max_stages(dtype, 2), 2}}) {
+    for (const std::pair<int, int> depth : {std::pair{tiling::min_stages(dtype), 1}, std::pair{tiling::max_stages(dtype), 1},
+                                            std::pair{tiling::max_stages(dtype, 2), 2}}) {
+      // Named copies, not a structured binding: CAPTURE's lambda cannot take a binding before clang 16.
+      const int stages = depth.first;
+      const int m_tiles = depth.second;
       CAPTURE(stages);
       CAPTURE(m_tiles);
       const tiling::SmemLayout l = tiling::smem_layout(dtype, stages, m_tiles);

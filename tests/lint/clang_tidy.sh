@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# lint.cpp: clang-tidy (Debian) over the C++ this build compiled from patcher/ and verifier/, with the
-# checks in the root .clang-tidy, every warning an error. Reads BUILD_DIR/compile_commands.json, so it
+# lint.cpp: clang-tidy (Debian) over the C++ this build compiled from patcher/, verifier/, the kernels'
+# CPU reference and tests/, with the checks in the root .clang-tidy, every warning an error. Reads BUILD_DIR/compile_commands.json, so it
 # covers what that build compiled (the verifier's host side only where CUDA is on). Skipped (77) when
 # clang-tidy is not installed; scripts/test.sh, and so CI, installs it first.
 # Usage: clang_tidy.sh BUILD_DIR
@@ -17,4 +17,4 @@ fi
 # Its file argument is a regular expression over the absolute paths in compile_commands.json; clang-tidy
 # finds the root .clang-tidy above each file.
 exec "$runner" -p "$build" -j "$(nproc)" -quiet \
-  "^$root/(patcher|verifier)/.*\\.cpp\$"
+  "^$root/(patcher|verifier|kernels/reference|tests)/.*\\.cpp\$"

@@ -32,7 +32,7 @@ struct Backend {
     write_bytes(scratch.path() / "backend.py",
                 read_bytes(fs::path(required_env("KVPATCH_FIXTURES_DIR")) / "gen-b-unpatched" / "flashinfer_mla_backend.py"));
   }
-  ProcessResult run(std::vector<std::string> args) const { return run_kvpatch(args, scratch.path()); }
+  ProcessResult run(const std::vector<std::string>& args) const { return run_kvpatch(args, scratch.path()); }
 };
 
 // `command` run under a pseudo-terminal by util-linux `script`, so that stdout is a terminal.

@@ -61,7 +61,10 @@ TEST_SUITE("flags") {
         {{"--cpu=yes"}, "--cpu takes no value"},
         {{"--self-test", "--from", "r.json"}, "--self-test and --from are separate runs"},
     };
-    for (const auto& [args, message] : cases) {
+    for (const auto& c : cases) {
+      // References, not a structured binding: CAPTURE's lambda cannot take a binding before clang 16 (clang-tidy).
+      const std::vector<std::string>& args = c.first;
+      const std::string& message = c.second;
       CAPTURE(message);
       try {
         parse_flags(args);

@@ -66,7 +66,7 @@ void check_shape(const ShapeSpec& shape) {
   device.q_nope = q;
   device.q_pe = q + mla::kHeadDimCkv;
   device.ckv = kv;
-  device.kpe = static_cast<char*>(kv) + mla::kHeadDimCkv * (fp8 ? 1 : 2);
+  device.kpe = static_cast<char*>(kv) + static_cast<ptrdiff_t>(mla::kHeadDimCkv) * (fp8 ? 1 : 2);
   int32_t* indptr = to_device(inputs.layout.kv_indptr);
   int32_t* indices = to_device(inputs.layout.kv_indices);
   int32_t* lengths = to_device(inputs.layout.kv_len);

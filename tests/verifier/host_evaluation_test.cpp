@@ -62,10 +62,10 @@ TEST_SUITE("host_evaluation") {
     const ShapeSpec shape = small_shape(4, 9, 4, Dtype::kFp8E4M3);
     const HostInputs inputs = make_host_inputs(shape);
     const AttentionEvaluation exact = evaluate_attention_host(host_params(shape, inputs, mla::KvDtype::kFp8E4M3));
-    const size_t empty_row = 1 * shape.heads;  // request 1 is empty (request_layout.h)
+    const auto empty_row = static_cast<size_t>(shape.heads);  // request 1 is empty (request_layout.h)
     CHECK(exact.lse[empty_row] == -std::numeric_limits<float>::infinity());
     CHECK(exact.out[empty_row * 512 + 5] == 0.f);
-    const size_t one_row = 2 * shape.heads;  // request 2 holds one token
+    const size_t one_row = size_t{2} * shape.heads;  // request 2 holds one token
     const int64_t slot = inputs.layout.slot(2, 0);
     const float value = mla::e4m3_to_float(inputs.kv_fp8[static_cast<size_t>(slot) * 576 + 5]) * 0.75f;
     CHECK(exact.out[one_row * 512 + 5] == doctest::Approx(value));

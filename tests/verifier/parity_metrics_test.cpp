@@ -20,7 +20,7 @@ struct Case {
   std::vector<float> tested, reference, magnitude, tested_lse{0.f}, reference_lse{0.f};
   std::vector<int32_t> kv_len;
   explicit Case(int len = 10) : tested(kDim), reference(kDim), magnitude(kDim, 1.f), kv_len{len} {
-    for (int i = 0; i < kDim; ++i) reference[i] = tested[i] = std::sin(0.1f * i);
+    for (int i = 0; i < kDim; ++i) reference[i] = tested[i] = std::sin(0.1f * static_cast<float>(i));
   }
   ParityMetrics run(const Tolerance& t = Tolerance{}) const {
     return compare_to_reference({tested, reference, magnitude, tested_lse, reference_lse, kv_len, 1}, t);
@@ -103,7 +103,7 @@ TEST_SUITE("metrics") {
   TEST_CASE("cosine below the minimum fails even inside the element bounds") {
     Case c;
     c.magnitude.assign(kDim, 1000.f);  // every element bound is huge
-    for (int i = 0; i < kDim; ++i) c.tested[i] = std::cos(0.1f * i);
+    for (int i = 0; i < kDim; ++i) c.tested[i] = std::cos(0.1f * static_cast<float>(i));
     const ParityMetrics m = c.run();
     CHECK(m.beyond == 0);
     CHECK(m.cosine < 0.9999);
@@ -142,7 +142,8 @@ TEST_SUITE("metrics") {
   }
 
   TEST_CASE("failures are attributed to requests") {
-    std::vector<float> ref(3 * kDim, 1.f), tested(3 * kDim, 1.f), magnitude(3 * kDim, 1.f), lse(3, 0.f);
+    constexpr size_t kRows = size_t{3} * kDim;
+    std::vector<float> ref(kRows, 1.f), tested(kRows, 1.f), magnitude(kRows, 1.f), lse(3, 0.f);
     const std::vector<int32_t> lens{5, 5, 5};
     tested[2 * kDim + 4] = 2.f;
     const ParityMetrics m = compare_to_reference({tested, ref, magnitude, lse, lse, lens, 1}, Tolerance{});

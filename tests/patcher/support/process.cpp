@@ -38,6 +38,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   }
 
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   const std::string dir = options.working_dir.string();

@@ -92,10 +92,8 @@ std::vector<FilePatch> parse_unified_diff(const std::string& diff_text) {
       prev.pop_back();
     } else if (hunk != nullptr && !line.empty() && (line[0] == ' ' || line[0] == '-' || line[0] == '+')) {
       hunk->lines.push_back(DiffLine{line[0], line.substr(1)});
-    } else if (hunk == nullptr && patches.empty()) {
-      continue;  // preamble such as "diff --git" lines
-    } else if (line.rfind("diff ", 0) == 0 || line.rfind("index ", 0) == 0) {
-      continue;
+    } else if ((hunk == nullptr && patches.empty()) || line.rfind("diff ", 0) == 0 || line.rfind("index ", 0) == 0) {
+      continue;  // the preamble before the first file, and git's "diff --git" / "index" lines
     } else {
       throw std::runtime_error("diff line " + std::to_string(line_no) + ": unexpected text: " + without_newline(line) +
                                " (hunk at line " + std::to_string(hunk_header_line) + ")");

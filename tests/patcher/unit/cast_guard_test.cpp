@@ -12,7 +12,7 @@ namespace {
 std::string edited(const ParsedFile& file, const std::vector<Edit>& edits) {
   EditSet set;
   for (const Edit& e : edits) set.add(e);
-  const std::string out = set.apply(file.source.text());
+  std::string out = set.apply(file.source.text());
   PythonTree tree(out);
   CHECK_MESSAGE(!first_syntax_error(tree.root()), "guarded code does not parse:\n" << out);
   return out;
@@ -29,6 +29,7 @@ std::vector<KvPlanForm> forms_of(const std::string& code, const std::map<std::st
       check_fields(*rules.field_rule(rule.field_rule), rule, facts, sites);
   plan_site_fixes(rule, facts, fields, sites);
   std::vector<KvPlanForm> out;
+  out.reserve(sites.size());
   for (const PlanSite& s : sites) out.push_back(kv_plan_form(s, rule, rules, facts, fields));
   return out;
 }
@@ -137,7 +138,7 @@ TEST_SUITE("cast_guard") {
         if (is_to(facts, c)) cast = c;
       }
       REQUIRE(!syntax::is_null(cast));
-      const std::string out = edited(*file, guard_cast(facts, cast, d, "r"));
+      std::string out = edited(*file, guard_cast(facts, cast, d, "r"));
       // Guarded once, the cast is recognised as guarded: a second run would not edit it again.
       auto again = test::parse(out);
       const ModuleFacts again_facts(*again);

@@ -11,7 +11,7 @@ namespace {
 std::string edited(const ParsedFile& file, const std::vector<Edit>& edits) {
   EditSet set;
   for (const Edit& e : edits) set.add(e);
-  const std::string out = file.source.bom() + set.apply(file.source.text());
+  std::string out = file.source.bom() + set.apply(file.source.text());
   PythonTree tree(out.substr(file.source.bom().size()));
   CHECK_MESSAGE(!first_syntax_error(tree.root()), "edited code does not parse:\n" << out);
   return out;

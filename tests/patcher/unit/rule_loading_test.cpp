@@ -62,7 +62,7 @@ const char* kCast =
 
 struct RuleDir {
   test::ScratchDir dir;
-  explicit RuleDir(std::map<std::string, std::string> files) {
+  explicit RuleDir(const std::map<std::string, std::string>& files) {
     std::map<std::string, std::string> all = {
         {"parameters.yaml", kParameters}, {"plan.yaml", kPlanSite}, {"field.yaml", kField}, {"cast.yaml", kCast}};
     for (auto& [name, text] : files) all[name] = text;

@@ -74,7 +74,10 @@ TEST_SUITE("run_inputs") {
         {"k = pool.view(dtype=q.dtype)", "pool.view(dtype=q.dtype)"},
         {"k = pool[:, :, :576].to(q.dtype)", "pool[:, :, :576].to(q.dtype)"},
     };
-    for (const auto& [statement, expr] : spellings) {
+    for (const auto& spelling : spellings) {
+      // References, not a structured binding: CAPTURE's lambda cannot take a binding before clang 16 (clang-tidy).
+      const std::string& statement = spelling.first;
+      const std::string& expr = spelling.second;
       CAPTURE(statement);
       const FileReport r = analyse("        pool = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id)\n        " +
                                    statement + "\n        return decode_wrapper.run(q, q, k[:, :, :512], k[:, :, 512:])\n");
@@ -164,7 +167,9 @@ TEST_SUITE("run_inputs") {
         {"pool.cuda(where)", "run-input-unknown pool.cuda(where)"},
         {"pool.cpu(q.device)", "run-input-unknown pool.cpu(q.device)"},
     };
-    for (const auto& [move, expected] : reported) {
+    for (const auto& report : reported) {
+      const std::string& move = report.first;  // a reference: see the loop over spellings above
+      const std::string& expected = report.second;
       CAPTURE(move);
       const FileReport r = analyse("        pool = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id)\n        k = " +
                                    move + "\n        return decode_wrapper.run(q, q, k, k)\n");

@@ -51,7 +51,7 @@ public:
   ScratchDir& operator=(const ScratchDir&) = delete;
   const std::filesystem::path& path() const { return path_; }
   std::filesystem::path write(const std::string& name, const std::string& content) const {
-    const std::filesystem::path p = path_ / name;
+    std::filesystem::path p = path_ / name;
     std::filesystem::create_directories(p.parent_path());
     std::ofstream(p, std::ios::binary) << content;
     return p;

@@ -31,7 +31,7 @@ TEST_SUITE("unified_diff") {
 
   TEST_CASE("an insertion at a line's end shows only the new line; line numbers shift in later hunks") {
     const std::string code = numbered_lines(20);
-    const std::size_t end_of_2 = code.find("\n", code.find("x2 =")); 
+    const std::size_t end_of_2 = code.find('\n', code.find("x2 =")); 
     const std::size_t at18 = code.find("18\n");
     CHECK(diff_of(code, {{end_of_2, end_of_2, "\ny = 0", "r"}, {at18, at18 + 2, "180", "r"}}) ==
           "--- a/snippet.py\n+++ b/snippet.py\n"
