@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "kvpatch/input_error.h"
+#include "kvpatch/python_compile_checks.h"
 
 extern "C" const TSLanguage* tree_sitter_python(void);
 
@@ -66,6 +67,12 @@ ParsedFile parse_source_file(SourceFile file) {
     throw InputError(parsed.source.display_path(), where.line,
                      "syntax error at column " + std::to_string(where.column) + "; the file is not edited",
                      "fix the Python syntax first (python3 -m py_compile names the problem)", where.column);
+  }
+  if (auto problem = first_compile_problem(parsed)) {
+    const SourcePosition where = parsed.source.position(problem->offset);
+    throw InputError(parsed.source.display_path(), where.line,
+                     "Python would not compile this file: " + problem->message + "; the file is not edited",
+                     "fix it first (python3 -m py_compile names the problem)", where.column);
   }
   return parsed;
 }

@@ -1,0 +1,25 @@
+#pragma once
+// What CPython's compiler refuses that tree-sitter-python's grammar parses without an ERROR node.
+// The grammar is forgiving about indentation: a statement indented deeper than its block, or back to
+// a level no outer block has, lands in some block silently, and a header with no body gets an empty
+// block. kvpatch reads methods, call sites and their arguments from the tree, so where the tree and
+// Python disagree on a file's shape the file is refused rather than judged or edited. The argument
+// and parameter lists the compiler rejects (a keyword given twice, a positional argument after a
+// keyword) are refused for the same reason: a plan() call's binding would be guesswork.
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include "kvpatch/python_syntax.h"
+
+namespace kvpatch {
+
+struct CompileProblem {
+  std::size_t offset = 0;  // into file.source.text()
+  std::string message;     // CPython's wording where it has one
+};
+
+// The first such problem in source order, or nullopt. Expects a tree without syntax errors.
+std::optional<CompileProblem> first_compile_problem(const ParsedFile& file);
+
+}  // namespace kvpatch

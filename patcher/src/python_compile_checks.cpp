@@ -1,0 +1,287 @@
+#include "kvpatch/python_compile_checks.h"
+
+#include <algorithm>
+#include <set>
+#include <string_view>
+#include <vector>
+
+namespace kvpatch {
+namespace {
+using syntax::is;
+
+// An indentation measured as CPython's tokenizer measures it: columns with tabs to multiples of 8,
+// and with every tab as one column. Two indentations are the same level only when both agree;
+// where one says deeper and the other not, CPython refuses the mix of tabs and spaces.
+struct Width {
+  int tab8 = 0;
+  int tab1 = 0;
+  bool operator==(const Width&) const = default;
+  bool deeper_than(const Width& o) const { return tab8 > o.tab8 && tab1 > o.tab1; }
+};
+
+Width width_of(std::string_view lead) {
+  Width w;
+  for (char c : lead) {
+    if (c == '\t') {
+      w.tab8 = (w.tab8 / 8 + 1) * 8;
+      ++w.tab1;
+    } else if (c == '\f') {
+      w = {};  // a form feed resets the count, as in CPython
+    } else {
+      ++w.tab8;
+      ++w.tab1;
+    }
+  }
+  return w;
+}
+
+// Words the grammar lets through as names in places where its error recovery is lenient
+// (`def f(x: in)`, `else` as a parameter); to Python they are never names.
+bool is_hard_keyword(std::string_view word) {
+  static const std::set<std::string_view> kKeywords = {
+      "False", "None",   "True",    "and",      "as",   "assert", "async",  "await",    "break",
+      "class", "continue", "def",   "del",      "elif", "else",   "except", "finally",  "for",
+      "from",  "global", "if",      "import",   "in",   "is",     "lambda", "nonlocal", "not",
+      "or",    "pass",   "raise",   "return",   "try",  "while",  "with",   "yield"};
+  return kKeywords.count(word) != 0;
+}
+
+// Tokens the grammar lets stand anywhere, outside the structure: comments and a backslash ending a line.
+bool is_extra(TSNode node) { return is(node, "comment") || is(node, "line_continuation"); }
+
+// A module's or block's statements, without the extras between them.
+std::vector<TSNode> statements_of(TSNode node) {
+  std::vector<TSNode> out;
+  for (TSNode child : syntax::named_children(node)) {
+    if (!is_extra(child)) out.push_back(child);
+  }
+  return out;
+}
+
+bool is_clause(std::string_view type) {
+  return type == "elif_clause" || type == "else_clause" || type == "except_clause" || type == "except_group_clause" ||
+         type == "finally_clause" || type == "case_clause";
+}
+
+class Checker {
+public:
+  explicit Checker(const ParsedFile& file) : file_(file) {}
+
+  std::optional<CompileProblem> run() {
+    syntax::walk(file_.tree.root(), [&](TSNode node) {
+      const std::string_view type = syntax::type(node);
+      if (type == "module") {
+        module(node);
+      } else if (type == "block") {
+        block(node);
+      } else if (is_clause(type) && type != "case_clause") {
+        clause(node);
+      } else if (type == "argument_list") {
+        arguments(node);
+      } else if (type == "parameters" || type == "lambda_parameters") {
+        parameters(node);
+      } else if (type == "identifier" && is_hard_keyword(file_.text(node))) {
+        report(node, "invalid syntax: '" + std::string(file_.text(node)) + "' is a keyword");
+      }
+      if (is(syntax::parent(node), "module") || is(syntax::parent(node), "block") || is_clause(type)) logical_lines(node);
+      return true;
+    });
+    // The walk visits a block's statements before what lies inside the earlier ones: report the
+    // problem nearest the top of the file, as the compiler would.
+    if (found_.empty()) return std::nullopt;
+    return *std::min_element(found_.begin(), found_.end(),
+                             [](const CompileProblem& a, const CompileProblem& b) { return a.offset < b.offset; });
+  }
+
+private:
+  const ParsedFile& file_;
+  std::vector<CompileProblem> found_;
+
+  // Each check stops at its first problem; problems from different nodes are all kept.
+  void report(TSNode node, std::string message) { found_.push_back({ts_node_start_byte(node), std::move(message)}); }
+
+  // The whitespace before the node when nothing else precedes it on its line.
+  std::optional<std::string_view> lead_if_first(TSNode node) const {
+    const std::size_t start = ts_node_start_byte(node);
+    const std::size_t line_start = file_.source.line_start(file_.source.position(start).line);
+    const std::string_view lead = std::string_view(file_.source.text()).substr(line_start, start - line_start);
+    if (lead.find_first_not_of(" \t\f") != std::string_view::npos) return std::nullopt;
+    return lead;
+  }
+
+  // The indentation of the line the node starts on.
+  Width line_width(TSNode node) const {
+    const std::string_view line = file_.source.line_text(file_.source.position(ts_node_start_byte(node)).line);
+    return width_of(line.substr(0, std::min(line.find_first_not_of(" \t\f"), line.size())));
+  }
+
+  void module(TSNode node) {
+    for (TSNode s : statements_of(node)) {
+      const auto lead = lead_if_first(s);
+      if (lead && !(width_of(*lead) == Width{})) return report(s, "unexpected indent");
+    }
+  }
+
+  void block(TSNode node) {
+    const std::vector<TSNode> body = statements_of(node);
+    const TSNode header = syntax::parent(node);
+    if (body.empty()) return report(header, "expected an indented block after this line");
+    const auto first_lead = lead_if_first(body.front());
+    if (!first_lead) {
+      // A body on the header's line (`if x: y = 1`): nothing may continue it on lines of its own.
+      for (TSNode s : body) {
+        if (lead_if_first(s)) return report(s, "unexpected indent");
+      }
+      return;
+    }
+    const Width level = width_of(*first_lead);
+    if (!level.deeper_than(line_width(header))) return report(body.front(), "expected an indented block");
+    for (TSNode s : body) {
+      const auto lead = lead_if_first(s);
+      if (!lead) continue;
+      const Width w = width_of(*lead);
+      if (w == level) continue;
+      if (w.deeper_than(level) || level.deeper_than(w)) {
+        // Python says "unexpected indent" or "unindent does not match any outer indentation level".
+        return report(s, "indentation matches no block: " + std::to_string(w.tab1) + " columns here, " +
+                             std::to_string(level.tab1) + " for the block's other statements");
+      }
+      return report(s, "inconsistent use of tabs and spaces in indentation");
+    }
+  }
+
+  // elif / else / except / finally line up with the statement they belong to.
+  void clause(TSNode node) {
+    const auto lead = lead_if_first(node);
+    if (lead && !(width_of(*lead) == line_width(syntax::parent(node)))) {
+      report(node, "this clause is not indented as its statement is");
+    }
+  }
+
+  // A line break outside brackets ends a logical line, unless a backslash continues it. Where the
+  // grammar expects more of a statement it reads on across the break (`x:` then `y(1)` below it
+  // becomes one annotated assignment), so each statement, and each compound statement's header up to
+  // its body, is read token by token here.
+  void logical_lines(TSNode node) {
+    const std::string_view type = syntax::type(node);
+    if (type == "decorated_definition") {
+      for (TSNode d : syntax::named_children(node)) {
+        if (is(d, "decorator")) one_logical_line(d, TSNode{});
+      }
+      return logical_lines(syntax::field(node, "definition"));
+    }
+    TSNode body{};
+    for (uint32_t i = 0; i < ts_node_child_count(node); ++i) {
+      if (is(ts_node_child(node, i), "block")) {
+        body = ts_node_child(node, i);
+        break;
+      }
+    }
+    one_logical_line(node, body);
+  }
+
+  // The node's tokens before `stop` (or all of them) must share one logical line.
+  void one_logical_line(TSNode node, TSNode stop) {
+    const std::size_t end = syntax::is_null(stop) ? ts_node_end_byte(node) : ts_node_start_byte(stop);
+    int depth = 0;
+    std::optional<TSNode> previous;
+    std::vector<TSNode> pending{node};
+    while (!pending.empty()) {
+      const TSNode current = pending.back();
+      pending.pop_back();
+      if (ts_node_start_byte(current) >= end && !syntax::same(current, node)) continue;
+      if (is_extra(current)) continue;
+      const std::string_view type = syntax::type(current);
+      // A string is one token, whatever lines it spans; so are its f-string braces.
+      const uint32_t children = type == "string" ? 0 : ts_node_child_count(current);
+      if (children > 0) {
+        for (uint32_t i = children; i > 0; --i) pending.push_back(ts_node_child(current, i - 1));
+        continue;
+      }
+      if (previous && depth == 0 && !continued(ts_node_end_byte(*previous), ts_node_start_byte(current))) {
+        return report(current, "invalid syntax: a line break outside brackets ends the statement before this");
+      }
+      if (type == "(" || type == "[" || type == "{") ++depth;
+      if ((type == ")" || type == "]" || type == "}") && depth > 0) --depth;
+      previous = current;
+    }
+  }
+
+  // Whether the text between two tokens keeps them on one logical line: no line break, or each one
+  // escaped by a backslash.
+  bool continued(std::size_t from, std::size_t to) const {
+    const std::string_view gap = std::string_view(file_.source.text()).substr(from, to - from);
+    for (std::size_t i = gap.find('\n'); i != std::string_view::npos; i = gap.find('\n', i + 1)) {
+      const std::size_t before = i > 0 && gap[i - 1] == '\r' ? i - 1 : i;
+      if (before == 0 || gap[before - 1] != '\\') return false;
+    }
+    return true;
+  }
+
+  void arguments(TSNode node) {
+    bool keyword = false;
+    bool mapping = false;
+    std::set<std::string_view> names;
+    for (TSNode a : syntax::named_children(node)) {
+      if (is_extra(a)) continue;
+      const std::string_view type = syntax::type(a);
+      if (type == "keyword_argument") {
+        keyword = true;
+        const TSNode name = syntax::field(a, "name");
+        if (!syntax::is_null(name) && !names.insert(file_.text(name)).second) {
+          return report(a, "keyword argument repeated: " + std::string(file_.text(name)));
+        }
+      } else if (type == "dictionary_splat") {
+        mapping = true;
+      } else if (type == "list_splat") {
+        if (mapping) return report(a, "iterable argument unpacking follows keyword argument unpacking");
+      } else if (mapping) {
+        return report(a, "positional argument follows keyword argument unpacking");
+      } else if (keyword) {
+        return report(a, "positional argument follows keyword argument");
+      }
+    }
+  }
+
+  void parameters(TSNode node) {
+    bool defaulted = false;
+    bool keyword_only = false;
+    bool mapping = false;
+    std::set<std::string_view> names;
+    for (TSNode p : syntax::named_children(node)) {
+      if (is_extra(p)) continue;
+      std::string_view type = syntax::type(p);
+      if (mapping) return report(p, "arguments cannot follow var-keyword argument");
+      TSNode name_node = p;
+      if (type == "typed_parameter") {
+        // `x: int`, or `*args: int` / `**kw: int` with the splat inside.
+        const TSNode inner = ts_node_named_child(p, 0);
+        type = syntax::type(inner);
+        name_node = inner;
+      }
+      if (type == "default_parameter" || type == "typed_default_parameter") {
+        name_node = syntax::field(p, "name");
+        if (!keyword_only) defaulted = true;
+      } else if (type == "list_splat_pattern" || type == "dictionary_splat_pattern" || type == "keyword_separator") {
+        keyword_only = true;
+        mapping = type == "dictionary_splat_pattern";
+        name_node = type == "keyword_separator" ? TSNode{} : ts_node_named_child(name_node, 0);
+      } else if (type == "identifier") {
+        if (defaulted && !keyword_only) return report(p, "parameter without a default follows parameter with a default");
+      } else if (type == "positional_separator") {
+        continue;
+      } else {
+        // The grammar takes any pattern here (`False`, a tuple); Python 3 takes names only.
+        return report(p, "invalid syntax: a parameter must be a name");
+      }
+      if (is(name_node, "identifier") && !names.insert(file_.text(name_node)).second) {
+        return report(p, "duplicate argument '" + std::string(file_.text(name_node)) + "' in function definition");
+      }
+    }
+  }
+};
+}  // namespace
+
+std::optional<CompileProblem> first_compile_problem(const ParsedFile& file) { return Checker(file).run(); }
+
+}  // namespace kvpatch
