@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <string>
 #include <system_error>
+#include <unordered_set>
 
 namespace kvpatch {
 namespace fs = std::filesystem;
@@ -142,12 +144,12 @@ InputSet collect_inputs(const std::vector<std::string>& paths, const std::option
     std::sort(found.begin(), found.end());
     for (const fs::path& f : found) set.files.push_back({f, display(f, set.root), false});
   }
-  // A file named twice (directly and through a directory) is read once.
+  // A file named twice (directly and through a directory) is read once. A set, not a scan of what was
+  // kept: a checkout walks to thousands of files, and the scan made this step quadratic.
   std::vector<InputFile> unique;
+  std::unordered_set<std::string> seen;
   for (InputFile& f : set.files) {
-    if (std::none_of(unique.begin(), unique.end(), [&](const InputFile& u) { return u.path == f.path; })) {
-      unique.push_back(std::move(f));
-    }
+    if (seen.insert(f.path.string()).second) unique.push_back(std::move(f));
   }
   set.files = std::move(unique);
   return set;

@@ -68,24 +68,17 @@ public:
   explicit Checker(const ParsedFile& file) : file_(file) {}
 
   std::optional<CompileProblem> run() {
-    syntax::walk(file_.tree.root(), [&](TSNode node) {
-      const std::string_view type = syntax::type(node);
-      if (type == "module") {
-        module(node);
-      } else if (type == "block") {
-        block(node);
-      } else if (is_clause(type) && type != "case_clause") {
-        clause(node);
-      } else if (type == "argument_list") {
-        arguments(node);
-      } else if (type == "parameters" || type == "lambda_parameters") {
-        parameters(node);
-      } else if (type == "identifier" && is_hard_keyword(file_.text(node))) {
-        report(node, "invalid syntax: '" + std::string(file_.text(node)) + "' is a keyword");
+    // Each node with its parent: tree-sitter finds a node's parent by descending from the root again,
+    // which over every node of a large file costs seconds.
+    std::vector<std::pair<TSNode, TSNode>> pending{{file_.tree.root(), TSNode{}}};
+    while (!pending.empty()) {
+      const auto [node, parent] = pending.back();
+      pending.pop_back();
+      visit(node, parent);
+      for (uint32_t i = ts_node_named_child_count(node); i > 0; --i) {
+        pending.emplace_back(ts_node_named_child(node, i - 1), node);
       }
-      if (is(syntax::parent(node), "module") || is(syntax::parent(node), "block") || is_clause(type)) logical_lines(node);
-      return true;
-    });
+    }
     // The walk visits a block's statements before what lies inside the earlier ones: report the
     // problem nearest the top of the file, as the compiler would.
     if (found_.empty()) return std::nullopt;
@@ -95,6 +88,24 @@ public:
 
 private:
   const ParsedFile& file_;
+
+  void visit(TSNode node, TSNode parent) {
+    const std::string_view type = syntax::type(node);
+    if (type == "module") {
+      module(node);
+    } else if (type == "block") {
+      block(node, parent);
+    } else if (is_clause(type) && type != "case_clause") {
+      clause(node, parent);
+    } else if (type == "argument_list") {
+      arguments(node);
+    } else if (type == "parameters" || type == "lambda_parameters") {
+      parameters(node);
+    } else if (type == "identifier" && is_hard_keyword(file_.text(node))) {
+      report(node, "invalid syntax: '" + std::string(file_.text(node)) + "' is a keyword");
+    }
+    if (is(parent, "module") || is(parent, "block") || is_clause(type)) logical_lines(node);
+  }
   std::vector<CompileProblem> found_;
 
   // Each check stops at its first problem; problems from different nodes are all kept.
@@ -122,9 +133,8 @@ private:
     }
   }
 
-  void block(TSNode node) {
+  void block(TSNode node, TSNode header) {
     const std::vector<TSNode> body = statements_of(node);
-    const TSNode header = syntax::parent(node);
     if (body.empty()) return report(header, "expected an indented block after this line");
     const auto first_lead = lead_if_first(body.front());
     if (!first_lead) {
@@ -151,9 +161,9 @@ private:
   }
 
   // elif / else / except / finally line up with the statement they belong to.
-  void clause(TSNode node) {
+  void clause(TSNode node, TSNode statement) {
     const auto lead = lead_if_first(node);
-    if (lead && !(width_of(*lead) == line_width(syntax::parent(node)))) {
+    if (lead && !(width_of(*lead) == line_width(statement))) {
       report(node, "this clause is not indented as its statement is");
     }
   }
