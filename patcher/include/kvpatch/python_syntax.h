@@ -41,7 +41,8 @@ struct ParsedFile {
 // Start of the first ERROR or MISSING node, in source order; nullopt for a clean tree.
 std::optional<std::size_t> first_syntax_error(TSNode root);
 
-// Parses a file and throws InputError (with the first error's line) if it has syntax errors.
+// Parses a file and throws InputError (with the first error's line) if it has syntax errors, or holds code
+// Python would not compile that the grammar reads cleanly (python_compile_checks.h).
 ParsedFile parse_source_file(SourceFile file);
 
 namespace syntax {
