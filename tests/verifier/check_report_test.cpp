@@ -147,6 +147,38 @@ TEST_SUITE("check_report") {
               .find("r.json:1:126: plan_sites[0].status: 'patched' is not one of threaded, missing") != std::string::npos);
   }
 
+  TEST_CASE("kvpatch's unbuildable: the pair is still verified, the site listed apart; a BF16 cache is buildable") {
+    auto report_with = [](const std::string& unbuildable_member) {
+      return parse_check_report(R"({"tool": "kvpatch", "format_version": 1, "plan_sites": [{"file": "a.py",
+        "line": 3, "column": 9, "callee": "BatchMLAPagedAttentionWrapper.plan", "status": "threaded",
+        "q_data_type": {"expr": "self.data_type", "role": "model"},
+        "kv_data_type": {"expr": "self.kv_data_type", "role": "kv_cache"},
+        "head_dim_ckv": {"expr": null}, "head_dim_kpe": {"expr": null})" + unbuildable_member + "}]}",
+                                "r.json");
+    };
+    const CheckReport old_flashinfer = report_with(R"(, "unbuildable": "FlashInfer 0.6.13 cannot build this plan")");
+    REQUIRE(old_flashinfer.plan_sites.size() == 1);
+    CHECK(old_flashinfer.plan_sites[0].unbuildable == "FlashInfer 0.6.13 cannot build this plan");
+
+    const ReportRequests fp8 = collect_requests(old_flashinfer, Dtype::kBf16, Dtype::kFp8E4M3);
+    REQUIRE(fp8.pairs.size() == 1);
+    CHECK(fp8.pairs[0].supported);
+    CHECK(fp8.unverifiable.empty());
+    REQUIRE(fp8.unbuildable.size() == 1);
+    CHECK(fp8.unbuildable[0].site == "a.py:3:9");
+    CHECK(fp8.unbuildable[0].reason.find("kvpatch: FlashInfer 0.6.13 cannot build this plan") == 0);
+    // kvpatch's verdict is about an FP8 cache; a server that keeps the cache in BF16 plans BF16 x BF16.
+    CHECK(collect_requests(old_flashinfer, Dtype::kBf16, Dtype::kBf16).unbuildable.empty());
+
+    CHECK(collect_requests(report_with(""), Dtype::kBf16, Dtype::kFp8E4M3).unbuildable.empty());
+    CHECK(collect_requests(report_with(R"(, "unbuildable": null)"), Dtype::kBf16, Dtype::kFp8E4M3).unbuildable.empty());
+    for (const char* bad : {R"(, "unbuildable": true)", R"(, "unbuildable": "")", R"(, "unbuildable": ["x"])"}) {
+      CAPTURE(bad);
+      CHECK_THROWS_WITH_AS(report_with(bad), doctest::Contains("plan_sites[0].unbuildable: expected a non-empty string"),
+                           InputError);
+    }
+  }
+
   TEST_CASE("an empty report has no requests") {
     const CheckReport report = parse_check_report(R"({"tool": "kvpatch", "format_version": 1, "plan_sites": []})", "r");
     CHECK(collect_requests(report, Dtype::kBf16, Dtype::kFp8E4M3).pairs.empty());

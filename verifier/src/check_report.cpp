@@ -90,6 +90,8 @@ std::vector<Dtype> dtypes_for(DtypeRole role, Dtype model, Dtype kv_cache) {
   return {};
 }
 
+bool is_fp8(Dtype dtype) { return dtype == Dtype::kFp8E4M3 || dtype == Dtype::kFp8E5M2; }
+
 std::string role_name(DtypeRole role) {
   switch (role) {
     case DtypeRole::kModel: return "model";
@@ -187,6 +189,14 @@ CheckReport parse_check_report(const std::string& text, const std::string& path)
     if (const JsonValue* reason = site.find("reason"); reason != nullptr && reason->is_string()) {
       parsed.reason = reason->as_string();
     }
+    // Optional (kvpatch writes it since 2026-11-30, within format_version 1), but a failure when present:
+    // a wrong type must not pass for "buildable".
+    if (const JsonValue* unbuildable = site.find("unbuildable"); unbuildable != nullptr && !unbuildable->is_null()) {
+      if (!unbuildable->is_string() || unbuildable->as_string().empty()) {
+        fields.fail(*unbuildable, field + ".unbuildable", "expected a non-empty string (kvpatch's reason) or null");
+      }
+      parsed.unbuildable = unbuildable->as_string();
+    }
     report.plan_sites.push_back(std::move(parsed));
   }
 
@@ -223,8 +233,10 @@ ReportRequests collect_requests(const CheckReport& report, Dtype model_dtype, Dt
       requests.unverifiable.push_back({site.where(), site.status, reason});
       continue;
     }
+    bool plans_fp8_kv_for_wider_query = false;  // what kvpatch's "unbuildable" is about
     for (const Dtype q : dtypes_for(site.q_role, model_dtype, kv_cache_dtype)) {
       for (const Dtype kv : dtypes_for(site.kv_role, model_dtype, kv_cache_dtype)) {
+        plans_fp8_kv_for_wider_query |= is_fp8(kv) && !is_fp8(q);
         DtypeRequest request;
         request.q_dtype = q;
         request.kv_dtype = kv;
@@ -245,6 +257,14 @@ ReportRequests collect_requests(const CheckReport& report, Dtype model_dtype, Dt
         }
         existing->sites.push_back(site.where());
       }
+    }
+    // kvpatch judges with an FP8 cache in mind; run with --kv-cache-dtype bf16, the site plans BF16 x BF16,
+    // which every FlashInfer builds.
+    if (!site.unbuildable.empty() && plans_fp8_kv_for_wider_query) {
+      requests.unbuildable.push_back(
+          {site.where(), site.status,
+           "kvpatch: " + site.unbuildable + " (its dtype pair is verified below on kvpatch's kernel; FlashInfer's plan() "
+           "raises on it, so the patched server cannot decode)"});
     }
   }
   return requests;

@@ -31,6 +31,9 @@ struct ReportPlanSite {
   DtypeRole q_role = DtypeRole::kUnknown, kv_role = DtypeRole::kUnknown;
   std::optional<int> head_dim_ckv, head_dim_kpe;  // literal values only
   std::string reason;                             // kvpatch's reason for an unknown or ignored site
+  // kvpatch's "unbuildable": the FlashInfer the file runs with cannot build this plan (a threaded or
+  // gated site against a release older than 0.6.14); why, and the remedy. Empty when buildable.
+  std::string unbuildable;
   std::string where() const { return file + ":" + std::to_string(line) + ":" + std::to_string(column); }
 };
 
@@ -52,7 +55,8 @@ struct DtypeRequest {
   std::string reason;              // why not supported
 };
 
-// A plan site kvverify does not verify, and why (unverifiable sites fail the run, ignored ones do not).
+// A plan site listed apart from the verified ones, and why (unverifiable and unbuildable sites fail the
+// run, ignored ones do not).
 struct UnverifiableSite {
   std::string site;
   SiteStatus status = SiteStatus::kUnknown;
@@ -63,11 +67,15 @@ struct ReportRequests {
   std::vector<DtypeRequest> pairs;  // distinct, in first-seen order
   std::vector<UnverifiableSite> unverifiable;  // status missing or unknown, or a role unknown
   std::vector<UnverifiableSite> ignored;       // status ignored: kvpatch was told to leave them
+  // Threaded or gated sites that kvpatch found unbuildable: their pairs are verified (this kernel serves
+  // them), but the FlashInfer the server runs with raises in plan(), so the patched code cannot decode.
+  std::vector<UnverifiableSite> unbuildable;
 };
 
 // status missing (the report predates `kvpatch apply`) or unknown -> unverifiable; ignored -> listed
 // only; threaded and gated sites: role model -> model_dtype, kv_cache -> kv_cache_dtype, gated ->
-// both, unknown -> unverifiable; head dims: the literal when given, else 512/64.
+// both, unknown -> unverifiable; head dims: the literal when given, else 512/64. A verifiable site that
+// kvpatch marks unbuildable has its pairs verified and is listed in `unbuildable` as well.
 ReportRequests collect_requests(const CheckReport& report, Dtype model_dtype, Dtype kv_cache_dtype);
 
 }  // namespace kvverify

@@ -196,8 +196,9 @@ Output and limits:
 Exit codes:
   0  every shape passed (for --self-test: every control behaved as expected)
   1  a shape failed or could not be verified (out of memory, launch error, unsupported or
-     unverifiable dtype pair, a site missing kv_data_type or of unknown status, empty report),
-     or a self-test control did not behave as expected
+     unverifiable dtype pair, a site missing kv_data_type or of unknown status, a site kvpatch
+     found unbuildable with the project's FlashInfer, empty report), or a self-test control did
+     not behave as expected
   2  usage or input error (bad flag, impossible shape, unreadable or malformed report)
   3  no usable CUDA GPU (use --cpu for the reference-level checks)
 )";

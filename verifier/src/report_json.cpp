@@ -156,6 +156,15 @@ std::string render_json(const RunReport& report) {
       ignored.push_back(i);
     }
     f.set("ignored", ignored);
+    JsonValue unbuildable(JsonValue::Array{});
+    for (const UnverifiableSite& site : from.requests.unbuildable) {
+      JsonValue b;
+      b.set("site", site.site);
+      b.set("status", site_status_name(site.status));
+      b.set("reason", site.reason);
+      unbuildable.push_back(b);
+    }
+    f.set("unbuildable", unbuildable);
     JsonValue errors(JsonValue::Array{});
     for (const std::string& error : from.patcher_errors) errors.push_back(error);
     f.set("patcher_errors", errors);
@@ -212,6 +221,7 @@ std::string render_json(const RunReport& report) {
     for (const UnverifiableSite& site : report.from->requests.unverifiable) missing += site.status == SiteStatus::kMissing;
     summary.set("missing_sites", missing);
     summary.set("ignored_sites", static_cast<int64_t>(report.from->requests.ignored.size()));
+    summary.set("unbuildable_sites", static_cast<int64_t>(report.from->requests.unbuildable.size()));
   }
   summary.set("fatal", report.fatal);
   summary.set("result", report.passed() ? "PASS" : "FAIL");

@@ -95,6 +95,9 @@ std::string render_text(const RunReport& report) {
     for (const UnverifiableSite& site : from.requests.ignored) {
       out += "  ignored (not verified) " + site.site + ": " + site.reason + "\n";
     }
+    for (const UnverifiableSite& site : from.requests.unbuildable) {
+      out += "  UNBUILDABLE " + site.site + ": " + site.reason + "\n";
+    }
     if (const std::string why = not_verified_why(from.requests); !why.empty()) {
       out += printf_string("  not verified: %zu of %zu plan sites: %s\n",
                            from.requests.unverifiable.size() + from.requests.ignored.size(), from.plan_sites, why.c_str());
@@ -168,6 +171,10 @@ std::string render_text(const RunReport& report) {
       unverified = printf_string("; %zu unsupported dtype pair%s, %zu unverifiable site%s, %zu ignored site%s", unsupported,
                                  unsupported == 1 ? "" : "s", unverifiable, unverifiable == 1 ? "" : "s", ignored,
                                  ignored == 1 ? "" : "s");
+      // Only when there are some: reports without them keep the line they always had.
+      if (const size_t unbuildable = report.from->requests.unbuildable.size(); unbuildable > 0) {
+        unverified += printf_string(", %zu unbuildable site%s", unbuildable, unbuildable == 1 ? "" : "s");
+      }
     }
     out += printf_string("\nsummary: %zu shapes: %d passed, %d failed, %d skipped, %d errors%s: %s (%.1f s)\n",
                          report.shapes.size(), counts[0], counts[1], counts[2], counts[3], unverified.c_str(),

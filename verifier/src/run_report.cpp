@@ -12,7 +12,9 @@ bool RunReport::passed() const {
     return true;
   }
   if (from) {
-    if (from->plan_sites == 0 || !from->requests.unverifiable.empty()) return false;
+    if (from->plan_sites == 0 || !from->requests.unverifiable.empty() || !from->requests.unbuildable.empty()) {
+      return false;
+    }
     for (const DtypeRequest& pair : from->requests.pairs) {
       if (!pair.supported) return false;
     }

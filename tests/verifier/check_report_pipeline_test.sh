@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# kvpatch's JSON report as kvverify reads it, end to end: the real `kvpatch check --format json` of a
+# fixture, before and after `kvpatch apply`, with each --kv-dtype-form and with a FlashInfer too old to
+# build the patched plan, fed to `kvverify --from --cpu`. The checked-in reports under data/ pin
+# kvverify's reader; this test pins that the two tools still agree on what the patcher writes today.
+#
+#   check_report_pipeline_test.sh KVPATCH KVVERIFY FIXTURES_DIR
+set -euo pipefail
+
+kvpatch=$1 kvverify=$2 fixtures=$3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+
+# summary_field REPORT.json KEY: one value of kvverify's JSON summary.
+summary_field() {
+  python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["summary"][sys.argv[2]])' "$1" "$2"
+}
+
+# from_report_pairs REPORT.json: the verified (q, kv) pairs, "q x kv" sorted and comma-joined.
+from_report_pairs() {
+  python3 -c '
+import json, sys
+pairs = json.load(open(sys.argv[1]))["from_report"]["pairs"]
+print(",".join(sorted(p["q_dtype"] + " x " + p["kv_dtype"] for p in pairs)))' "$1"
+}
+
+# verify NAME EXPECTED_EXIT [kvverify flags...]: kvverify over $work/NAME.json; its JSON in $work/NAME.out.json.
+verify() {
+  local name=$1 expected=$2
+  shift 2
+  local status=0
+  "$kvverify" --cpu --tp 8 --batch-sizes 2 --context-lengths 20 --format json --from "$work/$name.json" "$@" \
+    >"$work/$name.out.json" 2>"$work/$name.err" || status=$?
+  if [[ $status -ne $expected ]]; then
+    fail "$name: kvverify exited $status, expected $expected"
+    cat "$work/$name.err" >&2
+  fi
+}
+
+# report NAME SOURCE_DIR [kvpatch flags...]: kvpatch's JSON report of SOURCE_DIR into $work/NAME.json.
+report() {
+  local name=$1 dir=$2
+  shift 2
+  local status=0
+  "$kvpatch" check --isolated --format json "$@" "$dir" >"$work/$name.json" || status=$?
+  [[ $status -le 1 ]] || fail "$name: kvpatch check exited $status"
+}
+
+expect_equal() {  # WHAT ACTUAL EXPECTED
+  [[ $2 == "$3" ]] || fail "$1: got '$2', expected '$3'"
+}
+
+cp -R "$fixtures/gen-b-unpatched" "$work/original"
+cp -R "$fixtures/gen-b-unpatched" "$work/sm90"
+
+echo "== before apply: the three plan sites are missing kv_data_type, so the run fails"
+report before "$work/original"
+verify before 1
+expect_equal "before: missing_sites" "$(summary_field "$work/before.out.json" missing_sites)" 3
+expect_equal "before: result" "$(summary_field "$work/before.out.json" result)" FAIL
+
+echo "== after apply (original form): one BF16 x FP8 pair, verified, PASS"
+"$kvpatch" apply --isolated "$work/original" >/dev/null 2>&1 || fail "apply (original form) failed"
+report original "$work/original"
+verify original 0
+expect_equal "original: pairs" "$(from_report_pairs "$work/original.out.json")" "bf16 x fp8_e4m3"
+expect_equal "original: unbuildable_sites" "$(summary_field "$work/original.out.json" unbuildable_sites)" 0
+
+echo "== the same files against FlashInfer 0.6.13: the pair still verifies, but the sites are unbuildable: FAIL"
+report old_flashinfer "$work/original" --flashinfer-version 0.6.13
+verify old_flashinfer 1
+expect_equal "old FlashInfer: unbuildable_sites" "$(summary_field "$work/old_flashinfer.out.json" unbuildable_sites)" 3
+expect_equal "old FlashInfer: passed shapes" "$(summary_field "$work/old_flashinfer.out.json" passed)" 2
+expect_equal "old FlashInfer: result" "$(summary_field "$work/old_flashinfer.out.json" result)" FAIL
+"$kvverify" --cpu --tp 8 --batch-sizes 2 --context-lengths 20 --from "$work/old_flashinfer.json" \
+  >"$work/old_flashinfer.txt" 2>&1 || true
+grep -q "UNBUILDABLE flashinfer_mla_backend.py:[0-9]*:[0-9]*: kvpatch: FlashInfer 0.6.13" "$work/old_flashinfer.txt" ||
+  fail "old FlashInfer: the text report does not name the unbuildable sites"
+grep -q "3 unbuildable sites: FAIL" "$work/old_flashinfer.txt" || fail "old FlashInfer: the summary line does not count them"
+
+echo "== a BF16 cache with that FlashInfer: every site plans BF16 x BF16, which it builds: PASS"
+cp "$work/old_flashinfer.json" "$work/old_flashinfer_bf16_cache.json"
+verify old_flashinfer_bf16_cache 0 --kv-cache-dtype bf16
+expect_equal "BF16 cache: pairs" "$(from_report_pairs "$work/old_flashinfer_bf16_cache.out.json")" "bf16 x bf16"
+
+# The sm90 form's field names the KV-cache dtype where FlashInfer serves it and the model dtype elsewhere
+# (with the cast kept there); kvpatch reports its sites with role kv_cache, so the FP8 pair is what is verified.
+echo "== after apply --kv-dtype-form sm90: the BF16 x FP8 pair verified, PASS"
+"$kvpatch" apply --isolated --kv-dtype-form sm90 "$work/sm90" >/dev/null 2>&1 || fail "apply (sm90 form) failed"
+report sm90 "$work/sm90" --kv-dtype-form sm90
+verify sm90 0
+expect_equal "sm90: pairs" "$(from_report_pairs "$work/sm90.out.json")" "bf16 x fp8_e4m3"
+
+if [[ $failures -ne 0 ]]; then
+  echo "$failures check(s) failed" >&2
+  exit 1
+fi
+echo "all checks passed"
