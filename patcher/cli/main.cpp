@@ -362,7 +362,8 @@ int run_rule_command(const Options& options) {
 
 int run_hook_command(const std::string& command, const Options& options) {
   try {
-    const GitRepository repo = GitRepository::open(repo_option(options));
+    // The hook commands do not read the index; one libgit2 cannot read is a warning for install-hook.
+    const GitRepository repo = GitRepository::open(repo_option(options), GitRepository::Index::kOptional);
     if (command == "install-hook") {
       const std::filesystem::path binary = own_binary(options.argv0);
       const HookOutcome outcome = install_pre_commit_hook(repo, binary, options.force);
@@ -377,6 +378,10 @@ int run_hook_command(const std::string& command, const Options& options) {
         default: std::cout << hook << " is already the kvpatch hook; nothing to do\n"; break;
       }
       std::cout << "it runs " << binary.string() << " pre-commit on the staged content of every commit\n";
+      if (const auto& problem = repo.index_problem()) {
+        std::cerr << "kvpatch: warning: " << problem->formatted()
+                  << "; until then the hook refuses every commit (exit 2)\n";
+      }
       return kClean;
     }
     const HookOutcome outcome = uninstall_pre_commit_hook(repo);

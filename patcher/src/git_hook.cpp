@@ -90,14 +90,36 @@ fs::path git_path(git_buf& buffer) {
   git_buf_dispose(&buffer);
   return p;
 }
+
+// The repository's configuration as git reads it: with extensions.worktreeConfig, this worktree's
+// config.worktree outranks the repository's config, which libgit2 1.5 does not know on its own.
+git_config* configuration_snapshot(const GitRepository& repo) {
+  auto fail = [&repo] {
+    throw InputError(repo.git_dir().string(), 0, "cannot read the git configuration: " + last_git_error(),
+                     "check that `git config --list` works there");
+  };
+  git_config* live = nullptr;  // owned by the repository
+  if (git_repository_config(&live, repo.get()) != 0) fail();
+  int worktree_config = 0;
+  if (git_config_get_bool(&worktree_config, live, "extensions.worktreeConfig") != 0) worktree_config = 0;
+  git_error_clear();
+  if (worktree_config != 0) {
+    const fs::path file = fs::path(git_repository_path(repo.get())) / "config.worktree";
+    std::error_code error;
+    if (fs::exists(file, error) && git_config_add_file_ondisk(live, file.c_str(), GIT_CONFIG_LEVEL_APP, repo.get(), 1) != 0) {
+      fail();
+    }
+  }
+  git_config* snapshot = nullptr;
+  const int rc = git_config_snapshot(&snapshot, live);
+  git_config_free(live);
+  if (rc != 0) fail();
+  return snapshot;
+}
 }  // namespace
 
 HookPaths pre_commit_hook_paths(const GitRepository& repo) {
-  git_config* config = nullptr;
-  if (git_repository_config_snapshot(&config, repo.get()) != 0) {
-    throw InputError(repo.git_dir().string(), 0, "cannot read the git configuration: " + last_git_error(),
-                     "check that `git config --list` works there");
-  }
+  git_config* config = configuration_snapshot(repo);
   git_buf buffer = GIT_BUF_INIT;
   const int rc = git_config_get_path(&buffer, config, "core.hooksPath");
   git_config_free(config);

@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 
+#include "kvpatch/input_error.h"
+
 struct git_repository;
 struct git_index;
 
@@ -32,11 +34,15 @@ public:
   // $GIT_WORK_TREE) when git set them, as it does for hooks in a linked worktree; else the repository
   // holding the current directory. The search stops at $GIT_CEILING_DIRECTORIES.
   // $GIT_INDEX_FILE, which git sets for `commit -a` and `commit -- PATH`, picks the index.
-  // Throws InputError when no repository is found, it cannot be opened, or it is bare.
-  static GitRepository open(const std::optional<std::filesystem::path>& dir);
+  // Throws InputError when no repository is found, it cannot be opened, or it is bare, and when the
+  // index cannot be read unless `index` is kOptional (the hook commands, which do not read it): then
+  // index() is null and index_problem() says why.
+  enum class Index { kRequired, kOptional };
+  static GitRepository open(const std::optional<std::filesystem::path>& dir, Index index = Index::kRequired);
 
   git_repository* get() const { return repo_.get(); }
   git_index* index() const { return index_.get(); }
+  const std::optional<InputError>& index_problem() const { return index_problem_; }
   const std::filesystem::path& work_tree() const { return work_tree_; }
   const std::filesystem::path& git_dir() const { return git_dir_; }
 
@@ -47,6 +53,7 @@ private:
   std::unique_ptr<git_index, GitIndexFree> index_;
   std::filesystem::path work_tree_;
   std::filesystem::path git_dir_;
+  std::optional<InputError> index_problem_;
 };
 
 // libgit2's message for the last failed call, or "unknown libgit2 error".

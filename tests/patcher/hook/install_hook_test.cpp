@@ -161,6 +161,20 @@ TEST_SUITE("install_hook") {
     CHECK_FALSE(fs::exists(repo.git_dir() / "hooks" / "pre-commit"));
   }
 
+  TEST_CASE("with extensions.worktreeConfig, a `git config --worktree` core.hooksPath wins, as in git") {
+    GitSandbox repo;
+    repo.git({"config", "core.repositoryformatversion", "1"});  // libgit2 1.5 refused to open this before
+    repo.git({"config", "extensions.worktreeConfig", "true"});
+    repo.git({"config", "core.hooksPath", "repository-hooks"});
+    repo.git({"config", "--worktree", "core.hooksPath", "worktree-hooks"});
+    const ProcessResult result = repo.kvpatch({"install-hook"});
+    CHECK(result.exit_code == 0);
+    CHECK(fs::exists(repo.work_tree() / "worktree-hooks" / "pre-commit"));
+    CHECK_FALSE(fs::exists(repo.work_tree() / "repository-hooks"));
+    // Where git itself looks: `git rev-parse --git-path hooks` follows core.hooksPath.
+    CHECK(contains(repo.git({"rev-parse", "--git-path", "hooks"}).out, "worktree-hooks"));
+  }
+
   TEST_CASE("from a linked worktree the hook goes to the shared hooks directory") {
     GitSandbox repo;
     repo.stage("README.md", "notes\n");

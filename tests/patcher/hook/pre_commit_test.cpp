@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "git_sandbox.h"
 #include "support/files.h"
@@ -324,6 +326,62 @@ TEST_SUITE("pre_commit") {
                               ", but this run read no settings file, found from the work tree's top; "));
     CHECK(contains(r.err, "Move the settings to the work tree's top, where pre-commit reads them\n"));
     CHECK_FALSE(contains(repo.kvpatch({"pre-commit", "--isolated"}).err, "warning"));
+  }
+
+  TEST_CASE("a repository with extensions.worktreeConfig (format version 1, as sparse checkouts set it) is read") {
+    GitSandbox repo;
+    repo.git({"config", "core.repositoryformatversion", "1"});
+    repo.git({"config", "extensions.worktreeConfig", "true"});
+    repo.stage(kBackendPath, fixture_source("gen-b-unpatched"));
+    const ProcessResult result = repo.kvpatch({"pre-commit"});
+    CHECK(result.exit_code == 1);
+    CHECK(contains(result.out, kMissingDecodeSite));
+  }
+
+  TEST_CASE("index formats libgit2 cannot read exit 2 with the git command that writes one it can") {
+    GitSandbox repo;
+    repo.stage(kBackendPath, fixture_source("gen-b-unpatched"));
+    repo.stage("docs/notes.md", "notes\n");
+    repo.commit_without_hooks("base");
+    repo.stage(kBackendPath, fixture_source("gen-b-unpatched") + "# edited\n");
+    std::vector<std::string> remedy;
+    SUBCASE("a split index") {
+      repo.git({"update-index", "--split-index"});
+      const ProcessResult refused = repo.kvpatch({"pre-commit"});
+      CHECK(refused.exit_code == 2);
+      CHECK(contains(refused.err, "cannot read the index: unsupported mandatory extension: 'link'"));
+      CHECK(contains(refused.err, "`git config core.splitIndex false && git update-index --no-split-index`"));
+      // install-hook does not read the index: it installs, and warns what the hook will do until then.
+      const ProcessResult installed = repo.kvpatch({"install-hook"});
+      CHECK(installed.exit_code == 0);
+      CHECK(contains(installed.err, "'link'; the index is split"));
+      CHECK(contains(installed.err, "until then the hook refuses every commit (exit 2)"));
+      remedy = {"update-index", "--no-split-index"};
+    }
+    SUBCASE("a sparse index") {
+      repo.git({"sparse-checkout", "init", "--cone", "--sparse-index"});
+      repo.git({"sparse-checkout", "set", "python"});  // docs/ collapses into one sparse directory entry
+      const ProcessResult refused = repo.kvpatch({"pre-commit"});
+      CHECK(refused.exit_code == 2);
+      CHECK(contains(refused.err, "cannot read the index: unsupported mandatory extension: 'sdir'"));
+      CHECK(contains(refused.err, "`git sparse-checkout reapply --no-sparse-index`"));
+      remedy = {"sparse-checkout", "reapply", "--no-sparse-index"};
+    }
+    // The remedy named is enough: the same staged change is then checked.
+    repo.git(remedy);
+    const ProcessResult checked = repo.kvpatch({"pre-commit"});
+    CHECK(checked.exit_code == 1);
+    CHECK(contains(checked.out, kMissingDecodeSite));
+  }
+
+  TEST_CASE("a SHA-256 repository exits 2 and names kvpatch check as the way to check its files") {
+    kvpatch_test::TempDir scratch("kvpatch-hook-sha256");
+    kvpatch_test::git_ok(scratch.path(), {"init", "-q", "--object-format=sha256", "repo"});
+    const ProcessResult refused = kvpatch_test::run_process(
+        {kvpatch_test::required_env("KVPATCH_BIN"), "pre-commit"}, {scratch.path() / "repo", false});
+    CHECK(refused.exit_code == 2);
+    CHECK(contains(refused.err, "cannot open the git repository"));
+    CHECK(contains(refused.err, "libgit2 reads SHA-1 repositories only; check the changed files with `kvpatch check"));
   }
 
   TEST_CASE("outside a repository, and in a bare one, it exits 2 with what to do") {
