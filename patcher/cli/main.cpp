@@ -535,6 +535,9 @@ int run_command(const std::string& command, const Options& options) {
   for (const AppliedFile& p : result.patched) {
     std::cout << "patched " << p.display_path << " (" << p.edits << (p.edits == 1 ? " edit)" : " edits)") << "\n";
   }
+  for (const AppliedFile& p : result.patched) {
+    if (!p.ownership_changed.empty()) std::cerr << "kvpatch: warning: " << p.display_path << ": " << p.ownership_changed << "\n";
+  }
   std::cout.flush();  // the notes below go to stderr: keep them after these lines when both streams share a log
   if (!result.errors.empty()) return kUsageOrInput;
   if (result.patched.empty()) std::cerr << "kvpatch: nothing to patch\n";

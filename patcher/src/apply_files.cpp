@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
 
 #include "kvpatch/python_syntax.h"
 
@@ -20,6 +21,7 @@ struct Prepared {
   const FileReport* report = nullptr;
   fs::path temporary;
   fs::path target;
+  std::string ownership_changed;  // AppliedFile's
 };
 
 // A symlink is patched through: its target is replaced, the link stays.
@@ -57,19 +59,43 @@ std::string changed_since_read(const SourceFile& source) {
   return "";
 }
 
-// Writes content next to target; returns the temporary's path or throws with the reason.
-fs::path write_temporary(const SourceFile& source, const fs::path& target, const std::string& content) {
+// The rename puts a new inode in the original's place, created by this process: without this, root
+// patching a mounted checkout (a container, sudo) would leave root-owned files in the user's tree.
+// Empty when the owner and group are kept, else what the new file is owned by.
+std::string keep_owner(int fd, const fs::path& target) {
+  struct stat original {};
+  if (::stat(target.c_str(), &original) != 0) return "";
+  if (::fchown(fd, original.st_uid, original.st_gid) == 0) return "";
+  // A user other than root may still keep the group, if they belong to it.
+  const bool group_kept = ::fchown(fd, static_cast<uid_t>(-1), original.st_gid) == 0;
+  struct stat now {};
+  if (::fstat(fd, &now) != 0) return "";
+  if (now.st_uid == original.st_uid && now.st_gid == original.st_gid) return "";
+  return "it is now owned by uid " + std::to_string(now.st_uid) + (group_kept ? "" : " gid " + std::to_string(now.st_gid)) +
+         " (it was uid " + std::to_string(original.st_uid) + " gid " + std::to_string(original.st_gid) +
+         "), which only root could keep";
+}
+
+struct Temporary {
+  fs::path path;
+  std::string ownership_changed;
+};
+
+// Writes content next to target; returns the temporary or throws with the reason.
+Temporary write_temporary(const SourceFile& source, const fs::path& target, const std::string& content) {
   if (::access(target.c_str(), W_OK) != 0) throw std::runtime_error("the file is not writable: " + errno_text());
   std::string pattern = (target.parent_path() / ("." + target.filename().string() + ".kvpatch-XXXXXX")).string();
   const int fd = ::mkstemp(pattern.data());
   if (fd < 0) throw std::runtime_error("cannot create a temporary file next to it: " + errno_text());
-  fs::path temporary(pattern);  // not const: returned by move
+  Temporary temporary{fs::path(pattern), ""};
+  // Owner first: chown may clear set-id bits, which the mode set after it restores.
+  temporary.ownership_changed = keep_owner(fd, target);
   const bool ok = write_all(fd, content) && ::fchmod(fd, static_cast<mode_t>(source.permissions) & 07777) == 0 &&
                   ::fsync(fd) == 0;
   const std::string why = ok ? "" : errno_text();
   if (::close(fd) != 0 || !ok) {
     std::error_code ec;
-    fs::remove(temporary, ec);
+    fs::remove(temporary.path, ec);
     throw std::runtime_error("cannot write the temporary file: " + (why.empty() ? errno_text() : why));
   }
   return temporary;
@@ -97,7 +123,8 @@ ApplyResult apply_files(const std::vector<const FileReport*>& files) {
     try {
       const std::string content = source.bom() + report->edits.apply(source.text());
       const fs::path target = real_target(source.path());
-      prepared.push_back({report, write_temporary(source, target, content), target});
+      Temporary temporary = write_temporary(source, target, content);
+      prepared.push_back({report, std::move(temporary.path), target, std::move(temporary.ownership_changed)});
     } catch (const std::exception& e) {
       result.errors.push_back({source.display_path(), 0, 0, e.what(), "nothing was written; fix the cause and run apply again"});
     }
@@ -126,7 +153,8 @@ ApplyResult apply_files(const std::vector<const FileReport*>& files) {
       return result;
     }
     sync_directory(p.target.parent_path());
-    result.patched.push_back({p.report->file->source.display_path(), static_cast<int>(p.report->edits.size())});
+    result.patched.push_back(
+        {p.report->file->source.display_path(), static_cast<int>(p.report->edits.size()), p.ownership_changed});
   }
   return result;
 }

@@ -1,7 +1,10 @@
-// Atomic apply: all-or-nothing across files, refusal of files changed after reading, mode kept,
-// and a second apply that changes nothing.
+// Atomic apply: all-or-nothing across files, refusal of files changed after reading, mode and owner
+// kept, and a second apply that changes nothing.
 #include <doctest/doctest.h>
+#include <grp.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "kvpatch/analyze.h"
 #include "kvpatch/apply_files.h"
@@ -133,5 +136,52 @@ TEST_SUITE("apply_files") {
     CHECK(apply_files(pointers(run)).errors.empty());
     CHECK(fs::is_symlink(link));
     CHECK(test::read_file(s.first).find("self.kv_data_type") != std::string::npos);
+  }
+
+  // Run as root (as CI is); elsewhere the owner cannot be set to another user's, so there is nothing to test.
+  TEST_CASE("the owner and group are kept; a user who cannot keep them is told who owns the file now") {
+    if (::geteuid() != 0) {
+      MESSAGE("not root: skipped");
+      return;
+    }
+    Scratch s;
+    REQUIRE(::chown(s.first.c_str(), 65534, 65534) == 0);
+    REQUIRE(::chown(s.second.c_str(), 0, 65534) == 0);
+    const ApplyResult result = apply_files(pointers(s.analyse()));
+    REQUIRE(result.errors.empty());
+    REQUIRE(result.patched.size() == 2);
+    struct stat first {}, second {};
+    REQUIRE(::stat(s.first.c_str(), &first) == 0);
+    REQUIRE(::stat(s.second.c_str(), &second) == 0);
+    CHECK(first.st_uid == 65534);
+    CHECK(first.st_gid == 65534);
+    CHECK(second.st_uid == 0);
+    CHECK(second.st_gid == 65534);
+    CHECK(result.patched[0].ownership_changed.empty());
+    CHECK(result.patched[1].ownership_changed.empty());
+
+    // nobody patching root's world-writable file in a world-writable directory: the new file is nobody's.
+    Scratch shared;
+    fs::permissions(shared.dir.path(), fs::perms::all);
+    fs::permissions(shared.first.parent_path(), fs::perms::all);
+    fs::permissions(shared.first, static_cast<fs::perms>(0666));
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      if (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
+      const Run run = analyze_inputs(shared.rules, collect_inputs({shared.first.string()}, shared.dir.path()));
+      const ApplyResult as_nobody = apply_files(pointers(run));
+      if (!as_nobody.errors.empty() || as_nobody.patched.size() != 1) ::_exit(4);
+      const std::string& told = as_nobody.patched[0].ownership_changed;
+      ::_exit(told.find("now owned by uid 65534 gid 65534 (it was uid 0 gid 0)") != std::string::npos ? 0 : 5);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    struct stat now {};
+    REQUIRE(::stat(shared.first.c_str(), &now) == 0);
+    CHECK(now.st_uid == 65534);
+    CHECK(test::read_file(shared.first).find("self.kv_data_type") != std::string::npos);
   }
 }
