@@ -312,7 +312,7 @@ int run_pre_commit(const Options& options) {
   if (!has_findings(summary)) return kClean;
   std::string paths;
   for (const FileReport& f : run.files) {
-    if (!f.edits.empty()) paths += " " + f.file->source.display_path();
+    if (!f.edits.empty()) paths += " " + shell_word(f.file->source.display_path());
   }
   std::string remedy = paths.empty() ? "" : "run `kvpatch apply" + paths + "` and `git add" + paths + "`";
   if (summary.unknown > 0) {

@@ -1,6 +1,9 @@
 #include "kvpatch/git_hook.h"
 
 #include <git2.h>
+
+#include <algorithm>
+#include <cctype>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -117,6 +120,13 @@ git_config* configuration_snapshot(const GitRepository& repo) {
   return snapshot;
 }
 }  // namespace
+
+std::string shell_word(const std::string& text) {
+  const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || std::strchr("/._-+,:@%=", c) != nullptr;
+  });
+  return plain ? text : shell_quote(text);
+}
 
 HookPaths pre_commit_hook_paths(const GitRepository& repo) {
   git_config* config = configuration_snapshot(repo);

@@ -44,4 +44,8 @@ HookOutcome install_pre_commit_hook(const GitRepository& repo, const std::filesy
 // Removes our hook and puts the backup back; a hook that is not ours is left alone (InputError).
 HookOutcome uninstall_pre_commit_hook(const GitRepository& repo);
 
+// text as one POSIX shell word, for commands printed to be pasted: unchanged when no character needs
+// quoting, else single-quoted.
+std::string shell_word(const std::string& text);
+
 }  // namespace kvpatch

@@ -328,6 +328,31 @@ TEST_SUITE("pre_commit") {
     CHECK_FALSE(contains(repo.kvpatch({"pre-commit", "--isolated"}).err, "warning"));
   }
 
+  TEST_CASE("the remedy's commands paste into a shell when paths hold spaces and quotes") {
+    GitSandbox repo;
+    const std::string path = "odd dir/it's ünï/flashinfer_mla_backend.py";
+    repo.stage(path, fixture_source("gen-b-unpatched"));
+    const ProcessResult refused = repo.kvpatch({"pre-commit"});
+    CHECK(refused.exit_code == 1);
+    CHECK(contains(refused.err, "`kvpatch apply 'odd dir/it'\\''s ünï/flashinfer_mla_backend.py'`"));
+    // Run both commands as printed (kvpatch named by its path), then the hook has nothing left to say.
+    const std::string::size_type start = refused.err.find("run `kvpatch apply");
+    REQUIRE(start != std::string::npos);
+    const std::string::size_type apply_end = refused.err.find('`', start + 5);
+    const std::string apply = refused.err.substr(start + 5 + std::string("kvpatch").size(),
+                                                 apply_end - start - 5 - std::string("kvpatch").size());
+    const std::string::size_type add_start = refused.err.find("`git add", apply_end + 1);
+    REQUIRE(add_start != std::string::npos);
+    const std::string add = refused.err.substr(add_start + 1, refused.err.find('`', add_start + 1) - add_start - 1);
+    const std::string binary = kvpatch_test::required_env("KVPATCH_BIN");
+    for (const std::string& command : {"'" + binary + "'" + apply, add}) {
+      CAPTURE(command);
+      const ProcessResult ran = kvpatch_test::run_process({"sh", "-c", command}, {repo.work_tree(), false});
+      CHECK(ran.exit_code == 0);
+    }
+    CHECK(repo.kvpatch({"pre-commit"}).exit_code == 0);
+  }
+
   TEST_CASE("a repository with extensions.worktreeConfig (format version 1, as sparse checkouts set it) is read") {
     GitSandbox repo;
     repo.git({"config", "core.repositoryformatversion", "1"});
