@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "kvpatch/git_hook.h"
 #include "kvpatch/input_error.h"
 
 namespace kvpatch {
@@ -106,7 +107,7 @@ std::string read_staged_blob(const GitRepository& repo, const StagedFile& file) 
   git_blob* raw = nullptr;
   if (git_oid_fromstr(&oid, file.blob_id.c_str()) != 0 || git_blob_lookup(&raw, repo.get(), &oid) != 0) {
     throw InputError(file.path, 0, "cannot read the staged blob " + file.blob_id + ": " + last_git_error(),
-                     "check the repository with `git fsck`, then stage the file again with `git add " + file.path + "`");
+                     "check the repository with `git fsck`, then stage the file again with `git add " + shell_word(file.path) + "`");
   }
   const BlobPtr blob(raw);
   const auto* bytes = static_cast<const char*>(git_blob_rawcontent(blob.get()));
