@@ -168,7 +168,14 @@ std::string pre_commit_hook_script(const fs::path& kvpatch_binary) {
          "if [ -x \"$backup\" ]; then\n"
          "\t\"$backup\" \"$@\" || exit $?\n"
          "fi\n"
-         "exec " + shell_quote(kvpatch_binary.string()) + " pre-commit\n";
+         "kvpatch=" + shell_quote(kvpatch_binary.string()) + "\n"
+         "# A moved or removed kvpatch must not let commits through unchecked, nor fail with only `not found`.\n"
+         "if [ ! -x \"$kvpatch\" ]; then\n"
+         "\techo \"kvpatch pre-commit hook: $kvpatch is gone; run \\`kvpatch install-hook\\` again with the kvpatch \"\\\n"
+         "\"you use now, or \\`kvpatch uninstall-hook\\` (skip this check once with \\`git commit --no-verify\\`)\" >&2\n"
+         "\texit 1\n"
+         "fi\n"
+         "exec \"$kvpatch\" pre-commit\n";
 }
 
 bool is_kvpatch_hook(const std::string& content) {

@@ -42,6 +42,25 @@ TEST_SUITE("hook_commit") {
     CHECK(repo.commit_count() == 1);
   }
 
+  TEST_CASE("when the kvpatch the hook names is gone, commits are refused with what to do") {
+    GitSandbox repo;
+    const fs::path copy = repo.scratch() / "moved" / "kvpatch";
+    fs::create_directories(copy.parent_path());
+    fs::copy_file(kvpatch_test::required_env("KVPATCH_BIN"), copy);
+    const ProcessResult installed =
+        kvpatch_test::run_process({copy.string(), "install-hook"}, {repo.work_tree(), false});
+    REQUIRE(installed.exit_code == 0);
+    fs::remove(copy);
+    repo.stage("README.md", "notes\n");
+    const ProcessResult refused = git_run(repo.work_tree(), {"commit", "-q", "-m", "docs"});
+    CHECK(refused.exit_code != 0);
+    CHECK(contains(refused.err, copy.string() + " is gone; run `kvpatch install-hook` again"));
+    CHECK(repo.commit_count() == 0);
+    // Installing with the kvpatch in use now mends it.
+    REQUIRE(repo.kvpatch({"install-hook"}).exit_code == 0);
+    CHECK(git_run(repo.work_tree(), {"commit", "-q", "-m", "docs"}).exit_code == 0);
+  }
+
   TEST_CASE("commit -a and commit -- PATH are checked on the index they commit from") {
     GitSandbox repo;
     REQUIRE(repo.kvpatch({"install-hook"}).exit_code == 0);

@@ -45,7 +45,8 @@ TEST_SUITE("install_hook") {
     CHECK(contains(first.out, "installed " + hook.string()));
     const std::string script = read_bytes(hook);
     CHECK(script.rfind("#!/bin/sh\n", 0) == 0);
-    CHECK(contains(script, "exec '" + fs::canonical(kvpatch_test::required_env("KVPATCH_BIN")).string() + "' pre-commit\n"));
+    CHECK(contains(script, "\nkvpatch='" + fs::canonical(kvpatch_test::required_env("KVPATCH_BIN")).string() + "'\n"));
+    CHECK(contains(script, "\nexec \"$kvpatch\" pre-commit\n"));
     CHECK(mode_of(hook) == 0755);
 
     const ProcessResult second = repo.kvpatch({"install-hook"});
