@@ -171,8 +171,8 @@ std::string pre_commit_hook_script(const fs::path& kvpatch_binary) {
          "kvpatch=" + shell_quote(kvpatch_binary.string()) + "\n"
          "# A moved or removed kvpatch must not let commits through unchecked, nor fail with only `not found`.\n"
          "if [ ! -x \"$kvpatch\" ]; then\n"
-         "\techo \"kvpatch pre-commit hook: $kvpatch is gone; run \\`kvpatch install-hook\\` again with the kvpatch \"\\\n"
-         "\"you use now, or \\`kvpatch uninstall-hook\\` (skip this check once with \\`git commit --no-verify\\`)\" >&2\n"
+         "\techo \"kvpatch pre-commit hook: $kvpatch is gone; run \\`kvpatch install-hook\\` again with the kvpatch\" >&2\n"
+         "\techo \"you use now, or \\`kvpatch uninstall-hook\\` (skip this check once with \\`git commit --no-verify\\`)\" >&2\n"
          "\texit 1\n"
          "fi\n"
          "exec \"$kvpatch\" pre-commit\n";

@@ -47,6 +47,9 @@ TEST_SUITE("install_hook") {
     CHECK(script.rfind("#!/bin/sh\n", 0) == 0);
     CHECK(contains(script, "\nkvpatch='" + fs::canonical(kvpatch_test::required_env("KVPATCH_BIN")).string() + "'\n"));
     CHECK(contains(script, "\nexec \"$kvpatch\" pre-commit\n"));
+    // The script is held to what lint.shell holds the tree's scripts to, where shellcheck is installed.
+    const ProcessResult lint = kvpatch_test::run_process({"shellcheck", "-S", "warning", hook.string()}, {});
+    if (lint.exit_code != 127) CHECK_MESSAGE(lint.exit_code == 0, lint.out);
     CHECK(mode_of(hook) == 0755);
 
     const ProcessResult second = repo.kvpatch({"install-hook"});
