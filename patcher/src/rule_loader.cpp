@@ -255,7 +255,10 @@ PlanSiteRule read_plan_site_rule(const RuleReader& r, const YAML::Node& doc) {
   return rule;
 }
 
-FieldRule read_field_rule(const RuleReader& r, const YAML::Node& doc) {
+// overrides: the parameters given outside the rules, so that a statement they break is blamed on where
+// they were given (a project's .kvpatch.toml, --set) rather than on the rule file.
+FieldRule read_field_rule(const RuleReader& r, const YAML::Node& doc,
+                          const std::map<std::string, ParameterOverride>& overrides) {
   r.allow_keys(doc, "", {"id", "kind", "description", "files", "scope", "anchor", "field", "value", "operation",
                          "module_helper", "module_helper_imports", "tests"});
   FieldRule rule;
@@ -288,6 +291,14 @@ FieldRule read_field_rule(const RuleReader& r, const YAML::Node& doc) {
   const bool one_assignment = !first_syntax_error(root) && ts_node_named_child_count(root) == 1 &&
                               syntax::is(ts_node_named_child(ts_node_named_child(root, 0), 0), "assignment");
   if (!one_assignment) {
+    for (const auto& [name, given] : overrides) {
+      if (given.value.empty() || statement.find(given.value) == std::string::npos) continue;
+      throw InputError(given.origin, given.line,
+                       "parameter '" + name + "' = '" + given.value + "' makes the field rule's statement `" +
+                           rule.field + " = " + rule.value + "` something other than one Python assignment",
+                       name == "kv_field" ? "give an attribute or a name, such as self.kv_data_type"
+                                          : "give one Python expression");
+    }
     r.fail(doc["value"], "value", "`" + rule.field + " = " + rule.value + "` is not one Python assignment",
            "check the field and value (and any --set kv_field=/kv_dtype_expr= given)");
   }
@@ -650,7 +661,7 @@ RuleSet load_rule_set(const fs::path& dir, const std::map<std::string, Parameter
       set.plan_site_rules.push_back(read_plan_site_rule(reader, d.doc));
       id = set.plan_site_rules.back().id;
     } else if (d.kind == "field") {
-      set.field_rules.push_back(read_field_rule(reader, d.doc));
+      set.field_rules.push_back(read_field_rule(reader, d.doc, overrides));
       id = set.field_rules.back().id;
     } else {
       set.cast_rules.push_back(read_cast_rule(reader, d.doc));

@@ -84,6 +84,21 @@ TEST_SUITE("project_config_cli") {
     CHECK(project.run({"apply", "--isolated", "proj/python"}).exit_code == 0);
   }
 
+  TEST_CASE("a field name or KV dtype expression that is not Python is blamed on where it was given, not on the rules") {
+    const Project project(".kvpatch.toml", "[parameters]\n\nkv_field = \"self.kv[data_type\"\n");
+    const ProcessResult configured = project.run({"apply", "proj/python"});
+    CHECK(configured.exit_code == 2);
+    CHECK(configured.err.rfind("kvpatch: error: " + (project.scratch.path() / "proj" / ".kvpatch.toml").string() +
+                                   ":3: parameter 'kv_field' = 'self.kv[data_type' makes the field rule's statement",
+                               0) == 0);
+    CHECK(contains(configured.err, "give an attribute or a name, such as self.kv_data_type"));
+    CHECK(project.backend() == unpatched_backend());
+    const ProcessResult flag = project.run({"check", "--isolated", "--set", "kv_dtype_expr.original=model_runner.dtype)", "proj/python"});
+    CHECK(flag.exit_code == 2);
+    CHECK(flag.err.rfind("kvpatch: error: --set kv_dtype_expr.original: parameter 'kv_dtype_expr.original'", 0) == 0);
+    CHECK(contains(flag.err, "; give one Python expression"));
+  }
+
   TEST_CASE("pyproject.toml's [tool.kvpatch]: its rules directory outranks KVPATCH_RULES_DIR, --rules outranks it") {
     const Project project("pyproject.toml",
                           "[project]\nname = \"proj\"\n\n[tool.kvpatch]\nrules = \"kvpatch-rules\"\n"

@@ -224,7 +224,9 @@ TEST_SUITE("rule_loading") {
     RuleDir rules({{"field.yaml", replaced(kField, "value: ${kv_dtype_expr}", "value: (unbalanced")}});
     CHECK(load_error(rules).rfind("field.yaml:8: field 'value': `self.kv_data_type = (unbalanced` is not one Python assignment", 0) == 0);
     RuleDir ok({});
-    CHECK(load_error(ok, {{"kv_field", "self.kv_dtype ="}}).rfind("field.yaml:8: field 'value'", 0) == 0);
+    // A parameter given outside the rules that breaks the statement is blamed where it was given.
+    CHECK(load_error(ok, {{"kv_field", "self.kv_dtype ="}})
+              .rfind("--set kv_field: parameter 'kv_field' = 'self.kv_dtype =' makes the field rule's statement", 0) == 0);
   }
 
   TEST_CASE("unknown parameters in rules and on the command line are errors") {
