@@ -67,6 +67,18 @@ JsonValue shape_json(const ShapeResult& r) {
   return v;
 }
 
+// Sites listed apart from the verified ones: {site, status?, reason} each.
+JsonValue site_list(const std::vector<UnverifiableSite>& sites, bool with_status) {
+  JsonValue list(JsonValue::Array{});
+  for (const UnverifiableSite& site : sites) {
+    JsonValue entry;
+    entry.set("site", site.site);
+    if (with_status) entry.set("status", site_status_name(site.status));
+    entry.set("reason", site.reason);
+    list.push_back(entry);
+  }
+  return list;
+}
 }  // namespace
 
 std::string render_json(const RunReport& report) {
@@ -139,32 +151,9 @@ std::string render_json(const RunReport& report) {
       pairs.push_back(p);
     }
     f.set("pairs", pairs);
-    JsonValue unverifiable(JsonValue::Array{});
-    for (const UnverifiableSite& site : from.requests.unverifiable) {
-      JsonValue u;
-      u.set("site", site.site);
-      u.set("status", site_status_name(site.status));
-      u.set("reason", site.reason);
-      unverifiable.push_back(u);
-    }
-    f.set("unverifiable", unverifiable);
-    JsonValue ignored(JsonValue::Array{});
-    for (const UnverifiableSite& site : from.requests.ignored) {
-      JsonValue i;
-      i.set("site", site.site);
-      i.set("reason", site.reason);
-      ignored.push_back(i);
-    }
-    f.set("ignored", ignored);
-    JsonValue unbuildable(JsonValue::Array{});
-    for (const UnverifiableSite& site : from.requests.unbuildable) {
-      JsonValue b;
-      b.set("site", site.site);
-      b.set("status", site_status_name(site.status));
-      b.set("reason", site.reason);
-      unbuildable.push_back(b);
-    }
-    f.set("unbuildable", unbuildable);
+    f.set("unverifiable", site_list(from.requests.unverifiable, true));
+    f.set("ignored", site_list(from.requests.ignored, false));  // all "ignored": no status to tell apart
+    f.set("unbuildable", site_list(from.requests.unbuildable, true));
     JsonValue errors(JsonValue::Array{});
     for (const std::string& error : from.patcher_errors) errors.push_back(error);
     f.set("patcher_errors", errors);
