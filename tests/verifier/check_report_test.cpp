@@ -140,6 +140,8 @@ TEST_SUITE("check_report") {
           std::string::npos);
     CHECK(parse_error(R"({"tool": "kvpatch", "format_version": 1, "plan_sites": [{"file": "a.py", "line": "3"}]})")
               .find("plan_sites[0].line: expected an integer") != std::string::npos);
+    CHECK(parse_error(R"({"tool": "kvpatch", "format_version": 1, "plan_sites": [{"file": "a.py", "line": 3, "column": 0}]})")
+              .find("r.json:1:95: plan_sites[0].column: expected a 1-based position, got 0") != std::string::npos);
     const std::string site = R"({"file": "a.py", "line": 3, "column": 1, "callee": "plan", "status": "patched",
       "q_data_type": {"expr": null, "role": "model"}, "kv_data_type": {"expr": null, "role": "kv_cache"},
       "head_dim_ckv": {"expr": null}, "head_dim_kpe": {"expr": null}})";

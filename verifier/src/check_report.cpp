@@ -40,6 +40,13 @@ class Fields {
     return static_cast<int>(value.as_number());
   }
 
+  // Lines and columns are 1-based in kvpatch's reports.
+  int position(const JsonValue& object, const std::string& key, const std::string& field) const {
+    const int value = integer(object, key, field);
+    if (value < 1) fail(*object.find(key), field + "." + key, "expected a 1-based position, got " + std::to_string(value));
+    return value;
+  }
+
   DtypeRole role(const JsonValue& site, const std::string& key, const std::string& field, std::string& expr) const {
     const JsonValue& arg = member(site, key, field + "." + key);
     if (!arg.is_object()) fail(arg, field + "." + key, "expected an object {expr, role}");
@@ -178,8 +185,8 @@ CheckReport parse_check_report(const std::string& text, const std::string& path)
     if (!site.is_object()) fields.fail(site, field, "expected an object");
     ReportPlanSite parsed;
     parsed.file = fields.string(site, "file", field);
-    parsed.line = fields.integer(site, "line", field);
-    parsed.column = fields.integer(site, "column", field);
+    parsed.line = fields.position(site, "line", field);
+    parsed.column = fields.position(site, "column", field);
     parsed.callee = fields.string(site, "callee", field);
     parsed.status = fields.status(site, field);
     parsed.q_role = fields.role(site, "q_data_type", field, parsed.q_expr);
