@@ -22,5 +22,6 @@ fi
 KVPATCH_CMAKE_ARGS="-DKVPATCH_SANITIZE=address,undefined" bash "$root/scripts/setup.sh" "$root/build-sanitize"
 cd "$root/build-sanitize"
 ASAN_OPTIONS=exitcode=86:detect_leaks=1:check_initialization_order=1:protect_shadow_gap=0 \
+  LSAN_OPTIONS="suppressions=$root/tests/lsan-suppressions.txt" \
   UBSAN_OPTIONS=exitcode=86:print_stacktrace=1 \
   ctest --output-on-failure -j "$(nproc)" -LE gpu -E '^(lint|install)\.'
