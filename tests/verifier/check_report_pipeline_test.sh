@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # kvpatch's JSON report as kvverify reads it, end to end: the real `kvpatch check --format json` of a
-# fixture, before and after `kvpatch apply`, with each --kv-dtype-form and with a FlashInfer too old to
-# build the patched plan, fed to `kvverify --from --cpu`. The checked-in reports under data/ pin
-# kvverify's reader; this test pins that the two tools still agree on what the patcher writes today.
+# fixture, before and after `kvpatch apply`, with each --kv-dtype-form, with a FlashInfer too old to
+# build the patched plan, and patched by hand with run() calls left wrong, fed to `kvverify --from
+# --cpu`. The checked-in reports under data/ pin kvverify's reader; this test pins that the two tools
+# still agree on what the patcher writes today.
 #
 #   check_report_pipeline_test.sh KVPATCH KVVERIFY FIXTURES_DIR
 set -euo pipefail
@@ -96,6 +97,59 @@ echo "== after apply --kv-dtype-form sm90: the BF16 x FP8 pair verified, PASS"
 report sm90 "$work/sm90" --kv-dtype-form sm90
 verify sm90 0
 expect_equal "sm90: pairs" "$(from_report_pairs "$work/sm90.out.json")" "bf16 x fp8_e4m3"
+
+# A file patched by hand the way the first manual fix went wrong: plans threaded, but one run() still handed
+# the cast and the other without the FP8 scales FlashInfer 0.6.14+ requires. The plans verify; the run()
+# calls would not run them, so kvverify fails as kvpatch check does.
+echo "== hand-patched: plans threaded, a cast left and scales missing: the pair verifies, two run() findings: FAIL"
+cp -R "$work/original" "$work/hand"
+python3 - "$work/hand/flashinfer_mla_backend.py" <<'PY'
+import re, sys
+path = sys.argv[1]
+text = open(path).read()
+text, casts = re.subn(r"(k_buffer = forward_batch\.token_to_kv_pool\.get_key_buffer\(layer\.layer_id\))\n",
+                      r"\1.to(q.dtype)\n", text, count=1)
+lines = text.split("\n")
+scales = [i for i, line in enumerate(lines) if '"ckv_scale": 1.0' in line and "k_buf.dtype" in line]
+assert casts == 1 and len(scales) == 1, (casts, scales)
+del lines[scales[0]]
+open(path, "w").write("\n".join(lines))
+PY
+report hand "$work/hand"
+verify hand 1
+expect_equal "hand: pairs" "$(from_report_pairs "$work/hand.out.json")" "bf16 x fp8_e4m3"
+expect_equal "hand: passed shapes" "$(summary_field "$work/hand.out.json" passed)" 2
+expect_equal "hand: run_call_findings" "$(summary_field "$work/hand.out.json" run_call_findings)" 2
+expect_equal "hand: finding kinds" "$(python3 -c '
+import json, sys
+print(",".join(sorted(f["kind"] for f in json.load(open(sys.argv[1]))["from_report"]["run_calls"])))' "$work/hand.out.json")" \
+  "redundant_cast,scales_missing"
+"$kvverify" --cpu --tp 8 --batch-sizes 2 --context-lengths 20 --from "$work/hand.json" >"$work/hand.txt" 2>&1 || true
+grep -q "RUN CALL flashinfer_mla_backend.py:[0-9]*:[0-9]*: kvpatch: redundant cast" "$work/hand.txt" ||
+  fail "hand: the text report does not name the cast left"
+grep -q "RUN CALL flashinfer_mla_backend.py:[0-9]*:[0-9]*: kvpatch: prefill_wrapper_paged.run passes no ckv_scale" \
+  "$work/hand.txt" || fail "hand: the text report does not name the run() without scales"
+grep -q "2 run() findings: FAIL" "$work/hand.txt" || fail "hand: the summary line does not count them"
+echo "== the same report with a BF16 cache: a cast to BF16 and no scales are what a BF16 cache needs: PASS"
+cp "$work/hand.json" "$work/hand_bf16_cache.json"
+verify hand_bf16_cache 0 --kv-cache-dtype bf16
+echo "== after kvpatch apply of the hand-patched file: PASS"
+"$kvpatch" apply --isolated "$work/hand" >/dev/null 2>&1 || fail "apply (hand-patched) failed"
+report hand_applied "$work/hand"
+verify hand_applied 0
+
+# The fork fixture after apply: one plan site apply leaves, because the run() it feeds is handed a cast that
+# another consumer needs. kvverify relays kvpatch's reason instead of "the report predates apply".
+echo "== fork after apply: a site apply leaves and the converted run() input that holds it back: FAIL"
+cp -R "$fixtures/fork" "$work/fork"
+"$kvpatch" apply --isolated "$work/fork" >/dev/null 2>&1 || true
+report fork "$work/fork"
+verify fork 1
+"$kvverify" --cpu --tp 8 --batch-sizes 2 --context-lengths 20 --from "$work/fork.json" >"$work/fork.txt" 2>&1 || true
+grep -q "UNVERIFIABLE flashinfer_mla_backend.py:[0-9]*:[0-9]*: site is missing kv_data_type, and \`kvpatch apply\` leaves it" \
+  "$work/fork.txt" || fail "fork: the site apply leaves is not told apart from a report taken before apply"
+grep -q "RUN CALL flashinfer_mla_backend.py:[0-9]*:[0-9]*: kvpatch: run-input-converted" "$work/fork.txt" ||
+  fail "fork: the converted run() input is not listed"
 
 if [[ $failures -ne 0 ]]; then
   echo "$failures check(s) failed" >&2

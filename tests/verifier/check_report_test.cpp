@@ -181,6 +181,86 @@ TEST_SUITE("check_report") {
     }
   }
 
+  TEST_CASE("kvpatch's run() findings: read from casts, run_inputs and run_scales; they fail only with an FP8 cache") {
+    const std::string site = R"({"file": "a.py", "line": 30, "column": 9, "callee": "BatchMLAPagedAttentionWrapper.plan",
+      "status": "threaded", "q_data_type": {"expr": "self.data_type", "role": "model"},
+      "kv_data_type": {"expr": "self.kv_data_type", "role": "kv_cache"}, "head_dim_ckv": {"expr": null},
+      "head_dim_kpe": {"expr": null}})";
+    auto report_with = [&site](const std::string& members) {
+      return parse_check_report(R"({"tool": "kvpatch", "format_version": 1, "plan_sites": [)" + site + "]" + members + "}",
+                                "r.json");
+    };
+    // What a hand-patched file looks like to kvpatch: plans threaded, but a cast left, a converted input and
+    // a run() without scales. Every entry kvpatch lists that is not a problem is passed by.
+    const CheckReport report = report_with(R"js(,
+      "casts": [{"file": "a.py", "line": 10, "column": 9, "expr": "kv.to(q.dtype)", "status": "redundant",
+                 "consumer": "decode_wrapper.run at 11:13"},
+                {"file": "a.py", "line": 12, "column": 9, "expr": "kv.to(q.dtype)", "status": "required"}],
+      "run_inputs": [{"file": "a.py", "line": 14, "column": 20, "expr": "pool.to(q.dtype)",
+                      "status": "run-input-converted", "why": "it converts", "consumer": "w.run at 15:13",
+                      "effect": "kvpatch leaves the wrapper's plan sites unthreaded"},
+                     {"file": "a.py", "line": 16, "column": 20, "expr": "x", "status": "ignored"}],
+      "run_scales": [{"file": "a.py", "line": 20, "column": 13, "call": "decode_wrapper.run", "status": "missing",
+                      "flashinfer": "FlashInfer 0.7.4 (pinned)", "fix": "ckv_scale=1.0"},
+                     {"file": "a.py", "line": 22, "column": 13, "call": "w.run", "status": "missing",
+                      "flashinfer": "FlashInfer 0.7.4 (pinned)", "reason": "its KV argument is a call"},
+                     {"file": "a.py", "line": 24, "column": 13, "call": "w.run", "status": "present"}])js");
+    REQUIRE(report.run_findings.size() == 4);
+    const ReportRequests fp8 = collect_requests(report, Dtype::kBf16, Dtype::kFp8E4M3);
+    REQUIRE(fp8.pairs.size() == 1);
+    CHECK(fp8.pairs[0].supported);  // the plans themselves verify; the run() calls are listed apart
+    REQUIRE(fp8.run_calls.size() == 4);
+    CHECK(fp8.run_calls[0].site == "a.py:10:9");
+    CHECK(fp8.run_calls[0].kind == RunFindingKind::kRedundantCast);
+    CHECK(fp8.run_calls[0].reason.find("redundant cast `kv.to(q.dtype)` (feeds decode_wrapper.run at 11:13)") !=
+          std::string::npos);
+    CHECK(fp8.run_calls[0].reason.find("run `kvpatch apply` (it removes the cast)") != std::string::npos);
+    CHECK(fp8.run_calls[1].kind == RunFindingKind::kRunInput);
+    CHECK(fp8.run_calls[1].reason.find("run-input-converted `pool.to(q.dtype)` into w.run at 15:13: it converts; "
+                                       "kvpatch leaves") != std::string::npos);
+    CHECK(fp8.run_calls[1].reason.find("`kvpatch apply` cannot change this input") != std::string::npos);
+    CHECK(fp8.run_calls[2].kind == RunFindingKind::kScalesMissing);
+    CHECK(fp8.run_calls[2].reason.find("decode_wrapper.run passes no ckv_scale/kpe_scale, which FlashInfer 0.7.4 "
+                                       "(pinned) requires") != std::string::npos);
+    CHECK(fp8.run_calls[2].reason.find("run `kvpatch apply` (it adds ckv_scale=1.0)") != std::string::npos);
+    CHECK(fp8.run_calls[3].reason.find("; its KV argument is a call, then re-run") != std::string::npos);
+    // A BF16 cache: the cast converts BF16 to BF16 and no scales are needed.
+    CHECK(collect_requests(report, Dtype::kBf16, Dtype::kBf16).run_calls.empty());
+    // Reports without the arrays (run_scales was added within format_version 1) have no run findings.
+    CHECK(collect_requests(report_with(""), Dtype::kBf16, Dtype::kFp8E4M3).run_calls.empty());
+
+    // A status that could hide a finding is an input error, with its place.
+    CHECK_THROWS_WITH_AS(report_with(R"js(, "run_scales": [{"file": "a.py", "line": 2, "column": 1, "status": "absent"}])js"),
+                         doctest::Contains("run_scales[0].status: 'absent' is not one of missing, present, ignored"),
+                         InputError);
+    CHECK_THROWS_WITH_AS(report_with(R"js(, "casts": [{"file": "a.py", "line": 0, "column": 1, "status": "redundant"}])js"),
+                         doctest::Contains("casts[0].line: expected a 1-based position"), InputError);
+    CHECK_THROWS_WITH_AS(report_with(R"js(, "run_inputs": {"status": "run-input-unknown"})js"),
+                         doctest::Contains("run_inputs: expected an array"), InputError);
+    CHECK_THROWS_WITH_AS(report_with(R"js(, "casts": [{"file": "a.py", "line": 2, "column": 1, "status": "redundant",
+                                     "expr": 7}])js"),
+                         doctest::Contains("casts[0].expr: expected a string"), InputError);
+  }
+
+  TEST_CASE("a missing site that apply leaves: kvpatch's reason, not 'the report predates apply'") {
+    const CheckReport report = parse_check_report(R"({"tool": "kvpatch", "format_version": 1, "plan_sites": [
+      {"file": "a.py", "line": 3, "column": 9, "callee": "BatchMLAPagedAttentionWrapper.plan", "status": "missing",
+       "q_data_type": {"expr": "self.data_type", "role": "model"}, "kv_data_type": {"expr": "self.data_type", "role": "model"},
+       "head_dim_ckv": {"expr": null}, "head_dim_kpe": {"expr": null}, "reason": "Fix that input first"},
+      {"file": "a.py", "line": 5, "column": 9, "callee": "BatchMLAPagedAttentionWrapper.plan", "status": "missing",
+       "q_data_type": {"expr": "self.data_type", "role": "model"}, "kv_data_type": {"expr": "self.data_type", "role": "model"},
+       "head_dim_ckv": {"expr": null}, "head_dim_kpe": {"expr": null}}]})",
+                                                  "r.json");
+    const ReportRequests requests = collect_requests(report, Dtype::kBf16, Dtype::kFp8E4M3);
+    REQUIRE(requests.unverifiable.size() == 2);
+    CHECK(requests.unverifiable[0].apply_leaves);
+    CHECK(requests.unverifiable[0].reason.find("`kvpatch apply` leaves it (kvpatch: Fix that input first)") !=
+          std::string::npos);
+    CHECK(requests.unverifiable[0].reason.find("report was taken before the patch") == std::string::npos);
+    CHECK_FALSE(requests.unverifiable[1].apply_leaves);
+    CHECK(requests.unverifiable[1].reason.find("report was taken before the patch") != std::string::npos);
+  }
+
   TEST_CASE("an empty report has no requests") {
     const CheckReport report = parse_check_report(R"({"tool": "kvpatch", "format_version": 1, "plan_sites": []})", "r");
     CHECK(collect_requests(report, Dtype::kBf16, Dtype::kFp8E4M3).pairs.empty());

@@ -126,6 +126,8 @@ TEST_SUITE("cli") {
     const auto& pairs = report.find("from_report")->find("pairs")->as_array();
     REQUIRE(pairs.size() == 2);
     CHECK(report.find("shapes")->as_array().size() == 4);  // 2 pairs x 2 page sizes
+    CHECK(report.find("from_report")->find("run_calls")->as_array().empty());
+    CHECK(report.find("summary")->find("run_call_findings")->as_number() == 0);
 
     run = run_kvverify("--cpu --tp 8 --batch-sizes 2 --context-lengths 20 --from " + kData +
                    "/check_report_unsupported.json --format json");

@@ -1,5 +1,6 @@
 #include "check_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -72,6 +73,14 @@ class Fields {
          "'" + status + "' is not one of threaded, missing, gated, ignored, unknown");
   }
 
+  // A key that only words a message: absent or null reads as "", any other non-string is an error.
+  std::string text(const JsonValue& object, const std::string& key, const std::string& field) const {
+    const JsonValue* value = object.find(key);
+    if (value == nullptr || value->is_null()) return "";
+    if (!value->is_string()) fail(*value, field + "." + key, "expected a string");
+    return value->as_string();
+  }
+
   std::optional<int> head_dim(const JsonValue& site, const std::string& key, const std::string& field) const {
     const JsonValue& arg = member(site, key, field + "." + key);
     if (!arg.is_object()) fail(arg, field + "." + key, "expected an object {expr, value}");
@@ -112,6 +121,12 @@ std::string role_name(DtypeRole role) {
 // Why a site's dtypes are not what the patched code will plan, with what to do; empty when they are.
 std::string unverifiable_reason(const ReportPlanSite& site) {
   const std::string kvpatch_reason = site.reason.empty() ? "" : " (kvpatch: " + site.reason + ")";
+  if (site.status == SiteStatus::kMissing && !site.reason.empty()) {
+    return "site is missing kv_data_type, and `kvpatch apply` leaves it" + kvpatch_reason +
+           "; its plan call still plans the KV cache as " +
+           (site.kv_expr.empty() ? std::string("the query dtype") : "'" + site.kv_expr + "'") +
+           ": fix what kvpatch names, run `kvpatch apply`, then re-run `kvpatch check --format json`";
+  }
   if (site.status == SiteStatus::kMissing) {
     return "site is missing kv_data_type: its plan call still plans the KV cache as " +
            (site.kv_expr.empty() ? std::string("the query dtype") : "'" + site.kv_expr + "'") + " (role " +
@@ -142,7 +157,93 @@ std::string unsupported_reason(const DtypeRequest& request) {
   return "";
 }
 
+// Which statuses of one findings array are run findings, and which are not; any other is an input error.
+struct RunFindingArray {
+  const char* key;
+  RunFindingKind kind;
+  std::vector<std::string> findings, others;
+};
+
+// casts[], run_inputs[] and run_scales[]: each optional (run_scales was added within format_version 1),
+// but a listed finding needs a position and a known status, since it can fail the run.
+void read_run_findings(const Fields& fields, const JsonValue& document, CheckReport& report) {
+  const RunFindingArray arrays[] = {
+      {"casts", RunFindingKind::kRedundantCast, {"redundant"}, {"required"}},
+      {"run_inputs", RunFindingKind::kRunInput, {"run-input-converted", "run-input-unknown"}, {"ignored"}},
+      {"run_scales", RunFindingKind::kScalesMissing, {"missing"}, {"present", "ignored"}},
+  };
+  for (const RunFindingArray& array : arrays) {
+    const JsonValue* list = document.find(array.key);
+    if (list == nullptr || list->is_null()) continue;
+    if (!list->is_array()) fields.fail(*list, array.key, "expected an array");
+    for (size_t i = 0; i < list->as_array().size(); ++i) {
+      const JsonValue& entry = list->as_array()[i];
+      const std::string field = std::string(array.key) + "[" + std::to_string(i) + "]";
+      if (!entry.is_object()) fields.fail(entry, field, "expected an object");
+      const std::string status = fields.string(entry, "status", field);
+      const auto known = [&status](const std::vector<std::string>& names) {
+        return std::find(names.begin(), names.end(), status) != names.end();
+      };
+      if (known(array.others)) continue;
+      if (!known(array.findings)) {
+        std::string names;
+        for (const auto* list_of : {&array.findings, &array.others}) {
+          for (const std::string& name : *list_of) names += (names.empty() ? "" : ", ") + name;
+        }
+        fields.fail(*entry.find("status"), field + ".status", "'" + status + "' is not one of " + names);
+      }
+      ReportRunFinding finding;
+      finding.kind = array.kind;
+      finding.status = status;
+      finding.file = fields.string(entry, "file", field);
+      finding.line = fields.position(entry, "line", field);
+      finding.column = fields.position(entry, "column", field);
+      finding.expr = fields.text(entry, array.kind == RunFindingKind::kScalesMissing ? "call" : "expr", field);
+      finding.consumer = fields.text(entry, "consumer", field);
+      finding.why = fields.text(entry, "why", field);
+      finding.effect = fields.text(entry, "effect", field);
+      finding.flashinfer = fields.text(entry, "flashinfer", field);
+      finding.fix = fields.text(entry, "fix", field);
+      finding.reason = fields.text(entry, "reason", field);
+      report.run_findings.push_back(std::move(finding));
+    }
+  }
+}
+
+// What a run finding means for the plans kvverify verified, in kvpatch's words, with the remedy.
+std::string run_call_reason(const ReportRunFinding& f) {
+  const auto quoted = [](const std::string& text) { return text.empty() ? std::string("the KV cache") : "`" + text + "`"; };
+  switch (f.kind) {
+    case RunFindingKind::kRedundantCast:
+      return "kvpatch: redundant cast " + quoted(f.expr) + (f.consumer.empty() ? "" : " (feeds " + f.consumer + ")") +
+             ": that run() is handed the cache converted, not the FP8 cache its patched plan expects; run `kvpatch "
+             "apply` (it removes the cast), then re-run `kvpatch check --format json`";
+    case RunFindingKind::kRunInput:
+      return "kvpatch: " + f.status + " " + quoted(f.expr) + (f.consumer.empty() ? "" : " into " + f.consumer) +
+             (f.why.empty() ? "" : ": " + f.why) + (f.effect.empty() ? "" : "; " + f.effect) +
+             ". A run() handed converted KV data cannot run an FP8 plan, and `kvpatch apply` cannot change this "
+             "input: hand run() the cache as stored, then re-run `kvpatch check --format json`";
+    case RunFindingKind::kScalesMissing:
+      return "kvpatch: " + (f.expr.empty() ? std::string("run()") : f.expr) + " passes no ckv_scale/kpe_scale" +
+             (f.flashinfer.empty() ? "" : ", which " + f.flashinfer + " requires with an FP8 cache") +
+             ": it raises at the first FP8 decode step instead of running the verified plan; " +
+             (f.fix.empty() ? (f.reason.empty() ? std::string("pass the scales by hand") : f.reason)
+                            : "run `kvpatch apply` (it adds " + f.fix + ")") +
+             ", then re-run `kvpatch check --format json`";
+  }
+  return "";
+}
+
 }  // namespace
+
+std::string run_finding_kind_name(RunFindingKind kind) {
+  switch (kind) {
+    case RunFindingKind::kRedundantCast: return "redundant_cast";
+    case RunFindingKind::kRunInput: return "run_input";
+    case RunFindingKind::kScalesMissing: return "scales_missing";
+  }
+  return "run_input";
+}
 
 std::string site_status_name(SiteStatus status) {
   switch (status) {
@@ -207,6 +308,8 @@ CheckReport parse_check_report(const std::string& text, const std::string& path)
     report.plan_sites.push_back(std::move(parsed));
   }
 
+  read_run_findings(fields, document, report);
+
   if (const JsonValue* errors = document.find("errors"); errors != nullptr && errors->is_array()) {
     for (const JsonValue& error : errors->as_array()) {
       const JsonValue* file = error.find("file");
@@ -237,7 +340,8 @@ ReportRequests collect_requests(const CheckReport& report, Dtype model_dtype, Dt
       continue;
     }
     if (const std::string reason = unverifiable_reason(site); !reason.empty()) {
-      requests.unverifiable.push_back({site.where(), site.status, reason});
+      requests.unverifiable.push_back(
+          {site.where(), site.status, reason, site.status == SiteStatus::kMissing && !site.reason.empty()});
       continue;
     }
     bool plans_fp8_kv_for_wider_query = false;  // what kvpatch's "unbuildable" is about
@@ -272,6 +376,11 @@ ReportRequests collect_requests(const CheckReport& report, Dtype model_dtype, Dt
           {site.where(), site.status,
            "kvpatch: " + site.unbuildable + " (its dtype pair is verified below on kvpatch's kernel; FlashInfer's plan() "
            "raises on it, so the patched server cannot decode)"});
+    }
+  }
+  if (is_fp8(kv_cache_dtype)) {
+    for (const ReportRunFinding& finding : report.run_findings) {
+      requests.run_calls.push_back({finding.where(), finding.kind, finding.status, run_call_reason(finding)});
     }
   }
   return requests;

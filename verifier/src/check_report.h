@@ -37,10 +37,28 @@ struct ReportPlanSite {
   std::string where() const { return file + ":" + std::to_string(line) + ":" + std::to_string(column); }
 };
 
+// A kvpatch finding that a run() call is not handed what the patched plans expect: a KV cast that
+// `kvpatch apply` removes (run_inputs and casts[] "redundant"), a KV input converted or of unknown
+// origin (run_inputs[]), or FP8 scales missing (run_scales[] "missing"). Ignored ones are not read.
+enum class RunFindingKind { kRedundantCast, kRunInput, kScalesMissing };
+std::string run_finding_kind_name(RunFindingKind kind);
+
+struct ReportRunFinding {
+  std::string file;
+  int line = 0, column = 0;
+  RunFindingKind kind = RunFindingKind::kRunInput;
+  std::string status;  // kvpatch's: redundant, run-input-converted, run-input-unknown, missing
+  // kvpatch's words under its own keys, each empty when the report leaves it out; `expr` is run_scales'
+  // `call` for a scales finding.
+  std::string expr, consumer, why, effect, flashinfer, fix, reason;
+  std::string where() const { return file + ":" + std::to_string(line) + ":" + std::to_string(column); }
+};
+
 struct CheckReport {
   std::string path;
   std::string root;
   std::vector<ReportPlanSite> plan_sites;
+  std::vector<ReportRunFinding> run_findings;  // in report order: casts, run_inputs, run_scales
   std::vector<std::string> errors;  // the patcher's own errors, "file:line: message"
 };
 
@@ -61,6 +79,16 @@ struct UnverifiableSite {
   std::string site;
   SiteStatus status = SiteStatus::kUnknown;
   std::string reason;
+  bool apply_leaves = false;  // status missing, and kvpatch says why `kvpatch apply` does not thread it
+};
+
+// A run() call that does not run the verified plans as verified (ReportRunFinding, judged for the
+// cache dtype kvverify was given).
+struct RunCallFinding {
+  std::string site;
+  RunFindingKind kind = RunFindingKind::kRunInput;
+  std::string status;  // kvpatch's
+  std::string reason;
 };
 
 struct ReportRequests {
@@ -70,12 +98,17 @@ struct ReportRequests {
   // Threaded or gated sites that kvpatch found unbuildable: their pairs are verified (this kernel serves
   // them), but the FlashInfer the server runs with raises in plan(), so the patched code cannot decode.
   std::vector<UnverifiableSite> unbuildable;
+  // With an FP8 cache: kvpatch's findings that a run() call is handed converted KV data or no FP8
+  // scales, so the server does not run the verified plans as verified. They fail the run, as they fail
+  // `kvpatch check`. With a BF16 cache none applies (a cast to BF16 changes nothing; no scales needed).
+  std::vector<RunCallFinding> run_calls;
 };
 
-// status missing (the report predates `kvpatch apply`) or unknown -> unverifiable; ignored -> listed
-// only; threaded and gated sites: role model -> model_dtype, kv_cache -> kv_cache_dtype, gated ->
-// both, unknown -> unverifiable; head dims: the literal when given, else 512/64. A verifiable site that
-// kvpatch marks unbuildable has its pairs verified and is listed in `unbuildable` as well.
+// status missing (the report predates `kvpatch apply`, or apply leaves the site and kvpatch says why)
+// or unknown -> unverifiable; ignored -> listed only; threaded and gated sites: role model ->
+// model_dtype, kv_cache -> kv_cache_dtype, gated -> both, unknown -> unverifiable; head dims: the
+// literal when given, else 512/64. A verifiable site that kvpatch marks unbuildable has its pairs
+// verified and is listed in `unbuildable` as well. Run findings go to `run_calls` when the cache is FP8.
 ReportRequests collect_requests(const CheckReport& report, Dtype model_dtype, Dtype kv_cache_dtype);
 
 }  // namespace kvverify

@@ -40,14 +40,17 @@ std::string shape_line(const ShapeResult& shape, const std::string& label) {
 
 // "2 missing kv_data_type (...), 1 ignored (...)": how many sites went unverified, by cause.
 std::string not_verified_why(const ReportRequests& requests) {
-  size_t missing = 0, unknown = 0;
-  for (const UnverifiableSite& site : requests.unverifiable) (site.status == SiteStatus::kMissing ? missing : unknown) += 1;
+  size_t missing = 0, left_by_apply = 0, unknown = 0;
+  for (const UnverifiableSite& site : requests.unverifiable) {
+    (site.status != SiteStatus::kMissing ? unknown : site.apply_leaves ? left_by_apply : missing) += 1;
+  }
   std::string why;
   auto add = [&why](size_t count, const std::string& cause) {
     if (count == 0) return;
     why += (why.empty() ? "" : ", ") + std::to_string(count) + " " + cause;
   };
   add(missing, "missing kv_data_type (the report predates `kvpatch apply`: FAIL)");
+  add(left_by_apply, "missing kv_data_type that `kvpatch apply` leaves, for the reason kvpatch gives (FAIL)");
   add(unknown, "with a dtype kvpatch could not determine (FAIL)");
   add(requests.ignored.size(), "ignored by a `# kvpatch: ignore` comment (not a failure)");
   return why;
@@ -97,6 +100,9 @@ std::string render_text(const RunReport& report) {
     }
     for (const UnverifiableSite& site : from.requests.unbuildable) {
       out += "  UNBUILDABLE " + site.site + ": " + site.reason + "\n";
+    }
+    for (const RunCallFinding& finding : from.requests.run_calls) {
+      out += "  RUN CALL " + finding.site + ": " + finding.reason + "\n";
     }
     if (const std::string why = not_verified_why(from.requests); !why.empty()) {
       out += printf_string("  not verified: %zu of %zu plan sites: %s\n",
@@ -174,6 +180,9 @@ std::string render_text(const RunReport& report) {
       // Only when there are some: reports without them keep the line they always had.
       if (const size_t unbuildable = report.from->requests.unbuildable.size(); unbuildable > 0) {
         unverified += printf_string(", %zu unbuildable site%s", unbuildable, unbuildable == 1 ? "" : "s");
+      }
+      if (const size_t run_calls = report.from->requests.run_calls.size(); run_calls > 0) {
+        unverified += printf_string(", %zu run() finding%s", run_calls, run_calls == 1 ? "" : "s");
       }
     }
     out += printf_string("\nsummary: %zu shapes: %d passed, %d failed, %d skipped, %d errors%s: %s (%.1f s)\n",

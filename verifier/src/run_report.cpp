@@ -12,7 +12,8 @@ bool RunReport::passed() const {
     return true;
   }
   if (from) {
-    if (from->plan_sites == 0 || !from->requests.unverifiable.empty() || !from->requests.unbuildable.empty()) {
+    if (from->plan_sites == 0 || !from->requests.unverifiable.empty() || !from->requests.unbuildable.empty() ||
+        !from->requests.run_calls.empty()) {
       return false;
     }
     for (const DtypeRequest& pair : from->requests.pairs) {
