@@ -151,6 +151,23 @@ grep -q "UNVERIFIABLE flashinfer_mla_backend.py:[0-9]*:[0-9]*: site is missing k
 grep -q "RUN CALL flashinfer_mla_backend.py:[0-9]*:[0-9]*: kvpatch: run-input-converted" "$work/fork.txt" ||
   fail "fork: the converted run() input is not listed"
 
+# Two backends, one kvpatch cannot parse: the other's plans verify, but the unread file may hold plan
+# sites, so kvverify fails as kvpatch check does (exit 2 there).
+echo "== a patched file beside one kvpatch cannot read: the pair verifies, the unread file fails the run"
+mkdir "$work/two"
+cp "$work/original/flashinfer_mla_backend.py" "$work/two/a_backend.py"
+cp "$work/original/pyproject.toml" "$work/two/"
+cp "$fixtures/syntax-error/flashinfer_mla_backend.py" "$work/two/b_backend.py"
+status=0
+"$kvpatch" check --isolated --format json "$work/two" >"$work/two.json" 2>/dev/null || status=$?
+expect_equal "two: kvpatch check exit" "$status" 2
+verify two 1
+expect_equal "two: pairs" "$(from_report_pairs "$work/two.out.json")" "bf16 x fp8_e4m3"
+expect_equal "two: unread_files" "$(summary_field "$work/two.out.json" unread_files)" 1
+"$kvverify" --cpu --tp 8 --batch-sizes 2 --context-lengths 20 --from "$work/two.json" >"$work/two.txt" 2>&1 || true
+grep -q "UNREAD b_backend.py:[0-9]*: syntax error" "$work/two.txt" || fail "two: the text report does not name the unread file"
+grep -q "1 file kvpatch could not read: FAIL" "$work/two.txt" || fail "two: the summary line does not count it"
+
 if [[ $failures -ne 0 ]]; then
   echo "$failures check(s) failed" >&2
   exit 1

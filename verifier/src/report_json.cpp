@@ -222,6 +222,7 @@ std::string render_json(const RunReport& report) {
     summary.set("ignored_sites", static_cast<int64_t>(report.from->requests.ignored.size()));
     summary.set("unbuildable_sites", static_cast<int64_t>(report.from->requests.unbuildable.size()));
     summary.set("run_call_findings", static_cast<int64_t>(report.from->requests.run_calls.size()));
+    summary.set("unread_files", static_cast<int64_t>(report.from->patcher_errors.size()));
   }
   summary.set("fatal", report.fatal);
   summary.set("result", report.passed() ? "PASS" : "FAIL");

@@ -84,7 +84,11 @@ std::string render_text(const RunReport& report) {
     const FromReport& from = *report.from;
     out += "\nfrom " + from.path + ": " + std::to_string(from.plan_sites) + " plan sites (role model = " +
            dtype_name(from.model_dtype) + ", role kv_cache = " + dtype_name(from.kv_cache_dtype) + ")\n";
-    for (const std::string& error : from.patcher_errors) out += "  the report lists a patcher error: " + error + "\n";
+    for (const std::string& error : from.patcher_errors) {
+      out += "  UNREAD " + error +
+             ". kvpatch could not read this file, so any plan site in it went unverified; re-run `kvpatch check "
+             "--format json` after the fix\n";
+    }
     if (from.plan_sites == 0) out += "  no plan sites: nothing to verify\n";
     for (const DtypeRequest& pair : from.requests.pairs) {
       out += printf_string("  q %s x kv %s, head dims %d/%d: %s (%zu site%s, first %s)\n", dtype_name(pair.q_dtype).c_str(),
@@ -180,6 +184,9 @@ std::string render_text(const RunReport& report) {
       // Only when there are some: reports without them keep the line they always had.
       if (const size_t unbuildable = report.from->requests.unbuildable.size(); unbuildable > 0) {
         unverified += printf_string(", %zu unbuildable site%s", unbuildable, unbuildable == 1 ? "" : "s");
+      }
+      if (const size_t unread = report.from->patcher_errors.size(); unread > 0) {
+        unverified += printf_string(", %zu file%s kvpatch could not read", unread, unread == 1 ? "" : "s");
       }
       if (const size_t run_calls = report.from->requests.run_calls.size(); run_calls > 0) {
         unverified += printf_string(", %zu run() finding%s", run_calls, run_calls == 1 ? "" : "s");

@@ -25,6 +25,8 @@ struct FromReport {
   std::string path;
   size_t plan_sites = 0;
   ReportRequests requests;
+  // The report's errors[]: files kvpatch could not read, whose plan sites, if any, are not in the report.
+  // Each fails the run, as it makes `kvpatch check` exit 2.
   std::vector<std::string> patcher_errors;
   Dtype model_dtype = Dtype::kBf16, kv_cache_dtype = Dtype::kFp8E4M3;
 };
