@@ -101,7 +101,7 @@ expect_equal "sm90: pairs" "$(from_report_pairs "$work/sm90.out.json")" "bf16 x 
 # A file patched by hand the way the first manual fix went wrong: plans threaded, but one run() still handed
 # the cast and the other without the FP8 scales FlashInfer 0.6.14+ requires. The plans verify; the run()
 # calls would not run them, so kvverify fails as kvpatch check does.
-echo "== hand-patched: plans threaded, a cast left and scales missing: the pair verifies, two run() findings: FAIL"
+echo "== hand-patched: plans threaded, a cast left and scales missing: the pair verifies, two patch gaps: FAIL"
 cp -R "$work/original" "$work/hand"
 python3 - "$work/hand/flashinfer_mla_backend.py" <<'PY'
 import re, sys
@@ -119,17 +119,17 @@ report hand "$work/hand"
 verify hand 1
 expect_equal "hand: pairs" "$(from_report_pairs "$work/hand.out.json")" "bf16 x fp8_e4m3"
 expect_equal "hand: passed shapes" "$(summary_field "$work/hand.out.json" passed)" 2
-expect_equal "hand: run_call_findings" "$(summary_field "$work/hand.out.json" run_call_findings)" 2
+expect_equal "hand: patch_gaps" "$(summary_field "$work/hand.out.json" patch_gaps)" 2
 expect_equal "hand: finding kinds" "$(python3 -c '
 import json, sys
-print(",".join(sorted(f["kind"] for f in json.load(open(sys.argv[1]))["from_report"]["run_calls"])))' "$work/hand.out.json")" \
+print(",".join(sorted(f["kind"] for f in json.load(open(sys.argv[1]))["from_report"]["patch_gaps"])))' "$work/hand.out.json")" \
   "redundant_cast,scales_missing"
 "$kvverify" --cpu --tp 8 --batch-sizes 2 --context-lengths 20 --from "$work/hand.json" >"$work/hand.txt" 2>&1 || true
-grep -q "RUN CALL flashinfer_mla_backend.py:[0-9]*:[0-9]*: kvpatch: redundant cast" "$work/hand.txt" ||
+grep -q "PATCH GAP flashinfer_mla_backend.py:[0-9]*:[0-9]*: kvpatch: redundant cast" "$work/hand.txt" ||
   fail "hand: the text report does not name the cast left"
-grep -q "RUN CALL flashinfer_mla_backend.py:[0-9]*:[0-9]*: kvpatch: prefill_wrapper_paged.run passes no ckv_scale" \
+grep -q "PATCH GAP flashinfer_mla_backend.py:[0-9]*:[0-9]*: kvpatch: prefill_wrapper_paged.run passes no ckv_scale" \
   "$work/hand.txt" || fail "hand: the text report does not name the run() without scales"
-grep -q "2 run() findings: FAIL" "$work/hand.txt" || fail "hand: the summary line does not count them"
+grep -q "2 patch gaps: FAIL" "$work/hand.txt" || fail "hand: the summary line does not count them"
 echo "== the same report with a BF16 cache: a cast to BF16 and no scales are what a BF16 cache needs: PASS"
 cp "$work/hand.json" "$work/hand_bf16_cache.json"
 verify hand_bf16_cache 0 --kv-cache-dtype bf16
@@ -137,6 +137,28 @@ echo "== after kvpatch apply of the hand-patched file: PASS"
 "$kvpatch" apply --isolated "$work/hand" >/dev/null 2>&1 || fail "apply (hand-patched) failed"
 report hand_applied "$work/hand"
 verify hand_applied 0
+
+# The plans read self.kv_data_type, but the decode updater no longer sets it: the first plan() would raise
+# AttributeError, whatever the cache holds.
+echo "== a KV dtype field deleted after apply: a patch gap with an FP8 and with a BF16 cache: FAIL"
+cp -R "$work/original" "$work/no_field"
+python3 - "$work/no_field/flashinfer_mla_backend.py" <<'PY'
+import sys
+path = sys.argv[1]
+lines = open(path).read().split("\n")
+fields = [i for i, line in enumerate(lines) if line.strip().startswith("self.kv_data_type = ")]
+assert len(fields) == 2, fields
+del lines[fields[0]]
+open(path, "w").write("\n".join(lines))
+PY
+report no_field "$work/no_field"
+verify no_field 1
+cp "$work/no_field.json" "$work/no_field_bf16_cache.json"
+verify no_field_bf16_cache 1 --kv-cache-dtype bf16
+expect_equal "no field: gap kinds" "$(python3 -c '
+import json, sys
+print(",".join(f["kind"] for f in json.load(open(sys.argv[1]))["from_report"]["patch_gaps"]))' \
+  "$work/no_field_bf16_cache.out.json")" "field_missing"
 
 # The fork fixture after apply: one plan site apply leaves, because the run() it feeds is handed a cast that
 # another consumer needs. kvverify relays kvpatch's reason instead of "the report predates apply".
@@ -148,7 +170,7 @@ verify fork 1
 "$kvverify" --cpu --tp 8 --batch-sizes 2 --context-lengths 20 --from "$work/fork.json" >"$work/fork.txt" 2>&1 || true
 grep -q "UNVERIFIABLE flashinfer_mla_backend.py:[0-9]*:[0-9]*: site is missing kv_data_type, and \`kvpatch apply\` leaves it" \
   "$work/fork.txt" || fail "fork: the site apply leaves is not told apart from a report taken before apply"
-grep -q "RUN CALL flashinfer_mla_backend.py:[0-9]*:[0-9]*: kvpatch: run-input-converted" "$work/fork.txt" ||
+grep -q "PATCH GAP flashinfer_mla_backend.py:[0-9]*:[0-9]*: kvpatch: run-input-converted" "$work/fork.txt" ||
   fail "fork: the converted run() input is not listed"
 
 # Two backends, one kvpatch cannot parse: the other's plans verify, but the unread file may hold plan

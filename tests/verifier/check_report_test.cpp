@@ -181,7 +181,7 @@ TEST_SUITE("check_report") {
     }
   }
 
-  TEST_CASE("kvpatch's run() findings: read from casts, run_inputs and run_scales; they fail only with an FP8 cache") {
+  TEST_CASE("patch gaps: read from casts, run_inputs, run_scales and fields; run() ones apply to an FP8 cache only") {
     const std::string site = R"({"file": "a.py", "line": 30, "column": 9, "callee": "BatchMLAPagedAttentionWrapper.plan",
       "status": "threaded", "q_data_type": {"expr": "self.data_type", "role": "model"},
       "kv_data_type": {"expr": "self.kv_data_type", "role": "kv_cache"}, "head_dim_ckv": {"expr": null},
@@ -204,30 +204,41 @@ TEST_SUITE("check_report") {
                       "flashinfer": "FlashInfer 0.7.4 (pinned)", "fix": "ckv_scale=1.0"},
                      {"file": "a.py", "line": 22, "column": 13, "call": "w.run", "status": "missing",
                       "flashinfer": "FlashInfer 0.7.4 (pinned)", "reason": "its KV argument is a call"},
-                     {"file": "a.py", "line": 24, "column": 13, "call": "w.run", "status": "present"}])js");
-    REQUIRE(report.run_findings.size() == 4);
+                     {"file": "a.py", "line": 24, "column": 13, "call": "w.run", "status": "present"}],
+      "parameters": {"kv_field": "self.kv_data_type"},
+      "fields": [{"file": "a.py", "line": 26, "column": 9, "class": "Decode", "status": "missing"},
+                 {"file": "a.py", "line": 27, "column": 9, "class": "Prefill", "status": "missing",
+                  "reason": "no plan site of Prefill is threaded, so no field is added"},
+                 {"file": "a.py", "line": 28, "column": 9, "class": "Other", "status": "present"}])js");
+    REQUIRE(report.patch_gaps.size() == 5);
     const ReportRequests fp8 = collect_requests(report, Dtype::kBf16, Dtype::kFp8E4M3);
     REQUIRE(fp8.pairs.size() == 1);
     CHECK(fp8.pairs[0].supported);  // the plans themselves verify; the run() calls are listed apart
-    REQUIRE(fp8.run_calls.size() == 4);
-    CHECK(fp8.run_calls[0].site == "a.py:10:9");
-    CHECK(fp8.run_calls[0].kind == RunFindingKind::kRedundantCast);
-    CHECK(fp8.run_calls[0].reason.find("redundant cast `kv.to(q.dtype)` (feeds decode_wrapper.run at 11:13)") !=
+    REQUIRE(fp8.patch_gaps.size() == 5);
+    CHECK(fp8.patch_gaps[0].site == "a.py:10:9");
+    CHECK(fp8.patch_gaps[0].kind == PatchGapKind::kRedundantCast);
+    CHECK(fp8.patch_gaps[0].reason.find("redundant cast `kv.to(q.dtype)` (feeds decode_wrapper.run at 11:13)") !=
           std::string::npos);
-    CHECK(fp8.run_calls[0].reason.find("run `kvpatch apply` (it removes the cast)") != std::string::npos);
-    CHECK(fp8.run_calls[1].kind == RunFindingKind::kRunInput);
-    CHECK(fp8.run_calls[1].reason.find("run-input-converted `pool.to(q.dtype)` into w.run at 15:13: it converts; "
+    CHECK(fp8.patch_gaps[0].reason.find("run `kvpatch apply` (it removes the cast)") != std::string::npos);
+    CHECK(fp8.patch_gaps[1].kind == PatchGapKind::kRunInput);
+    CHECK(fp8.patch_gaps[1].reason.find("run-input-converted `pool.to(q.dtype)` into w.run at 15:13: it converts; "
                                        "kvpatch leaves") != std::string::npos);
-    CHECK(fp8.run_calls[1].reason.find("`kvpatch apply` cannot change this input") != std::string::npos);
-    CHECK(fp8.run_calls[2].kind == RunFindingKind::kScalesMissing);
-    CHECK(fp8.run_calls[2].reason.find("decode_wrapper.run passes no ckv_scale/kpe_scale, which FlashInfer 0.7.4 "
+    CHECK(fp8.patch_gaps[1].reason.find("`kvpatch apply` cannot change this input") != std::string::npos);
+    CHECK(fp8.patch_gaps[2].kind == PatchGapKind::kScalesMissing);
+    CHECK(fp8.patch_gaps[2].reason.find("decode_wrapper.run passes no ckv_scale/kpe_scale, which FlashInfer 0.7.4 "
                                        "(pinned) requires") != std::string::npos);
-    CHECK(fp8.run_calls[2].reason.find("run `kvpatch apply` (it adds ckv_scale=1.0)") != std::string::npos);
-    CHECK(fp8.run_calls[3].reason.find("; its KV argument is a call, then re-run") != std::string::npos);
-    // A BF16 cache: the cast converts BF16 to BF16 and no scales are needed.
-    CHECK(collect_requests(report, Dtype::kBf16, Dtype::kBf16).run_calls.empty());
-    // Reports without the arrays (run_scales was added within format_version 1) have no run findings.
-    CHECK(collect_requests(report_with(""), Dtype::kBf16, Dtype::kFp8E4M3).run_calls.empty());
+    CHECK(fp8.patch_gaps[2].reason.find("run `kvpatch apply` (it adds ckv_scale=1.0)") != std::string::npos);
+    CHECK(fp8.patch_gaps[3].reason.find("; its KV argument is a call, then re-run") != std::string::npos);
+    // The field apply adds; the one it does not add (nothing would read it) is no gap.
+    CHECK(fp8.patch_gaps[4].kind == PatchGapKind::kFieldMissing);
+    CHECK(fp8.patch_gaps[4].site == "a.py:26:9");
+    CHECK(fp8.patch_gaps[4].reason.find("Decode sets no KV dtype field (self.kv_data_type)") != std::string::npos);
+    // A BF16 cache: the cast converts BF16 to BF16 and no scales are needed; the field is still missing.
+    const ReportRequests bf16 = collect_requests(report, Dtype::kBf16, Dtype::kBf16);
+    REQUIRE(bf16.patch_gaps.size() == 1);
+    CHECK(bf16.patch_gaps[0].kind == PatchGapKind::kFieldMissing);
+    // Reports without the arrays (run_scales was added within format_version 1) have no patch gaps.
+    CHECK(collect_requests(report_with(""), Dtype::kBf16, Dtype::kFp8E4M3).patch_gaps.empty());
 
     // A status that could hide a finding is an input error, with its place.
     CHECK_THROWS_WITH_AS(report_with(R"js(, "run_scales": [{"file": "a.py", "line": 2, "column": 1, "status": "absent"}])js"),
@@ -235,6 +246,9 @@ TEST_SUITE("check_report") {
                          InputError);
     CHECK_THROWS_WITH_AS(report_with(R"js(, "casts": [{"file": "a.py", "line": 0, "column": 1, "status": "redundant"}])js"),
                          doctest::Contains("casts[0].line: expected a 1-based position"), InputError);
+    CHECK_THROWS_WITH_AS(report_with(R"js(, "fields": [{"file": "a.py", "line": 2, "column": 1, "status": "absent"}])js"),
+                         doctest::Contains("fields[0].status: 'absent' is not one of missing, present, ignored"),
+                         InputError);
     CHECK_THROWS_WITH_AS(report_with(R"js(, "run_inputs": {"status": "run-input-unknown"})js"),
                          doctest::Contains("run_inputs: expected an array"), InputError);
     CHECK_THROWS_WITH_AS(report_with(R"js(, "casts": [{"file": "a.py", "line": 2, "column": 1, "status": "redundant",

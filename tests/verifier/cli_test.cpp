@@ -126,8 +126,8 @@ TEST_SUITE("cli") {
     const auto& pairs = report.find("from_report")->find("pairs")->as_array();
     REQUIRE(pairs.size() == 2);
     CHECK(report.find("shapes")->as_array().size() == 4);  // 2 pairs x 2 page sizes
-    CHECK(report.find("from_report")->find("run_calls")->as_array().empty());
-    CHECK(report.find("summary")->find("run_call_findings")->as_number() == 0);
+    CHECK(report.find("from_report")->find("patch_gaps")->as_array().empty());
+    CHECK(report.find("summary")->find("patch_gaps")->as_number() == 0);
 
     run = run_kvverify("--cpu --tp 8 --batch-sizes 2 --context-lengths 20 --from " + kData +
                    "/check_report_unsupported.json --format json");
@@ -166,6 +166,7 @@ TEST_SUITE("cli") {
     CHECK(summary.find("unverifiable_sites")->as_number() == 3);
     CHECK(summary.find("missing_sites")->as_number() == 2);
     CHECK(summary.find("ignored_sites")->as_number() == 1);
+    CHECK(summary.find("patch_gaps")->as_number() == 1);
 
     run = run_kvverify(args);
     CHECK(run.exit_code == 1);
@@ -176,7 +177,10 @@ TEST_SUITE("cli") {
     CHECK(run.out.find("not verified: 4 of 5 plan sites: 2 missing kv_data_type (the report predates `kvpatch "
                        "apply`: FAIL), 1 with a dtype kvpatch could not determine (FAIL), 1 ignored") !=
           std::string::npos);
-    CHECK(run.out.find("3 unverifiable sites, 1 ignored site: FAIL") != std::string::npos);
+    // The decode updater's KV dtype field, which apply adds, is missing too (the report has no column for it).
+    CHECK(run.out.find("PATCH GAP python/sglang/srt/layers/attention/flashinfer_mla_backend.py:666: kvpatch: "
+                       "FlashInferMLAIndicesUpdaterDecode sets no KV dtype field") != std::string::npos);
+    CHECK(run.out.find("3 unverifiable sites, 1 ignored site, 1 patch gap: FAIL") != std::string::npos);
   }
 
   TEST_CASE("--from: an ignored site is listed but does not fail the run") {

@@ -157,22 +157,28 @@ std::string unsupported_reason(const DtypeRequest& request) {
   return "";
 }
 
-// Which statuses of one findings array are run findings, and which are not; any other is an input error.
-struct RunFindingArray {
+// Which statuses of one findings array are patch gaps, and which are not; any other is an input error.
+struct PatchGapArray {
   const char* key;
-  RunFindingKind kind;
+  PatchGapKind kind;
   std::vector<std::string> findings, others;
 };
 
-// casts[], run_inputs[] and run_scales[]: each optional (run_scales was added within format_version 1),
-// but a listed finding needs a position and a known status, since it can fail the run.
-void read_run_findings(const Fields& fields, const JsonValue& document, CheckReport& report) {
-  const RunFindingArray arrays[] = {
-      {"casts", RunFindingKind::kRedundantCast, {"redundant"}, {"required"}},
-      {"run_inputs", RunFindingKind::kRunInput, {"run-input-converted", "run-input-unknown"}, {"ignored"}},
-      {"run_scales", RunFindingKind::kScalesMissing, {"missing"}, {"present", "ignored"}},
+// casts[], run_inputs[], run_scales[] and fields[]: each optional (run_scales was added within
+// format_version 1), but a listed finding needs a position and a known status, since it can fail the run.
+void read_patch_gaps(const Fields& fields, const JsonValue& document, CheckReport& report) {
+  const PatchGapArray arrays[] = {
+      {"casts", PatchGapKind::kRedundantCast, {"redundant"}, {"required"}},
+      {"run_inputs", PatchGapKind::kRunInput, {"run-input-converted", "run-input-unknown"}, {"ignored"}},
+      {"run_scales", PatchGapKind::kScalesMissing, {"missing"}, {"present", "ignored"}},
+      {"fields", PatchGapKind::kFieldMissing, {"missing"}, {"present", "ignored"}},
   };
-  for (const RunFindingArray& array : arrays) {
+  // The field's name, for the message: the rule parameter in force.
+  std::string kv_field;
+  if (const JsonValue* parameters = document.find("parameters"); parameters != nullptr && parameters->is_object()) {
+    kv_field = fields.text(*parameters, "kv_field", "parameters");
+  }
+  for (const PatchGapArray& array : arrays) {
     const JsonValue* list = document.find(array.key);
     if (list == nullptr || list->is_null()) continue;
     if (!list->is_array()) fields.fail(*list, array.key, "expected an array");
@@ -192,55 +198,70 @@ void read_run_findings(const Fields& fields, const JsonValue& document, CheckRep
         }
         fields.fail(*entry.find("status"), field + ".status", "'" + status + "' is not one of " + names);
       }
-      ReportRunFinding finding;
+      ReportPatchGap finding;
       finding.kind = array.kind;
       finding.status = status;
       finding.file = fields.string(entry, "file", field);
       finding.line = fields.position(entry, "line", field);
-      finding.column = fields.position(entry, "column", field);
-      finding.expr = fields.text(entry, array.kind == RunFindingKind::kScalesMissing ? "call" : "expr", field);
+      // fields[] gained `column` within format_version 1 (2026-11-30), so an older report lacks it.
+      const bool column_optional = array.kind == PatchGapKind::kFieldMissing && entry.find("column") == nullptr;
+      finding.column = column_optional ? 0 : fields.position(entry, "column", field);
+      finding.expr = fields.text(entry, array.kind == PatchGapKind::kScalesMissing ? "call" : "expr", field);
       finding.consumer = fields.text(entry, "consumer", field);
       finding.why = fields.text(entry, "why", field);
       finding.effect = fields.text(entry, "effect", field);
       finding.flashinfer = fields.text(entry, "flashinfer", field);
       finding.fix = fields.text(entry, "fix", field);
       finding.reason = fields.text(entry, "reason", field);
-      report.run_findings.push_back(std::move(finding));
+      if (array.kind == PatchGapKind::kFieldMissing) {
+        // With a reason, kvpatch adds no field because no plan() of the class is threaded: nothing reads it,
+        // and those unthreaded sites are listed as unverifiable.
+        if (!finding.reason.empty()) continue;
+        finding.expr = kv_field;
+        finding.consumer = fields.text(entry, "class", field);
+      }
+      report.patch_gaps.push_back(std::move(finding));
     }
   }
 }
 
-// What a run finding means for the plans kvverify verified, in kvpatch's words, with the remedy.
-std::string run_call_reason(const ReportRunFinding& f) {
+// What a patch gap means for the plans kvverify verified, in kvpatch's words, with the remedy.
+std::string patch_gap_reason(const ReportPatchGap& f) {
   const auto quoted = [](const std::string& text) { return text.empty() ? std::string("the KV cache") : "`" + text + "`"; };
   switch (f.kind) {
-    case RunFindingKind::kRedundantCast:
+    case PatchGapKind::kRedundantCast:
       return "kvpatch: redundant cast " + quoted(f.expr) + (f.consumer.empty() ? "" : " (feeds " + f.consumer + ")") +
              ": that run() is handed the cache converted, not the FP8 cache its patched plan expects; run `kvpatch "
              "apply` (it removes the cast), then re-run `kvpatch check --format json`";
-    case RunFindingKind::kRunInput:
+    case PatchGapKind::kRunInput:
       return "kvpatch: " + f.status + " " + quoted(f.expr) + (f.consumer.empty() ? "" : " into " + f.consumer) +
              (f.why.empty() ? "" : ": " + f.why) + (f.effect.empty() ? "" : "; " + f.effect) +
              ". A run() handed converted KV data cannot run an FP8 plan, and `kvpatch apply` cannot change this "
              "input: hand run() the cache as stored, then re-run `kvpatch check --format json`";
-    case RunFindingKind::kScalesMissing:
+    case PatchGapKind::kScalesMissing:
       return "kvpatch: " + (f.expr.empty() ? std::string("run()") : f.expr) + " passes no ckv_scale/kpe_scale" +
              (f.flashinfer.empty() ? "" : ", which " + f.flashinfer + " requires with an FP8 cache") +
              ": it raises at the first FP8 decode step instead of running the verified plan; " +
              (f.fix.empty() ? (f.reason.empty() ? std::string("pass the scales by hand") : f.reason)
                             : "run `kvpatch apply` (it adds " + f.fix + ")") +
              ", then re-run `kvpatch check --format json`";
+    case PatchGapKind::kFieldMissing:
+      return "kvpatch: " + (f.consumer.empty() ? std::string("an indices updater") : f.consumer) +
+             " sets no KV dtype field" + (f.expr.empty() ? "" : " (" + f.expr + ")") +
+             ", which `kvpatch apply` adds for its plan() calls; a plan() that reads it before then raises "
+             "AttributeError; run `kvpatch apply`, then re-run `kvpatch check --format json`";
   }
   return "";
 }
 
 }  // namespace
 
-std::string run_finding_kind_name(RunFindingKind kind) {
+std::string patch_gap_kind_name(PatchGapKind kind) {
   switch (kind) {
-    case RunFindingKind::kRedundantCast: return "redundant_cast";
-    case RunFindingKind::kRunInput: return "run_input";
-    case RunFindingKind::kScalesMissing: return "scales_missing";
+    case PatchGapKind::kRedundantCast: return "redundant_cast";
+    case PatchGapKind::kRunInput: return "run_input";
+    case PatchGapKind::kScalesMissing: return "scales_missing";
+    case PatchGapKind::kFieldMissing: return "field_missing";
   }
   return "run_input";
 }
@@ -308,7 +329,7 @@ CheckReport parse_check_report(const std::string& text, const std::string& path)
     report.plan_sites.push_back(std::move(parsed));
   }
 
-  read_run_findings(fields, document, report);
+  read_patch_gaps(fields, document, report);
 
   if (const JsonValue* errors = document.find("errors"); errors != nullptr && errors->is_array()) {
     for (const JsonValue& error : errors->as_array()) {
@@ -378,10 +399,11 @@ ReportRequests collect_requests(const CheckReport& report, Dtype model_dtype, Dt
            "raises on it, so the patched server cannot decode)"});
     }
   }
-  if (is_fp8(kv_cache_dtype)) {
-    for (const ReportRunFinding& finding : report.run_findings) {
-      requests.run_calls.push_back({finding.where(), finding.kind, finding.status, run_call_reason(finding)});
-    }
+  for (const ReportPatchGap& finding : report.patch_gaps) {
+    // A cast to BF16 changes nothing in a BF16 cache, nor do scales matter to a BF16 plan; a field that is
+    // not there is missing whatever the cache holds.
+    if (!is_fp8(kv_cache_dtype) && finding.kind != PatchGapKind::kFieldMissing) continue;
+    requests.patch_gaps.push_back({finding.where(), finding.kind, finding.status, patch_gap_reason(finding)});
   }
   return requests;
 }

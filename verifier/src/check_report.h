@@ -37,28 +37,33 @@ struct ReportPlanSite {
   std::string where() const { return file + ":" + std::to_string(line) + ":" + std::to_string(column); }
 };
 
-// A kvpatch finding that a run() call is not handed what the patched plans expect: a KV cast that
-// `kvpatch apply` removes (run_inputs and casts[] "redundant"), a KV input converted or of unknown
-// origin (run_inputs[]), or FP8 scales missing (run_scales[] "missing"). Ignored ones are not read.
-enum class RunFindingKind { kRedundantCast, kRunInput, kScalesMissing };
-std::string run_finding_kind_name(RunFindingKind kind);
+// A patch gap: a kvpatch finding that the server, as the report describes it, will not run the plans
+// kvverify verifies. A KV cast `kvpatch apply` removes (casts[] "redundant") or a KV input converted or
+// of unknown origin (run_inputs[]) hands run() other data than the FP8 cache its plan expects; without
+// FP8 scales (run_scales[] "missing") run() raises; without the KV dtype field (fields[] "missing" that
+// apply adds) a plan() reading it raises. Ignored findings are not read.
+enum class PatchGapKind { kRedundantCast, kRunInput, kScalesMissing, kFieldMissing };
+std::string patch_gap_kind_name(PatchGapKind kind);
 
-struct ReportRunFinding {
+struct ReportPatchGap {
   std::string file;
   int line = 0, column = 0;
-  RunFindingKind kind = RunFindingKind::kRunInput;
+  PatchGapKind kind = PatchGapKind::kRunInput;
   std::string status;  // kvpatch's: redundant, run-input-converted, run-input-unknown, missing
   // kvpatch's words under its own keys, each empty when the report leaves it out; `expr` is run_scales'
-  // `call` for a scales finding.
+  // `call` for a scales finding, and for a field the field's name (parameters.kv_field), with the class
+  // in `consumer`.
   std::string expr, consumer, why, effect, flashinfer, fix, reason;
-  std::string where() const { return file + ":" + std::to_string(line) + ":" + std::to_string(column); }
+  std::string where() const {  // column 0: a field from a report older than fields[].column
+    return file + ":" + std::to_string(line) + (column > 0 ? ":" + std::to_string(column) : "");
+  }
 };
 
 struct CheckReport {
   std::string path;
   std::string root;
   std::vector<ReportPlanSite> plan_sites;
-  std::vector<ReportRunFinding> run_findings;  // in report order: casts, run_inputs, run_scales
+  std::vector<ReportPatchGap> patch_gaps;  // in report order: casts, run_inputs, run_scales, fields
   std::vector<std::string> errors;  // the patcher's own errors, "file:line: message"
 };
 
@@ -82,11 +87,10 @@ struct UnverifiableSite {
   bool apply_leaves = false;  // status missing, and kvpatch says why `kvpatch apply` does not thread it
 };
 
-// A run() call that does not run the verified plans as verified (ReportRunFinding, judged for the
-// cache dtype kvverify was given).
-struct RunCallFinding {
+// A patch gap (ReportPatchGap) that applies to the cache dtype kvverify was given.
+struct PatchGap {
   std::string site;
-  RunFindingKind kind = RunFindingKind::kRunInput;
+  PatchGapKind kind = PatchGapKind::kRunInput;
   std::string status;  // kvpatch's
   std::string reason;
 };
@@ -98,17 +102,16 @@ struct ReportRequests {
   // Threaded or gated sites that kvpatch found unbuildable: their pairs are verified (this kernel serves
   // them), but the FlashInfer the server runs with raises in plan(), so the patched code cannot decode.
   std::vector<UnverifiableSite> unbuildable;
-  // With an FP8 cache: kvpatch's findings that a run() call is handed converted KV data or no FP8
-  // scales, so the server does not run the verified plans as verified. They fail the run, as they fail
-  // `kvpatch check`. With a BF16 cache none applies (a cast to BF16 changes nothing; no scales needed).
-  std::vector<RunCallFinding> run_calls;
+  // They fail the run, as they fail `kvpatch check`. With a BF16 cache only a missing field applies (a
+  // cast to BF16 changes nothing; a BF16 plan takes no scales).
+  std::vector<PatchGap> patch_gaps;
 };
 
 // status missing (the report predates `kvpatch apply`, or apply leaves the site and kvpatch says why)
 // or unknown -> unverifiable; ignored -> listed only; threaded and gated sites: role model ->
 // model_dtype, kv_cache -> kv_cache_dtype, gated -> both, unknown -> unverifiable; head dims: the
 // literal when given, else 512/64. A verifiable site that kvpatch marks unbuildable has its pairs
-// verified and is listed in `unbuildable` as well. Run findings go to `run_calls` when the cache is FP8.
+// verified and is listed in `unbuildable` as well. Patch gaps that apply to kv_cache_dtype go to `patch_gaps`.
 ReportRequests collect_requests(const CheckReport& report, Dtype model_dtype, Dtype kv_cache_dtype);
 
 }  // namespace kvverify

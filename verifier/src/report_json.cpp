@@ -154,16 +154,16 @@ std::string render_json(const RunReport& report) {
     f.set("unverifiable", site_list(from.requests.unverifiable, true));
     f.set("ignored", site_list(from.requests.ignored, false));  // all "ignored": no status to tell apart
     f.set("unbuildable", site_list(from.requests.unbuildable, true));
-    JsonValue run_calls(JsonValue::Array{});
-    for (const RunCallFinding& finding : from.requests.run_calls) {
+    JsonValue patch_gaps(JsonValue::Array{});
+    for (const PatchGap& finding : from.requests.patch_gaps) {
       JsonValue entry;
       entry.set("site", finding.site);
-      entry.set("kind", run_finding_kind_name(finding.kind));
+      entry.set("kind", patch_gap_kind_name(finding.kind));
       entry.set("status", finding.status);
       entry.set("reason", finding.reason);
-      run_calls.push_back(entry);
+      patch_gaps.push_back(entry);
     }
-    f.set("run_calls", run_calls);
+    f.set("patch_gaps", patch_gaps);
     JsonValue errors(JsonValue::Array{});
     for (const std::string& error : from.patcher_errors) errors.push_back(error);
     f.set("patcher_errors", errors);
@@ -221,7 +221,7 @@ std::string render_json(const RunReport& report) {
     summary.set("missing_sites", missing);
     summary.set("ignored_sites", static_cast<int64_t>(report.from->requests.ignored.size()));
     summary.set("unbuildable_sites", static_cast<int64_t>(report.from->requests.unbuildable.size()));
-    summary.set("run_call_findings", static_cast<int64_t>(report.from->requests.run_calls.size()));
+    summary.set("patch_gaps", static_cast<int64_t>(report.from->requests.patch_gaps.size()));
     summary.set("unread_files", static_cast<int64_t>(report.from->patcher_errors.size()));
   }
   summary.set("fatal", report.fatal);

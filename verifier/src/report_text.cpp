@@ -105,8 +105,8 @@ std::string render_text(const RunReport& report) {
     for (const UnverifiableSite& site : from.requests.unbuildable) {
       out += "  UNBUILDABLE " + site.site + ": " + site.reason + "\n";
     }
-    for (const RunCallFinding& finding : from.requests.run_calls) {
-      out += "  RUN CALL " + finding.site + ": " + finding.reason + "\n";
+    for (const PatchGap& finding : from.requests.patch_gaps) {
+      out += "  PATCH GAP " + finding.site + ": " + finding.reason + "\n";
     }
     if (const std::string why = not_verified_why(from.requests); !why.empty()) {
       out += printf_string("  not verified: %zu of %zu plan sites: %s\n",
@@ -188,8 +188,8 @@ std::string render_text(const RunReport& report) {
       if (const size_t unread = report.from->patcher_errors.size(); unread > 0) {
         unverified += printf_string(", %zu file%s kvpatch could not read", unread, unread == 1 ? "" : "s");
       }
-      if (const size_t run_calls = report.from->requests.run_calls.size(); run_calls > 0) {
-        unverified += printf_string(", %zu run() finding%s", run_calls, run_calls == 1 ? "" : "s");
+      if (const size_t patch_gaps = report.from->requests.patch_gaps.size(); patch_gaps > 0) {
+        unverified += printf_string(", %zu patch gap%s", patch_gaps, patch_gaps == 1 ? "" : "s");
       }
     }
     out += printf_string("\nsummary: %zu shapes: %d passed, %d failed, %d skipped, %d errors%s: %s (%.1f s)\n",

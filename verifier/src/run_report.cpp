@@ -13,7 +13,7 @@ bool RunReport::passed() const {
   }
   if (from) {
     if (from->plan_sites == 0 || !from->requests.unverifiable.empty() || !from->requests.unbuildable.empty() ||
-        !from->requests.run_calls.empty() || !from->patcher_errors.empty()) {
+        !from->requests.patch_gaps.empty() || !from->patcher_errors.empty()) {
       return false;
     }
     for (const DtypeRequest& pair : from->requests.pairs) {
