@@ -68,7 +68,7 @@ int run(const Options& options) {
   } else if (!options.from_report.empty()) {
     const CheckReport check = read_check_report(options.from_report);
     FromReport from;
-    from.path = options.from_report;
+    from.path = check.path;
     from.plan_sites = check.plan_sites.size();
     from.requests = collect_requests(check, options.model_dtype, options.kv_cache_dtype);
     from.patcher_errors = check.errors;

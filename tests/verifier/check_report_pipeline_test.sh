@@ -73,6 +73,20 @@ verify original 0
 expect_equal "original: pairs" "$(from_report_pairs "$work/original.out.json")" "bf16 x fp8_e4m3"
 expect_equal "original: unbuildable_sites" "$(summary_field "$work/original.out.json" unbuildable_sites)" 0
 
+echo "== the same, piped: kvpatch check --format json DIR | kvverify --from -"
+status=0
+"$kvpatch" check --isolated --format json "$work/original" 2>/dev/null |
+  "$kvverify" --cpu --tp 8 --batch-sizes 2 --context-lengths 20 --format json --from - >"$work/piped.out.json" ||
+  status=$?
+expect_equal "piped: exit" "$status" 0
+expect_equal "piped: pairs" "$(from_report_pairs "$work/piped.out.json")" "bf16 x fp8_e4m3"
+expect_equal "piped: path" "$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["from_report"]["path"])' \
+  "$work/piped.out.json")" "<stdin>"
+status=0
+printf '{"tool": "kvpatch",\n' | "$kvverify" --cpu --from - >/dev/null 2>"$work/piped_bad.err" || status=$?
+expect_equal "piped, cut short: exit" "$status" 2
+grep -q "^kvverify: <stdin>:2:1: not valid JSON" "$work/piped_bad.err" || fail "piped, cut short: the error does not name <stdin>:2:1"
+
 echo "== the same files against FlashInfer 0.6.13: the pair still verifies, but the sites are unbuildable: FAIL"
 report old_flashinfer "$work/original" --flashinfer-version 0.6.13
 verify old_flashinfer 1

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "json.h"
@@ -345,6 +346,12 @@ CheckReport parse_check_report(const std::string& text, const std::string& path)
 }
 
 CheckReport read_check_report(const std::string& path) {
+  // "-": the report piped in, `kvpatch check --format json DIR | kvverify --from -`.
+  if (path == "-") {
+    std::ostringstream text;
+    text << std::cin.rdbuf();
+    return parse_check_report(text.str(), kStdinName);
+  }
   std::ifstream file(path, std::ios::binary);
   if (!file) throw InputError(path + ": cannot open the report (check the path; write it with `kvpatch check --format json > FILE`)");
   std::ostringstream text;

@@ -68,6 +68,8 @@ struct CheckReport {
 };
 
 CheckReport parse_check_report(const std::string& text, const std::string& path);
+// PATH "-" reads standard input, named kStdinName in errors and in the run's report.
+inline constexpr const char* kStdinName = "<stdin>";
 CheckReport read_check_report(const std::string& path);  // throws InputError
 
 struct DtypeRequest {

@@ -178,10 +178,11 @@ Modes:
   --cpu                  no GPU: reference-level checks on small shapes; the kernel is not launched
   --self-test            negative controls; each must FAIL naming its fault, the clean ones PASS
   --from REPORT          verify the (q dtype, kv dtype) pairs and head dims that the plan sites of a
-                         `kvpatch check --format json` report request; take the report after
-                         `kvpatch apply`; a site still missing kv_data_type, a patch gap (a KV
-                         cast left, run() without FP8 scales, the KV dtype field missing) or a
-                         file kvpatch could not read fails the run, as in `kvpatch check`
+                         `kvpatch check --format json` report request (- reads standard input);
+                         take the report after `kvpatch apply`; a site still missing
+                         kv_data_type, a patch gap (a KV cast left, run() without FP8 scales, the
+                         KV dtype field missing) or a file kvpatch could not read fails the run,
+                         as in `kvpatch check`
   --model-dtype D        dtype of role "model" in the report (default bf16)
   --kv-cache-dtype D     dtype of role "kv_cache" in the report (default fp8_e4m3)
   --probe-gpu            say whether a CUDA GPU is usable (exit 0) or not (exit 3)
