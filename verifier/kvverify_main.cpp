@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "src/check_report.h"
+#include "src/report_requests.h"
 #include "src/cpu_runner.h"
 #include "src/flag_parser.h"
 #include "src/gpu_runner.h"

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "src/check_report.h"
+#include "src/report_requests.h"
 
 using namespace kvverify;
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "check_report.h"
+#include "report_requests.h"
 #include "patch_savings.h"
 #include "shape_matrix.h"
 #include "shape_result.h"
