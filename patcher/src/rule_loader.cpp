@@ -255,10 +255,67 @@ PlanSiteRule read_plan_site_rule(const RuleReader& r, const YAML::Node& doc) {
   return rule;
 }
 
-// overrides: the parameters given outside the rules, so that a statement they break is blamed on where
-// they were given (a project's .kvpatch.toml, --set) rather than on the rule file.
-FieldRule read_field_rule(const RuleReader& r, const YAML::Node& doc,
-                          const std::map<std::string, ParameterOverride>& overrides) {
+// The parameters given outside the rules (a project's .kvpatch.toml, --set), with what the rules declare,
+// so that a statement they break is blamed on the one given that breaks it rather than on the rule file.
+struct GivenParameters {
+  const std::map<std::string, ParameterOverride>& overrides;
+  const std::map<std::string, std::string>& raw;       // every parameter, overrides applied, unexpanded
+  const std::map<std::string, std::string>& declared;  // the rules' own values
+
+  // The parameters expanded with the named ones back at the rules' values; empty when they do not expand.
+  std::map<std::string, std::string> without(const std::vector<std::string>& names) const {
+    std::map<std::string, std::string> parameters = raw;
+    for (const std::string& name : names) parameters[name] = declared.at(name);
+    try {
+      return expand_all(parameters);
+    } catch (const ParameterError&) {
+      return {};
+    }
+  }
+};
+
+bool one_python_assignment(const std::string& statement) {
+  PythonTree tree(statement);
+  TSNode root = tree.root();
+  return !first_syntax_error(root) && ts_node_named_child_count(root) == 1 &&
+         syntax::is(ts_node_named_child(ts_node_named_child(root, 0), 0), "assignment");
+}
+
+// The given parameter that breaks `field = value`: one whose value alone put back at the rules' value
+// makes the statement parse, preferring one whose value is in the statement (putting back a selector
+// such as kv_dtype_form fixes it too, by choosing another expression); failing that (more than one is
+// broken), the first that changes the statement when all are put back and it parses then. Null when the
+// rules' own values break it.
+const std::string* breaking_parameter(const GivenParameters& given, const std::string& raw_statement,
+                                      const std::string& statement) {
+  auto rebuilt = [&](const std::vector<std::string>& names) {
+    const std::map<std::string, std::string> parameters = given.without(names);
+    try {
+      return parameters.empty() ? std::string() : expand_parameters(raw_statement, parameters);
+    } catch (const ParameterError&) {
+      return std::string();
+    }
+  };
+  std::vector<std::string> all;
+  const std::string* fixes_it = nullptr;
+  for (const auto& entry : given.overrides) {
+    const std::string alone = rebuilt({entry.first});
+    if (alone != statement && !alone.empty() && one_python_assignment(alone)) {
+      if (!entry.second.value.empty() && statement.find(entry.second.value) != std::string::npos) return &entry.first;
+      if (fixes_it == nullptr) fixes_it = &entry.first;
+    }
+    all.push_back(entry.first);
+  }
+  if (fixes_it != nullptr) return fixes_it;
+  const std::string reverted = rebuilt(all);
+  if (reverted.empty() || !one_python_assignment(reverted)) return nullptr;
+  for (const auto& entry : given.overrides) {
+    if (rebuilt({entry.first}) != statement) return &entry.first;
+  }
+  return nullptr;
+}
+
+FieldRule read_field_rule(const RuleReader& r, const YAML::Node& doc, const GivenParameters& given) {
   r.allow_keys(doc, "", {"id", "kind", "description", "files", "scope", "anchor", "field", "value", "operation",
                          "module_helper", "module_helper_imports", "tests"});
   FieldRule rule;
@@ -286,18 +343,15 @@ FieldRule read_field_rule(const RuleReader& r, const YAML::Node& doc,
     }
   }
   const std::string statement = rule.field + " = " + rule.value + "\n";
-  PythonTree tree(statement);
-  TSNode root = tree.root();
-  const bool one_assignment = !first_syntax_error(root) && ts_node_named_child_count(root) == 1 &&
-                              syntax::is(ts_node_named_child(ts_node_named_child(root, 0), 0), "assignment");
-  if (!one_assignment) {
-    for (const auto& [name, given] : overrides) {
-      if (given.value.empty() || statement.find(given.value) == std::string::npos) continue;
-      throw InputError(given.origin, given.line,
-                       "parameter '" + name + "' = '" + given.value + "' makes the field rule's statement `" +
+  if (!one_python_assignment(statement)) {
+    const std::string raw_statement = doc["field"].as<std::string>() + " = " + doc["value"].as<std::string>() + "\n";
+    if (const std::string* name = breaking_parameter(given, raw_statement, statement)) {
+      const ParameterOverride& culprit = given.overrides.at(*name);
+      throw InputError(culprit.origin, culprit.line,
+                       "parameter '" + *name + "' = '" + culprit.value + "' makes the field rule's statement `" +
                            rule.field + " = " + rule.value + "` something other than one Python assignment",
-                       name == "kv_field" ? "give an attribute or a name, such as self.kv_data_type"
-                                          : "give one Python expression");
+                       *name == "kv_field" ? "give an attribute or a name, such as self.kv_data_type"
+                                           : "give one Python expression");
     }
     r.fail(doc["value"], "value", "`" + rule.field + " = " + rule.value + "` is not one Python assignment",
            "check the field and value (and any --set kv_field=/kv_dtype_expr= given)");
@@ -661,7 +715,7 @@ RuleSet load_rule_set(const fs::path& dir, const std::map<std::string, Parameter
       set.plan_site_rules.push_back(read_plan_site_rule(reader, d.doc));
       id = set.plan_site_rules.back().id;
     } else if (d.kind == "field") {
-      set.field_rules.push_back(read_field_rule(reader, d.doc, overrides));
+      set.field_rules.push_back(read_field_rule(reader, d.doc, {overrides, raw_parameters, declared}));
       id = set.field_rules.back().id;
     } else {
       set.cast_rules.push_back(read_cast_rule(reader, d.doc));

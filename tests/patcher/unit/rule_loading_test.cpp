@@ -227,6 +227,17 @@ TEST_SUITE("rule_loading") {
     // A parameter given outside the rules that breaks the statement is blamed where it was given.
     CHECK(load_error(ok, {{"kv_field", "self.kv_dtype ="}})
               .rfind("--set kv_field: parameter 'kv_field' = 'self.kv_dtype =' makes the field rule's statement", 0) == 0);
+    // ... and only the one that breaks it, even when the value of another given one is in the statement
+    // (the broken `self.kv[ = model_runner.dtype` holds expr.a's value too).
+    CHECK(load_error(ok, {{"kv_field", "self.kv["}, {"expr.a", "model_runner.dtype"}})
+              .rfind("--set kv_field: parameter 'kv_field' = 'self.kv['", 0) == 0);
+    // A selector given beside a broken expression: putting the selector back also fixes the statement (it
+    // picks another expression), but the broken expression is the one to blame.
+    CHECK(load_error(ok, {{"form", "b"}, {"expr.b", "getattr(model_runner"}})
+              .rfind("--set expr.b: parameter 'expr.b' = 'getattr(model_runner'", 0) == 0);
+    // Both broken: one of them is named, and fixing it names the other.
+    CHECK(load_error(ok, {{"kv_field", "self.kv["}, {"expr.a", "f("}}).rfind("--set expr.a: ", 0) == 0);
+    CHECK(load_error(ok, {{"kv_field", "self.kv["}}).rfind("--set kv_field: ", 0) == 0);
   }
 
   TEST_CASE("unknown parameters in rules and on the command line are errors") {
