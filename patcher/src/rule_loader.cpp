@@ -1,6 +1,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 #include <set>
 
@@ -262,14 +263,14 @@ struct GivenParameters {
   const std::map<std::string, std::string>& raw;       // every parameter, overrides applied, unexpanded
   const std::map<std::string, std::string>& declared;  // the rules' own values
 
-  // The parameters expanded with the named ones back at the rules' values; empty when they do not expand.
-  std::map<std::string, std::string> without(const std::vector<std::string>& names) const {
+  // `text` expanded with the named parameters back at the rules' values; nullopt when it does not expand.
+  std::optional<std::string> expand_without(const std::string& text, const std::vector<std::string>& names) const {
     std::map<std::string, std::string> parameters = raw;
     for (const std::string& name : names) parameters[name] = declared.at(name);
     try {
-      return expand_all(parameters);
+      return expand_parameters(text, expand_all(parameters));
     } catch (const ParameterError&) {
-      return {};
+      return std::nullopt;
     }
   }
 };
@@ -288,31 +289,21 @@ bool one_python_assignment(const std::string& statement) {
 // rules' own values break it.
 const std::string* breaking_parameter(const GivenParameters& given, const std::string& raw_statement,
                                       const std::string& statement) {
-  auto rebuilt = [&](const std::vector<std::string>& names) {
-    const std::map<std::string, std::string> parameters = given.without(names);
-    try {
-      return parameters.empty() ? std::string() : expand_parameters(raw_statement, parameters);
-    } catch (const ParameterError&) {
-      return std::string();
-    }
-  };
   std::vector<std::string> all;
   const std::string* fixes_it = nullptr;
-  for (const auto& entry : given.overrides) {
-    const std::string alone = rebuilt({entry.first});
-    if (alone != statement && !alone.empty() && one_python_assignment(alone)) {
-      if (!entry.second.value.empty() && statement.find(entry.second.value) != std::string::npos) return &entry.first;
-      if (fixes_it == nullptr) fixes_it = &entry.first;
-    }
-    all.push_back(entry.first);
+  const std::string* changes_it = nullptr;  // the first whose revert changes the statement at all
+  for (const auto& [name, override_] : given.overrides) {
+    all.push_back(name);
+    const std::optional<std::string> alone = given.expand_without(raw_statement, {name});
+    if (!alone || *alone == statement) continue;
+    if (changes_it == nullptr) changes_it = &name;
+    if (!one_python_assignment(*alone)) continue;
+    if (!override_.value.empty() && statement.find(override_.value) != std::string::npos) return &name;
+    if (fixes_it == nullptr) fixes_it = &name;
   }
   if (fixes_it != nullptr) return fixes_it;
-  const std::string reverted = rebuilt(all);
-  if (reverted.empty() || !one_python_assignment(reverted)) return nullptr;
-  for (const auto& entry : given.overrides) {
-    if (rebuilt({entry.first}) != statement) return &entry.first;
-  }
-  return nullptr;
+  const std::optional<std::string> reverted = given.expand_without(raw_statement, all);
+  return reverted && one_python_assignment(*reverted) ? changes_it : nullptr;
 }
 
 FieldRule read_field_rule(const RuleReader& r, const YAML::Node& doc, const GivenParameters& given) {

@@ -146,8 +146,9 @@ void read_patch_gaps(const Fields& fields, const JsonValue& document, CheckRepor
       // fields[] gained `column` within format_version 1 (2026-11-30), so an older report lacks it.
       const bool column_optional = array.kind == PatchGapKind::kFieldMissing && entry.find("column") == nullptr;
       finding.column = column_optional ? 0 : fields.position(entry, "column", field);
+      // What the finding is about: a run_scales entry names its call, a field its class (below).
       finding.expr = fields.text(entry, array.kind == PatchGapKind::kScalesMissing ? "call" : "expr", field);
-      finding.consumer = fields.text(entry, "consumer", field);
+      finding.consumer = fields.text(entry, array.kind == PatchGapKind::kFieldMissing ? "class" : "consumer", field);
       finding.why = fields.text(entry, "why", field);
       finding.effect = fields.text(entry, "effect", field);
       finding.flashinfer = fields.text(entry, "flashinfer", field);
@@ -158,7 +159,6 @@ void read_patch_gaps(const Fields& fields, const JsonValue& document, CheckRepor
         // and those unthreaded sites are listed as unverifiable.
         if (!finding.reason.empty()) continue;
         finding.expr = kv_field;
-        finding.consumer = fields.text(entry, "class", field);
       }
       report.patch_gaps.push_back(std::move(finding));
     }

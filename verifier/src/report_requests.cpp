@@ -32,15 +32,14 @@ std::string role_name(DtypeRole role) {
 // Why a site's dtypes are not what the patched code will plan, with what to do; empty when they are.
 std::string unverifiable_reason(const ReportPlanSite& site) {
   const std::string kvpatch_reason = site.reason.empty() ? "" : " (kvpatch: " + site.reason + ")";
+  const std::string planned_kv = site.kv_expr.empty() ? std::string("the query dtype") : "'" + site.kv_expr + "'";
   if (site.status == SiteStatus::kMissing && !site.reason.empty()) {
     return "site is missing kv_data_type, and `kvpatch apply` leaves it" + kvpatch_reason +
-           "; its plan call still plans the KV cache as " +
-           (site.kv_expr.empty() ? std::string("the query dtype") : "'" + site.kv_expr + "'") +
+           "; its plan call still plans the KV cache as " + planned_kv +
            ": fix what kvpatch names, run `kvpatch apply`, then re-run `kvpatch check --format json`";
   }
   if (site.status == SiteStatus::kMissing) {
-    return "site is missing kv_data_type: its plan call still plans the KV cache as " +
-           (site.kv_expr.empty() ? std::string("the query dtype") : "'" + site.kv_expr + "'") + " (role " +
+    return "site is missing kv_data_type: its plan call still plans the KV cache as " + planned_kv + " (role " +
            role_name(site.kv_role) +
            "), so the report was taken before the patch; run `kvpatch apply` and re-run `kvpatch check --format json`";
   }
