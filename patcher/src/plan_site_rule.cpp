@@ -5,6 +5,7 @@
 
 #include "kvpatch/dtype_roles.h"
 #include "kvpatch/edit_operations.h"
+#include "kvpatch/method_references.h"
 #include "kvpatch/rule_engine.h"
 
 namespace kvpatch {
@@ -108,6 +109,17 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
   const Aliases aliases = find_aliases(rule, facts);
   const SourceFile& source = facts.file().source;
   std::vector<PlanSite> sites;
+  // `p = wrapper.plan` then `p(...)`: each call of p is a call of plan on that receiver. Other reads of
+  // the method as a value are sites of their own, below.
+  const std::vector<MethodValue> values = method_values(rule.method, facts);
+  auto alias_receiver = [&](TSNode call) {
+    for (const MethodValue& v : values) {
+      for (TSNode c : v.alias_calls) {
+        if (syntax::same(c, call)) return v.receiver;
+      }
+    }
+    return TSNode{};
+  };
 
   for (TSNode call : facts.calls()) {
     TSNode callee = field(call, "function");
@@ -123,8 +135,9 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
     PlanSite site;
     const Signature* signature = nullptr;
     bool receiver_unknown = false;
-    if (is(callee, "attribute") && facts.text(field(callee, "attribute")) == rule.method) {
-      TSNode receiver = field(callee, "object");
+    TSNode receiver = method_receiver(callee, rule.method, facts);
+    if (syntax::is_null(receiver) && is(callee, "identifier")) receiver = alias_receiver(call);
+    if (!syntax::is_null(receiver)) {
       const TypeVerdict verdict = types.of(receiver, scope);
       if (verdict == TypeVerdict::Other || verdict == TypeVerdict::Nothing) continue;
       if (verdict == TypeVerdict::Unknown) {
@@ -238,6 +251,36 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
     }
     sites.push_back(std::move(site));
   }
+  for (const MethodValue& v : values) {
+    if (!v.alias.empty() || types.of(v.receiver, facts.function_at(v.node)) != TypeVerdict::Wrapper) continue;
+    PlanSite site;
+    site.rule = rule.id;
+    site.call = v.node;
+    site.receiver = one_line(facts.text(v.receiver));
+    site.callee = rule.wrapper_class + "." + rule.method;
+    const SourcePosition at = source.position(ts_node_start_byte(v.node));
+    site.line = at.line;
+    site.column = at.column;
+    if (const FunctionFacts* method = holding_method(facts, facts.function_at(v.node)); method != nullptr) {
+      site.class_name = method->class_name;
+      site.method = method->name;
+    }
+    if (auto reason = suppression(source, v.node, rule.id)) {
+      site.status = SiteStatus::Ignored;
+      site.reason = reason->empty() ? "suppressed by a kvpatch: ignore comment" : *reason;
+    } else {
+      site.status = SiteStatus::Unknown;
+      // site_message() names the method first: "<receiver>.plan; the method is passed to partial(), ...".
+      site.reason = "the method is " + v.context + ", so the calls made through it cannot be bound; pass " +
+                    rule.kv_parameter + " to them by hand, then mark this line # kvpatch: ignore[" + rule.id +
+                    "] <reason>";
+    }
+    sites.push_back(std::move(site));
+  }
+  // In source order, as the calls were visited: a value read lands among the calls around it.
+  std::stable_sort(sites.begin(), sites.end(), [](const PlanSite& a, const PlanSite& b) {
+    return ts_node_start_byte(a.call) < ts_node_start_byte(b.call);
+  });
   return sites;
 }
 

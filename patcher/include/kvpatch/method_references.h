@@ -1,0 +1,31 @@
+#pragma once
+// Where code reaches a wrapper method other than by writing `<receiver>.<method>(...)`. The first manual
+// fix of the KV cast missed a plan() call; a call kvpatch cannot see is the same miss, so every read of
+// `<receiver>.<method>` is accounted for: a call through parentheses or getattr() is a call like any
+// other, a local name bound to the method and only ever called makes each of its calls one, and a
+// method handed on as a value (to partial(), into a container, a conditional, a walrus) is reported,
+// since the calls made through it cannot be bound.
+#include <string>
+#include <vector>
+
+#include "kvpatch/module_facts.h"
+
+namespace kvpatch {
+
+// The receiver `r` of a callee that names the method: `r.m`, `(r.m)` or `getattr(r, "m")`; a null node
+// for any other callee.
+TSNode method_receiver(TSNode callee, const std::string& method, const ModuleFacts& facts);
+
+struct MethodValue {
+  TSNode node{};      // the `r.m` attribute or `getattr(r, "m")` call, read as a value
+  TSNode receiver{};  // r
+  std::string alias;  // the local it is bound to when that local is only ever called; "" otherwise
+  std::vector<TSNode> alias_calls;  // then: the calls of that local, each a call of the method
+  std::string context;  // for a value that escapes: what takes it, e.g. "passed to partial()"
+};
+
+// Every read of `r.m` (or `getattr(r, "m")`) that is not a callee, an assignment target, or only
+// inspected (an attribute of it read, compared, or handed to isinstance() / callable() and the like).
+std::vector<MethodValue> method_values(const std::string& method, const ModuleFacts& facts);
+
+}  // namespace kvpatch

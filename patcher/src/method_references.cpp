@@ -1,0 +1,141 @@
+#include "kvpatch/method_references.h"
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+namespace kvpatch {
+using syntax::field;
+using syntax::is;
+
+namespace {
+
+// The outermost parenthesized_expression around the node, or the node itself.
+TSNode parenthesized_outside(TSNode node) {
+  for (TSNode up = syntax::parent(node); is(up, "parenthesized_expression"); up = syntax::parent(up)) node = up;
+  return node;
+}
+
+// `getattr(r, "m")` with exactly those two arguments and a plain string literal naming the method.
+bool is_getattr_of(TSNode node, const std::string& method, const ModuleFacts& facts) {
+  if (!is(node, "call") || facts.text(field(node, "function")) != "getattr") return false;
+  const std::vector<TSNode> args = syntax::statements(field(node, "arguments"));
+  if (args.size() != 2 || !is(args[1], "string")) return false;
+  const std::string literal = facts.text(args[1]);
+  return literal == "\"" + method + "\"" || literal == "'" + method + "'";
+}
+
+TSNode receiver_of_read(TSNode node, const std::string& method, const ModuleFacts& facts) {
+  if (is(node, "attribute") && facts.text(field(node, "attribute")) == method) return field(node, "object");
+  if (is_getattr_of(node, method, facts)) return syntax::statements(field(node, "arguments"))[0];
+  return TSNode{};
+}
+
+bool is_callee(TSNode outer) {
+  TSNode parent = syntax::parent(outer);
+  return is(parent, "call") && syntax::same(field(parent, "function"), outer);
+}
+
+// Inside the left side of an assignment (`w.plan = partial(f, w)`), or deleted.
+bool is_target(TSNode node) {
+  for (TSNode up = syntax::parent(node); !syntax::is_null(up); node = up, up = syntax::parent(up)) {
+    if (is(up, "assignment") || is(up, "augmented_assignment")) return syntax::same(field(up, "left"), node);
+    if (is(up, "delete_statement")) return true;
+    if (is(up, "expression_statement") || is(up, "block") || is(up, "module")) return false;
+  }
+  return false;
+}
+
+// Read only to be looked at: `w.plan.__name__`, `w.plan is f`, `isinstance(w.plan, partial)`.
+bool is_inspected(TSNode outer, const ModuleFacts& facts) {
+  TSNode parent = syntax::parent(outer);
+  if (is(parent, "attribute") && syntax::same(field(parent, "object"), outer)) return true;
+  if (is(parent, "comparison_operator") || is(parent, "not_operator")) return true;
+  if (is(parent, "argument_list") && is(syntax::parent(parent), "call")) {
+    static constexpr std::array<std::string_view, 8> kInspectors = {"isinstance", "callable", "hasattr", "id",
+                                                                    "type",       "repr",     "str",     "print"};
+    const std::string callee = facts.text(field(syntax::parent(parent), "function"));
+    return std::find(kInspectors.begin(), kInspectors.end(), callee) != kInspectors.end();
+  }
+  return false;
+}
+
+std::string escape_context(TSNode outer, const ModuleFacts& facts) {
+  TSNode parent = syntax::parent(outer);
+  if (is(parent, "argument_list") || is(parent, "keyword_argument")) {
+    TSNode call = is(parent, "keyword_argument") ? syntax::parent(parent) : parent;
+    call = syntax::parent(call);
+    return "passed to " + one_line(facts.text(field(call, "function"))) + "()";
+  }
+  if (is(parent, "assignment")) return "assigned to " + one_line(facts.text(field(parent, "left")));
+  if (is(parent, "named_expression")) return "bound with :=";
+  if (is(parent, "conditional_expression")) return "chosen by a conditional expression";
+  if (is(parent, "return_statement")) return "returned";
+  if (is(parent, "lambda")) return "returned by a lambda";
+  if (is(parent, "pair") || is(parent, "list") || is(parent, "tuple") || is(parent, "set")) return "put in a container";
+  return "read as a value (" + std::string(syntax::type(parent)) + ")";
+}
+
+// `name = r.m` in a function, with `name` assigned nowhere else in it, not a parameter, and every other
+// occurrence of it in the function a call: the calls, in source order. False when name is used otherwise.
+bool alias_calls(TSNode assignment, const std::string& name, const ModuleFacts& facts, std::vector<TSNode>& calls) {
+  const FunctionFacts* function = facts.function_at(assignment);
+  if (function == nullptr || function->signature.index_of(name) >= 0 ||
+      facts.local_assignments(*function, name).size() != 1) {
+    return false;
+  }
+  TSNode target = field(assignment, "left");
+  bool only_called = true;
+  syntax::walk(function->body, [&](TSNode n) {
+    if (!only_called) return false;
+    if (!is(n, "identifier") || syntax::same(n, target) || facts.text(n) != name) return true;
+    TSNode parent = syntax::parent(n);
+    // `x.name` and `f(name=...)` name something else.
+    if (is(parent, "attribute") && syntax::same(field(parent, "attribute"), n)) return true;
+    if (is(parent, "keyword_argument") && syntax::same(field(parent, "name"), n)) return true;
+    TSNode outer = parenthesized_outside(n);
+    if (is_callee(outer)) {
+      calls.push_back(syntax::parent(outer));
+    } else {
+      only_called = false;
+    }
+    return true;
+  });
+  return only_called;
+}
+
+}  // namespace
+
+TSNode method_receiver(TSNode callee, const std::string& method, const ModuleFacts& facts) {
+  return receiver_of_read(syntax::unparenthesized(callee), method, facts);
+}
+
+std::vector<MethodValue> method_values(const std::string& method, const ModuleFacts& facts) {
+  std::vector<MethodValue> out;
+  syntax::walk(facts.file().tree.root(), [&](TSNode node) {
+    TSNode receiver = receiver_of_read(node, method, facts);
+    if (syntax::is_null(receiver)) return true;
+    const TSNode outer = parenthesized_outside(node);
+    if (is_callee(outer) || is_target(node) || is_inspected(outer, facts)) return true;
+    MethodValue value;
+    value.node = node;
+    value.receiver = receiver;
+    TSNode parent = syntax::parent(outer);
+    if (is(parent, "assignment") && syntax::same(field(parent, "right"), outer) && is(field(parent, "left"), "identifier")) {
+      const std::string name = facts.text(field(parent, "left"));
+      std::vector<TSNode> calls;
+      if (alias_calls(parent, name, facts, calls)) {
+        value.alias = name;
+        value.alias_calls = std::move(calls);
+      } else {
+        value.context = "bound to " + name + ", which is used other than called";
+      }
+    }
+    if (value.alias.empty() && value.context.empty()) value.context = escape_context(outer, facts);
+    out.push_back(std::move(value));
+    return true;
+  });
+  return out;
+}
+
+}  // namespace kvpatch
