@@ -6,6 +6,7 @@
 #include "kvpatch/cast_guard.h"
 #include "kvpatch/dtype_roles.h"
 #include "kvpatch/edit_operations.h"
+#include "kvpatch/method_references.h"
 #include "kvpatch/rule_engine.h"
 
 namespace kvpatch {
@@ -162,11 +163,12 @@ private:
     if (syntax::is_null(consumer.call)) return consumer.where;
     TSNode callee = field(consumer.call, "function");
     for (const Fp8Consumer& spec : rule_.fp8_consumers) {
-      if (!is(callee, "attribute") || facts_.text(field(callee, "attribute")) != spec.method) continue;
+      // `w.run(...)`, `(w.run)(...)`, `getattr(w, "run")(...)`, or `run(...)` after `run = w.run`.
+      TSNode receiver = method_call_receiver(consumer.call, spec.method, values_for(spec.method), facts_);
+      if (syntax::is_null(receiver)) continue;
       const PlanSiteRule* sites_rule = rules_.plan_site_rule(spec.sites_rule);
       if (sites_rule == nullptr) continue;
       const WrapperTypes& types = types_for(*sites_rule);
-      TSNode receiver = field(callee, "object");
       const std::string name = one_line(facts_.text(callee)) + " at " + at(consumer.call);
       if (types.of(receiver, scope) != TypeVerdict::Wrapper) {
         return name + ": receiver is not known to be a " + sites_rule->wrapper_class;
@@ -322,6 +324,13 @@ private:
     return *known->second;
   }
 
+  // The reads of each consumer method as a value, for its calls through a local alias: one walk per method.
+  const std::vector<MethodValue>& values_for(const std::string& method) const {
+    auto known = values_.find(method);
+    if (known == values_.end()) known = values_.emplace(method, method_values(method, facts_)).first;
+    return known->second;
+  }
+
   const CastRule& rule_;
   const RuleSet& rules_;
   const ModuleFacts& facts_;
@@ -329,6 +338,7 @@ private:
   const std::vector<FieldFinding>& fields_;
   const SourceFile& source_;
   mutable std::map<const PlanSiteRule*, std::unique_ptr<WrapperTypes>> types_;  // by plan-site rule
+  mutable std::map<std::string, std::vector<MethodValue>> values_;              // by method name
   mutable std::map<std::size_t, KvPlanForm> plan_forms_;                // by site index; sites do not change
 };
 }  // namespace

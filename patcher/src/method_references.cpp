@@ -110,6 +110,19 @@ TSNode method_receiver(TSNode callee, const std::string& method, const ModuleFac
   return receiver_of_read(syntax::unparenthesized(callee), method, facts);
 }
 
+TSNode method_call_receiver(TSNode call, const std::string& method, const std::vector<MethodValue>& values,
+                            const ModuleFacts& facts) {
+  TSNode callee = field(call, "function");
+  TSNode receiver = method_receiver(callee, method, facts);
+  if (!syntax::is_null(receiver) || !is(callee, "identifier")) return receiver;
+  for (const MethodValue& v : values) {
+    for (TSNode c : v.alias_calls) {
+      if (syntax::same(c, call)) return v.receiver;
+    }
+  }
+  return TSNode{};
+}
+
 std::vector<MethodValue> method_values(const std::string& method, const ModuleFacts& facts) {
   std::vector<MethodValue> out;
   syntax::walk(facts.file().tree.root(), [&](TSNode node) {
@@ -132,6 +145,28 @@ std::vector<MethodValue> method_values(const std::string& method, const ModuleFa
       }
     }
     if (value.alias.empty() && value.context.empty()) value.context = escape_context(outer, facts);
+    out.push_back(std::move(value));
+    return true;
+  });
+  return out;
+}
+
+std::vector<MethodValue> function_values(const std::string& name, const ModuleFacts& facts) {
+  std::vector<MethodValue> out;
+  syntax::walk(facts.file().tree.root(), [&](TSNode node) {
+    if (!is(node, "identifier") || facts.text(node) != name) return true;
+    TSNode parent = syntax::parent(node);
+    if ((is(parent, "function_definition") && syntax::same(field(parent, "name"), node)) ||
+        (is(parent, "attribute") && syntax::same(field(parent, "attribute"), node)) ||
+        (is(parent, "keyword_argument") && syntax::same(field(parent, "name"), node)) ||
+        is(parent, "dotted_name") || is(parent, "aliased_import") || is(parent, "global_statement")) {
+      return true;
+    }
+    const TSNode outer = parenthesized_outside(node);
+    if (is_callee(outer) || is_target(node) || is_inspected(outer, facts)) return true;
+    MethodValue value;
+    value.node = node;
+    value.context = escape_context(outer, facts);
     out.push_back(std::move(value));
     return true;
   });

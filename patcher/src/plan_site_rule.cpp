@@ -72,6 +72,22 @@ Aliases find_aliases(const PlanSiteRule& rule, const ModuleFacts& facts) {
   return aliases;
 }
 
+// `X.<method> = partial(f, X, ...)`: f handed to partial() to be installed as the method, which the
+// aliases above follow.
+bool installed_as_method(TSNode function_name, const std::string& method, const ModuleFacts& facts) {
+  TSNode list = syntax::parent(function_name);
+  TSNode call = syntax::parent(list);
+  if (!is(list, "argument_list") || !is(call, "call")) return false;
+  const std::string callee = facts.text(field(call, "function"));
+  if (callee != "partial" && callee != "functools.partial") return false;
+  const std::vector<TSNode> args = syntax::statements(list);
+  if (args.empty() || !syntax::same(args[0], function_name)) return false;
+  TSNode assignment = syntax::parent(call);
+  if (!is(assignment, "assignment") || !syntax::same(field(assignment, "right"), call)) return false;
+  TSNode target = field(assignment, "left");
+  return is(target, "attribute") && facts.text(field(target, "attribute")) == method;
+}
+
 HeadDimArgument head_dim(const Binding& binding, const std::string& parameter) {
   HeadDimArgument out;
   if (parameter.empty()) return out;
@@ -112,14 +128,6 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
   // `p = wrapper.plan` then `p(...)`: each call of p is a call of plan on that receiver. Other reads of
   // the method as a value are sites of their own, below.
   const std::vector<MethodValue> values = method_values(rule.method, facts);
-  auto alias_receiver = [&](TSNode call) {
-    for (const MethodValue& v : values) {
-      for (TSNode c : v.alias_calls) {
-        if (syntax::same(c, call)) return v.receiver;
-      }
-    }
-    return TSNode{};
-  };
 
   for (TSNode call : facts.calls()) {
     TSNode callee = field(call, "function");
@@ -135,8 +143,7 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
     PlanSite site;
     const Signature* signature = nullptr;
     bool receiver_unknown = false;
-    TSNode receiver = method_receiver(callee, rule.method, facts);
-    if (syntax::is_null(receiver) && is(callee, "identifier")) receiver = alias_receiver(call);
+    TSNode receiver = method_call_receiver(call, rule.method, values, facts);
     if (!syntax::is_null(receiver)) {
       const TypeVerdict verdict = types.of(receiver, scope);
       if (verdict == TypeVerdict::Other || verdict == TypeVerdict::Nothing) continue;
@@ -251,13 +258,32 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
     }
     sites.push_back(std::move(site));
   }
+  // The method, or a plan alias, read as a value: the calls made through it cannot be found.
+  struct Escaped {
+    const MethodValue* value;
+    std::string receiver;  // "" for an alias function
+    std::string callee;
+  };
+  std::vector<Escaped> escaped;
   for (const MethodValue& v : values) {
     if (!v.alias.empty() || types.of(v.receiver, facts.function_at(v.node)) != TypeVerdict::Wrapper) continue;
+    escaped.push_back({&v, one_line(facts.text(v.receiver)), rule.wrapper_class + "." + rule.method});
+  }
+  std::vector<std::vector<MethodValue>> alias_values;
+  alias_values.reserve(aliases.by_name.size());
+  for (const auto& [name, function] : aliases.by_name) {
+    alias_values.push_back(function_values(name, facts));
+    for (const MethodValue& v : alias_values.back()) {
+      if (!installed_as_method(v.node, rule.method, facts)) escaped.push_back({&v, "", name});
+    }
+  }
+  for (const Escaped& e : escaped) {
+    const MethodValue& v = *e.value;
     PlanSite site;
     site.rule = rule.id;
     site.call = v.node;
-    site.receiver = one_line(facts.text(v.receiver));
-    site.callee = rule.wrapper_class + "." + rule.method;
+    site.receiver = e.receiver;
+    site.callee = e.callee;
     const SourcePosition at = source.position(ts_node_start_byte(v.node));
     site.line = at.line;
     site.column = at.column;
@@ -271,7 +297,7 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
     } else {
       site.status = SiteStatus::Unknown;
       // site_message() names the method first: "<receiver>.plan; the method is passed to partial(), ...".
-      site.reason = "the method is " + v.context + ", so the calls made through it cannot be bound; pass " +
+      site.reason = std::string(e.receiver.empty() ? "the plan alias" : "the method") + " is " + v.context + ", so the calls made through it cannot be bound; pass " +
                     rule.kv_parameter + " to them by hand, then mark this line # kvpatch: ignore[" + rule.id +
                     "] <reason>";
     }

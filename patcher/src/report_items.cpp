@@ -65,7 +65,8 @@ std::string cast_message(const CastFinding& c) {
 }
 
 std::string run_input_message(const RunInputFinding& r) {
-  const std::string what = r.status == RunInputStatus::Converted
+  const std::string what = r.consumer_handed_on ? r.expr + " is handed on"
+                           : r.status == RunInputStatus::Converted
                                ? r.expr + " converts the KV data " + r.consumer + " takes"
                                : "the KV data " + r.consumer + " takes comes from " + r.expr;
   return scope_name(r.class_name, r.method) + ": " + what + ": " + r.why + "; " + r.effect;

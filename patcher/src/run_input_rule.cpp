@@ -7,6 +7,7 @@
 #include "kvpatch/dtype_roles.h"
 #include "kvpatch/edit_operations.h"
 #include "kvpatch/imported_names.h"
+#include "kvpatch/method_references.h"
 #include "kvpatch/rule_engine.h"
 
 namespace kvpatch {
@@ -102,6 +103,7 @@ public:
                            const std::vector<std::size_t>& planning, const std::string& unsure) {
       check_call(spec, call, scope, planning, unsure, out);
     });
+    escaped_consumers(out);
     return out;
   }
 
@@ -132,11 +134,12 @@ private:
       if (spec.kv_parameters.empty() || sites_rule == nullptr) continue;
       const WrapperTypes types(facts_, sites_rule->wrapper_class, sites_rule->wrapper_module,
                                sites_rule->known_other_classes);
+      const std::vector<MethodValue> values = method_values(spec.method, facts_);
       for (TSNode call : facts_.calls()) {
-        TSNode callee = field(call, "function");
-        if (!is(callee, "attribute") || facts_.text(field(callee, "attribute")) != spec.method) continue;
+        // `w.run(...)`, `(w.run)(...)`, `getattr(w, "run")(...)`, or `run(...)` after `run = w.run`.
+        TSNode receiver = method_call_receiver(call, spec.method, values, facts_);
+        if (syntax::is_null(receiver)) continue;
         const FunctionFacts* scope = facts_.function_at(call);
-        TSNode receiver = field(callee, "object");
         // A receiver of unknown type may be the wrapper: it is checked when KV data reaches it.
         const TypeVerdict verdict = types.of(receiver, scope);
         if (verdict != TypeVerdict::Wrapper && verdict != TypeVerdict::Unknown) continue;
@@ -151,6 +154,47 @@ private:
                                        ? ""
                                        : "; its receiver is not known to be a " + sites_rule->wrapper_class + " but may be";
         visit(spec, call, scope, planning, unsure);
+      }
+    }
+  }
+
+  // A consumer method of a wrapper planned for the KV dtype, handed on as a value (`partial(w.run)`,
+  // `r := w.run`): the calls made through it cannot be found, so neither can the KV data they pass. Like a
+  // run() input of unknown origin, it keeps the wrapper's plan sites unthreaded.
+  void escaped_consumers(std::vector<RunInputFinding>& out) const {
+    for (const Fp8Consumer& spec : rule_.fp8_consumers) {
+      const PlanSiteRule* sites_rule = rules_.plan_site_rule(spec.sites_rule);
+      if (spec.kv_parameters.empty() || sites_rule == nullptr) continue;
+      const WrapperTypes types(facts_, sites_rule->wrapper_class, sites_rule->wrapper_module,
+                               sites_rule->known_other_classes);
+      for (const MethodValue& v : method_values(spec.method, facts_)) {
+        const FunctionFacts* scope = facts_.function_at(v.node);
+        if (!v.alias.empty() || types.of(v.receiver, scope) != TypeVerdict::Wrapper) continue;
+        const std::vector<std::size_t> planning = sites_planning(spec, types.source_attribute(v.receiver, scope), sites_);
+        if (std::none_of(planning.begin(), planning.end(), [&](std::size_t i) { return sites_[i].threaded_after_edits(); })) {
+          continue;
+        }
+        RunInputFinding f;
+        f.rule = rule_.run_input_id;
+        const SourcePosition pos = source_.position(ts_node_start_byte(v.node));
+        f.line = pos.line;
+        f.column = pos.column;
+        if (const FunctionFacts* method = holding_method(facts_, scope)) {
+          f.class_name = method->class_name;
+          f.method = method->name;
+        }
+        if (auto reason = suppression(source_, v.node, rule_.run_input_id)) {
+          f.ignored = true;
+          f.ignore_reason = *reason;
+        }
+        f.status = RunInputStatus::Unknown;
+        f.expr = one_line(facts_.text(v.node));
+        f.why = "the method is " + v.context + ", so the calls made through it, and the KV data they pass, cannot be traced";
+        f.consumer = one_line(facts_.text(v.node)) + " at " + at(v.node);
+        f.consumer_call = v.node;
+        f.consumer_handed_on = true;
+        for (std::size_t i : planning) f.wrapper_sites.push_back({sites_[i].line, sites_[i].column});
+        out.push_back(std::move(f));
       }
     }
   }

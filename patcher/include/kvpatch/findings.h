@@ -120,7 +120,9 @@ struct RunInputFinding {
   std::string expr;      // one-line source text of the conversion or value
   std::string why;       // what the conversion does, or why the origin is unknown
   std::string consumer;  // `decode_wrapper.run at 34:13 (ckv_cache, kpe_cache)`
-  TSNode consumer_call{};
+  TSNode consumer_call{};  // the run() call, or the read of the method when it is handed on (below)
+  // The consumer method itself is handed on as a value (`partial(w.run)`): no call of it can be found.
+  bool consumer_handed_on = false;
   std::vector<SourcePosition> wrapper_sites;  // the plan sites that may plan the consumer's wrapper
   std::string effect;    // what kvpatch does about it (filled in by the engine)
   // `# kvpatch: ignore[<rule>] reason` on the line of the consumer's call or of the argument: reported, counted

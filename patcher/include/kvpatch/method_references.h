@@ -24,8 +24,17 @@ struct MethodValue {
   std::string context;  // for a value that escapes: what takes it, e.g. "passed to partial()"
 };
 
+// The receiver of a call of the method in any of the forms above, a local alias's calls included (`values`
+// from method_values() for the same method); a null node when the call is not one of the method.
+TSNode method_call_receiver(TSNode call, const std::string& method, const std::vector<MethodValue>& values,
+                            const ModuleFacts& facts);
+
 // Every read of `r.m` (or `getattr(r, "m")`) that is not a callee, an assignment target, or only
 // inspected (an attribute of it read, compared, or handed to isinstance() / callable() and the like).
 std::vector<MethodValue> method_values(const std::string& method, const ModuleFacts& facts);
+
+// Reads of the module-level function `name` as a value (`partial(name, w)`, `self.f = name`): not a call of
+// it, not its def, not an assignment to it, and not only inspected. Each with what takes it, as above.
+std::vector<MethodValue> function_values(const std::string& name, const ModuleFacts& facts);
 
 }  // namespace kvpatch
