@@ -1,4 +1,5 @@
 #include "kvpatch/analyze.h"
+#include "kvpatch/cross_file.h"
 #include "kvpatch/flashinfer_version.h"
 
 #include <algorithm>
@@ -63,6 +64,7 @@ Run analyze_inputs(const RuleSet& rules, const InputSet& inputs) {
                             "edit this file by hand or suppress one finding with # kvpatch: ignore[RULE-ID]"});
     }
   }
+  link_files(rules, run);
   return run;
 }
 

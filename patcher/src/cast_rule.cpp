@@ -2,6 +2,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <utility>
 
 #include "kvpatch/cast_guard.h"
 #include "kvpatch/dtype_roles.h"
@@ -159,7 +160,10 @@ private:
 
   // Empty when the consumer accepts the KV dtype after the edits (then planning holds the plan sites that
   // may plan its wrapper); otherwise why it does not.
-  std::string problem(const Consumer& consumer, const FunctionFacts* scope, std::vector<std::size_t>& planning) const {
+  // unplanned: set to the consumer ("decode_wrapper.run at 34:13") and its plan-site rule when its wrapper
+  // has no plan site in this file at all (it may be planned in another; link_files() looks there).
+  std::string problem(const Consumer& consumer, const FunctionFacts* scope, std::vector<std::size_t>& planning,
+                      std::pair<std::string, std::string>& unplanned) const {
     if (syntax::is_null(consumer.call)) return consumer.where;
     TSNode callee = field(consumer.call, "function");
     for (const Fp8Consumer& spec : rule_.fp8_consumers) {
@@ -190,7 +194,10 @@ private:
         if (s.status_after_edits() == SiteStatus::Gated) why += " (gated on " + s.condition_after_edits() + ")";
         return why;
       }
-      if (indices.empty()) return name + ": no plan site of " + sites_rule->wrapper_class + " found for this wrapper";
+      if (indices.empty()) {
+        unplanned = {name, sites_rule->id};
+        return name + ": no plan site of " + sites_rule->wrapper_class + " found for this wrapper";
+      }
       planning.insert(planning.end(), indices.begin(), indices.end());
       return "";
     }
@@ -239,8 +246,9 @@ private:
     std::vector<std::string> problems;
     std::vector<std::string> accepted;
     std::vector<std::size_t> planning;
+    std::pair<std::string, std::string> unplanned;
     for (const Consumer& c : consumers) {
-      const std::string why = problem(c, scope, planning);
+      const std::string why = problem(c, scope, planning, unplanned);
       if (!why.empty()) {
         if (std::find(problems.begin(), problems.end(), why) == problems.end()) problems.push_back(why);
       } else if (std::find(accepted.begin(), accepted.end(), c.where) == accepted.end()) {
@@ -259,6 +267,8 @@ private:
       return f;
     }
     if (!problems.empty()) {
+      f.unplanned_consumer = unplanned.first;
+      f.unplanned_sites_rule = unplanned.second;
       f.consumer = problems.front();
       for (std::size_t i = 1; i < problems.size(); ++i) f.consumer += "; " + problems[i];
       return f;

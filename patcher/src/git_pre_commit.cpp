@@ -1,4 +1,5 @@
 #include "kvpatch/git_pre_commit.h"
+#include "kvpatch/cross_file.h"
 #include "kvpatch/flashinfer_version.h"
 
 #include <algorithm>
@@ -47,6 +48,7 @@ Run analyze_staged(const RuleSet& rules, const GitRepository& repo, const Staged
                             "edit this file by hand or suppress one finding with # kvpatch: ignore[RULE-ID]"});
     }
   }
+  link_files(rules, run);
   return run;
 }
 

@@ -101,6 +101,10 @@ struct CastFinding {
   // other caches (to the model dtype the plan then names), now under a guard or, after its fix, under one.
   std::string guard_dtype;
   std::vector<Edit> fix;
+  // A required cast one of whose consumers' wrappers has no plan site in this file: that consumer
+  // ("decode_wrapper.run at 34:13"); "" otherwise. The wrapper may be planned in another file (cross_file.h).
+  std::string unplanned_consumer;
+  std::string unplanned_sites_rule;  // the plan-site rule that wrapper's sites would be found by
   // After the edits the cast is gone or converts only what the plan expects: run() gets the planned dtype.
   bool agrees_with_plan() const { return redundant || !guard_dtype.empty(); }
 };

@@ -143,6 +143,26 @@ TEST_SUITE("pre_commit") {
     CHECK(result.err.empty());
   }
 
+  TEST_CASE("a wrapper planned in one staged module and run in another: the run()'s kept cast is refused") {
+    GitSandbox repo;
+    const std::string source = fixture_source("gen-b-unpatched");
+    const std::size_t cut = source.find("class FlashInferMLAIndicesUpdaterDecode:");
+    const std::size_t imports_end = source.find("@dataclass");
+    REQUIRE(cut != std::string::npos);
+    const std::string dir = "python/sglang/srt/layers/attention/";
+    repo.stage(dir + "mla_backend_split.py", source.substr(0, cut) + "from .mla_updaters import *  # noqa: F403\n");
+    repo.write(dir + "mla_updaters.py", source.substr(0, imports_end) + source.substr(cut));
+    // apply over the updaters' module alone sees no run() and threads its plans: exit 0.
+    REQUIRE(repo.kvpatch({"apply", dir + "mla_updaters.py"}).exit_code == 0);
+    repo.git({"add", dir + "mla_updaters.py"});
+    const ProcessResult result = repo.kvpatch({"pre-commit"});
+    CAPTURE(result.out);
+    CHECK(result.exit_code == 1);
+    CHECK(contains(result.out, "3 plan sites: 3 threaded"));
+    CHECK(contains(result.out, "2 run() inputs unsafe: 0 converted, 2 unknown"));
+    CHECK(contains(result.out, "its wrapper has no plan site in this file, while " + dir + "mla_updaters.py:"));
+  }
+
   TEST_CASE("a site threaded by hand against a FlashInfer too old to build its plan is refused") {
     GitSandbox repo;
     // gen-a's prefill site plans a BF16 query with the KV-cache dtype; its pin, 0.2.3, cannot build that plan.

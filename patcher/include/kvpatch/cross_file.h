@@ -1,0 +1,16 @@
+#pragma once
+// What one file's rules cannot see: a wrapper planned in one module and run in another. Each file is
+// analysed on its own, so a run() whose wrapper has no plan site in its file keeps its KV cast, while
+// apply threads the plan sites of another file that may plan that very wrapper: an FP8 plan handed the
+// BF16 cast, which FlashInfer refuses at the first decode step. Such a cast becomes a run-input finding.
+#include "kvpatch/report.h"
+#include "kvpatch/rule_set.h"
+
+namespace kvpatch {
+
+// For every required cast whose consumer's wrapper has no plan site in its file, while another file of
+// the run has plan sites of the same rule that are (or will be) threaded: a run-input-unknown finding at
+// the cast, naming those sites. Check then fails there; apply cannot fix it.
+void link_files(const RuleSet& rules, Run& run);
+
+}  // namespace kvpatch

@@ -1,0 +1,97 @@
+// A wrapper planned in one module and run in another: kvpatch analyses each file on its own, so the run()'s
+// cast is `required` in its file while the other file's plan sites are threaded. Over one run that sees
+// both files, the cast becomes a run-input-unknown finding naming those sites, so check fails instead of
+// passing a patch that hands an FP8 plan the BF16 cast (FlashInfer refuses it at the first decode step).
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "support/files.h"
+#include "support/kvpatch_cli.h"
+#include "support/temp_dir.h"
+
+namespace fs = std::filesystem;
+using namespace kvpatch_test;
+
+namespace {
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+std::size_t count(const std::string& text, const std::string& part) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+// The generation-B fixture cut in two: the backend (casts and run() calls) imports the updaters (every
+// plan() call) from a module of their own.
+struct SplitBackend {
+  TempDir scratch{"kvpatch-cross-file"};
+  fs::path package = scratch.path() / "pkg";
+  fs::path backend = package / "flashinfer_mla_backend.py";
+  fs::path updaters = package / "flashinfer_mla_updaters.py";
+
+  SplitBackend() {
+    const std::string source =
+        read_bytes(fs::path(required_env("KVPATCH_FIXTURES_DIR")) / "gen-b-unpatched" / "flashinfer_mla_backend.py");
+    const std::size_t cut = source.find("class FlashInferMLAIndicesUpdaterDecode:");
+    const std::size_t imports_end = source.find("@dataclass");
+    REQUIRE(cut != std::string::npos);
+    REQUIRE(imports_end != std::string::npos);
+    fs::create_directories(package);
+    write_bytes(backend, source.substr(0, cut) +
+                             "from pkg.flashinfer_mla_updaters import FlashInferMLAIndicesUpdaterDecode\n"
+                             "from pkg.flashinfer_mla_updaters import FlashInferMLAIndicesUpdaterPrefill\n"
+                             "from pkg.flashinfer_mla_updaters import fast_mla_decode_plan\n");
+    write_bytes(updaters, source.substr(0, imports_end) + source.substr(cut));
+  }
+};
+}  // namespace
+
+TEST_SUITE("cross_file") {
+  TEST_CASE("run() calls whose wrapper is planned in another checked file keep their casts as findings") {
+    SplitBackend split;
+    const ProcessResult r = run_kvpatch({"check", "--isolated", "pkg"}, split.scratch.path());
+    CAPTURE(r.out);
+    CHECK(r.exit_code == 1);
+    // Both casts (decode and prefill) stay required and are each a run-input finding naming the updaters' sites.
+    CHECK(count(r.out, ": run-input-unknown: ") == 2);
+    CHECK(contains(r.out, "flashinfer_mla_backend.py:105:9: run-input-unknown: FlashInferMLAAttnBackend.forward_decode: "
+                          "the KV data decode_wrapper.run at 106:13 takes"));
+    CHECK(contains(r.out, "its wrapper has no plan site in this file, while flashinfer_mla_updaters.py:47:13, "
+                          "flashinfer_mla_updaters.py:62:13, flashinfer_mla_updaters.py:118:13 plan one"));
+    CHECK(contains(r.out, "2 casts: 0 redundant, 2 required; 2 run() inputs unsafe: 0 converted, 2 unknown"));
+  }
+
+  TEST_CASE("apply still fails over both files, and check after it too: the mismatch is named, never passed") {
+    SplitBackend split;
+    const ProcessResult applied = run_kvpatch({"apply", "--isolated", "pkg"}, split.scratch.path());
+    CHECK(applied.exit_code == 1);
+    const ProcessResult r = run_kvpatch({"check", "--isolated", "pkg"}, split.scratch.path());
+    CAPTURE(r.out);
+    CHECK(r.exit_code == 1);
+    CHECK(count(r.out, ": run-input-unknown: ") == 2);
+    CHECK(contains(r.out, "3 plan sites: 3 threaded"));
+  }
+
+  TEST_CASE("the backend file alone has nothing planned elsewhere in its run, and a marked cast is vouched for") {
+    SplitBackend split;
+    const ProcessResult alone = run_kvpatch({"check", "--isolated", "pkg/flashinfer_mla_backend.py"}, split.scratch.path());
+    CHECK(alone.exit_code == 0);
+    CHECK(!contains(alone.out, "run-input"));
+
+    std::string text = read_bytes(split.backend);
+    for (const char* line : {"k_buf = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id).to(",
+                             "k_buffer = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id).to(q.dtype)"}) {
+      const std::size_t at = text.find(line);
+      REQUIRE(at != std::string::npos);
+      const std::size_t end = text.find('\n', at);
+      text.insert(end, "  # kvpatch: ignore[flashinfer-mla-kv-run-input] planned BF16 in the updaters' module");
+    }
+    write_bytes(split.backend, text);
+    const ProcessResult marked = run_kvpatch({"check", "--isolated", "pkg"}, split.scratch.path());
+    CAPTURE(marked.out);
+    CHECK(count(marked.out, ": ignored: ") == 2);
+    CHECK(contains(marked.out, "2 run() inputs ignored"));
+  }
+}
