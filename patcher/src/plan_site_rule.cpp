@@ -88,6 +88,35 @@ bool installed_as_method(TSNode function_name, const std::string& method, const 
   return is(target, "attribute") && facts.text(field(target, "attribute")) == method;
 }
 
+// The site of a read of the method (receiver given) or of a plan alias (receiver "") as a value: unknown,
+// unless a kvpatch: ignore comment vouches for it.
+PlanSite escaped_site(const PlanSiteRule& rule, const ModuleFacts& facts, const MethodValue& value,
+                      const std::string& receiver, const std::string& callee) {
+  PlanSite site;
+  site.rule = rule.id;
+  site.call = value.node;
+  site.receiver = receiver;
+  site.callee = callee;
+  const SourcePosition at = facts.file().source.position(ts_node_start_byte(value.node));
+  site.line = at.line;
+  site.column = at.column;
+  if (const FunctionFacts* method = holding_method(facts, facts.function_at(value.node)); method != nullptr) {
+    site.class_name = method->class_name;
+    site.method = method->name;
+  }
+  if (auto reason = suppression(facts.file().source, value.node, rule.id)) {
+    site.status = SiteStatus::Ignored;
+    site.reason = reason->empty() ? "suppressed by a kvpatch: ignore comment" : *reason;
+    return site;
+  }
+  site.status = SiteStatus::Unknown;
+  // site_message() names the method first: "<receiver>.plan; the method is passed to partial(), ...".
+  site.reason = std::string(receiver.empty() ? "the plan alias" : "the method") + " is " + value.context +
+                ", so the calls made through it cannot be bound; pass " + rule.kv_parameter +
+                " to them by hand, then mark this line # kvpatch: ignore[" + rule.id + "] <reason>";
+  return site;
+}
+
 HeadDimArgument head_dim(const Binding& binding, const std::string& parameter) {
   HeadDimArgument out;
   if (parameter.empty()) return out;
@@ -259,49 +288,15 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
     sites.push_back(std::move(site));
   }
   // The method, or a plan alias, read as a value: the calls made through it cannot be found.
-  struct Escaped {
-    const MethodValue* value;
-    std::string receiver;  // "" for an alias function
-    std::string callee;
-  };
-  std::vector<Escaped> escaped;
   for (const MethodValue& v : values) {
-    if (!v.alias.empty() || types.of(v.receiver, facts.function_at(v.node)) != TypeVerdict::Wrapper) continue;
-    escaped.push_back({&v, one_line(facts.text(v.receiver)), rule.wrapper_class + "." + rule.method});
+    if (v.alias.empty() && types.of(v.receiver, facts.function_at(v.node)) == TypeVerdict::Wrapper) {
+      sites.push_back(escaped_site(rule, facts, v, one_line(facts.text(v.receiver)), rule.wrapper_class + "." + rule.method));
+    }
   }
-  std::vector<std::vector<MethodValue>> alias_values;
-  alias_values.reserve(aliases.by_name.size());
   for (const auto& [name, function] : aliases.by_name) {
-    alias_values.push_back(function_values(name, facts));
-    for (const MethodValue& v : alias_values.back()) {
-      if (!installed_as_method(v.node, rule.method, facts)) escaped.push_back({&v, "", name});
+    for (const MethodValue& v : function_values(name, facts)) {
+      if (!installed_as_method(v.node, rule.method, facts)) sites.push_back(escaped_site(rule, facts, v, "", name));
     }
-  }
-  for (const Escaped& e : escaped) {
-    const MethodValue& v = *e.value;
-    PlanSite site;
-    site.rule = rule.id;
-    site.call = v.node;
-    site.receiver = e.receiver;
-    site.callee = e.callee;
-    const SourcePosition at = source.position(ts_node_start_byte(v.node));
-    site.line = at.line;
-    site.column = at.column;
-    if (const FunctionFacts* method = holding_method(facts, facts.function_at(v.node)); method != nullptr) {
-      site.class_name = method->class_name;
-      site.method = method->name;
-    }
-    if (auto reason = suppression(source, v.node, rule.id)) {
-      site.status = SiteStatus::Ignored;
-      site.reason = reason->empty() ? "suppressed by a kvpatch: ignore comment" : *reason;
-    } else {
-      site.status = SiteStatus::Unknown;
-      // site_message() names the method first: "<receiver>.plan; the method is passed to partial(), ...".
-      site.reason = std::string(e.receiver.empty() ? "the plan alias" : "the method") + " is " + v.context + ", so the calls made through it cannot be bound; pass " +
-                    rule.kv_parameter + " to them by hand, then mark this line # kvpatch: ignore[" + rule.id +
-                    "] <reason>";
-    }
-    sites.push_back(std::move(site));
   }
   // In source order, as the calls were visited: a value read lands among the calls around it.
   std::stable_sort(sites.begin(), sites.end(), [](const PlanSite& a, const PlanSite& b) {
