@@ -106,14 +106,10 @@ bool alias_calls(TSNode assignment, const std::string& name, const ModuleFacts& 
 
 }  // namespace
 
-TSNode method_receiver(TSNode callee, const std::string& method, const ModuleFacts& facts) {
-  return receiver_of_read(syntax::unparenthesized(callee), method, facts);
-}
-
 TSNode method_call_receiver(TSNode call, const std::string& method, const std::vector<MethodValue>& values,
                             const ModuleFacts& facts) {
   TSNode callee = field(call, "function");
-  TSNode receiver = method_receiver(callee, method, facts);
+  TSNode receiver = receiver_of_read(syntax::unparenthesized(callee), method, facts);
   if (!syntax::is_null(receiver) || !is(callee, "identifier")) return receiver;
   for (const MethodValue& v : values) {
     for (TSNode c : v.alias_calls) {

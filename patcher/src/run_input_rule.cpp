@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -129,51 +130,68 @@ private:
   // it is checked all the same (then only KV data that reaches it counts).
   template <typename Visit>
   void each_consumer_call(Visit visit) const {
-    for (const Fp8Consumer& spec : rule_.fp8_consumers) {
-      const PlanSiteRule* sites_rule = rules_.plan_site_rule(spec.sites_rule);
-      if (spec.kv_parameters.empty() || sites_rule == nullptr) continue;
-      const WrapperTypes types(facts_, sites_rule->wrapper_class, sites_rule->wrapper_module,
-                               sites_rule->known_other_classes);
-      const std::vector<MethodValue> values = method_values(spec.method, facts_);
+    for (const ConsumerScope& c : consumer_scopes()) {
       for (TSNode call : facts_.calls()) {
         // `w.run(...)`, `(w.run)(...)`, `getattr(w, "run")(...)`, or `run(...)` after `run = w.run`.
-        TSNode receiver = method_call_receiver(call, spec.method, values, facts_);
+        TSNode receiver = method_call_receiver(call, c.spec->method, c.values, facts_);
         if (syntax::is_null(receiver)) continue;
         const FunctionFacts* scope = facts_.function_at(call);
         // A receiver of unknown type may be the wrapper: it is checked when KV data reaches it.
-        const TypeVerdict verdict = types.of(receiver, scope);
+        const TypeVerdict verdict = c.types->of(receiver, scope);
         if (verdict != TypeVerdict::Wrapper && verdict != TypeVerdict::Unknown) continue;
-        const std::vector<std::size_t> planning = sites_planning(spec, types.source_attribute(receiver, scope), sites_);
-        // A wrapper that any site plans for the KV dtype must get KV data as stored (a cast kept for another,
-        // unknown or unfixable, site would hand it the model dtype); others get what they are planned for.
-        const bool threaded = std::any_of(planning.begin(), planning.end(), [&](std::size_t i) {
-          return sites_[i].threaded_after_edits();
-        });
-        if (!threaded) continue;
-        const std::string unsure = verdict == TypeVerdict::Wrapper
-                                       ? ""
-                                       : "; its receiver is not known to be a " + sites_rule->wrapper_class + " but may be";
-        visit(spec, call, scope, planning, unsure);
+        const std::vector<std::size_t> planning =
+            sites_planning(*c.spec, c.types->source_attribute(receiver, scope), sites_);
+        if (!plans_kv_dtype(planning)) continue;
+        const std::string unsure = verdict == TypeVerdict::Wrapper ? ""
+                                                                   : "; its receiver is not known to be a " +
+                                                                         c.sites_rule->wrapper_class + " but may be";
+        visit(*c.spec, call, scope, planning, unsure);
       }
     }
+  }
+
+  // What both walks over a consumer method need: its spec, the wrapper's types and the reads of the method
+  // as a value. Built once per checker (building the types reads the whole module).
+  struct ConsumerScope {
+    const Fp8Consumer* spec = nullptr;
+    const PlanSiteRule* sites_rule = nullptr;
+    std::unique_ptr<WrapperTypes> types;
+    std::vector<MethodValue> values;
+  };
+  const std::vector<ConsumerScope>& consumer_scopes() const {
+    if (!scopes_) {
+      scopes_.emplace();
+      for (const Fp8Consumer& spec : rule_.fp8_consumers) {
+        const PlanSiteRule* sites_rule = rules_.plan_site_rule(spec.sites_rule);
+        if (spec.kv_parameters.empty() || sites_rule == nullptr) continue;
+        ConsumerScope& c = scopes_->emplace_back();
+        c.spec = &spec;
+        c.sites_rule = sites_rule;
+        c.types = std::make_unique<WrapperTypes>(facts_, sites_rule->wrapper_class, sites_rule->wrapper_module,
+                                                 sites_rule->known_other_classes);
+        c.values = method_values(spec.method, facts_);
+      }
+    }
+    return *scopes_;
+  }
+
+  // A wrapper that any site plans for the KV dtype must get KV data as stored (a cast kept for another,
+  // unknown or unfixable, site would hand it the model dtype); others get what they are planned for.
+  bool plans_kv_dtype(const std::vector<std::size_t>& planning) const {
+    return std::any_of(planning.begin(), planning.end(), [&](std::size_t i) { return sites_[i].threaded_after_edits(); });
   }
 
   // A consumer method of a wrapper planned for the KV dtype, handed on as a value (`partial(w.run)`,
   // `r := w.run`): the calls made through it cannot be found, so neither can the KV data they pass. Like a
   // run() input of unknown origin, it keeps the wrapper's plan sites unthreaded.
   void escaped_consumers(std::vector<RunInputFinding>& out) const {
-    for (const Fp8Consumer& spec : rule_.fp8_consumers) {
-      const PlanSiteRule* sites_rule = rules_.plan_site_rule(spec.sites_rule);
-      if (spec.kv_parameters.empty() || sites_rule == nullptr) continue;
-      const WrapperTypes types(facts_, sites_rule->wrapper_class, sites_rule->wrapper_module,
-                               sites_rule->known_other_classes);
-      for (const MethodValue& v : method_values(spec.method, facts_)) {
+    for (const ConsumerScope& c : consumer_scopes()) {
+      for (const MethodValue& v : c.values) {
         const FunctionFacts* scope = facts_.function_at(v.node);
-        if (!v.alias.empty() || types.of(v.receiver, scope) != TypeVerdict::Wrapper) continue;
-        const std::vector<std::size_t> planning = sites_planning(spec, types.source_attribute(v.receiver, scope), sites_);
-        if (std::none_of(planning.begin(), planning.end(), [&](std::size_t i) { return sites_[i].threaded_after_edits(); })) {
-          continue;
-        }
+        if (!v.alias.empty() || c.types->of(v.receiver, scope) != TypeVerdict::Wrapper) continue;
+        const std::vector<std::size_t> planning =
+            sites_planning(*c.spec, c.types->source_attribute(v.receiver, scope), sites_);
+        if (!plans_kv_dtype(planning)) continue;
         RunInputFinding f;
         f.rule = rule_.run_input_id;
         const SourcePosition pos = source_.position(ts_node_start_byte(v.node));
@@ -604,6 +622,7 @@ private:
   const std::vector<PlanSite>& sites_;
   const std::vector<CastFinding>& casts_;
   const SourceFile& source_;
+  mutable std::optional<std::vector<ConsumerScope>> scopes_;  // consumer_scopes(), built on first use
 };
 }  // namespace
 

@@ -12,10 +12,6 @@
 
 namespace kvpatch {
 
-// The receiver `r` of a callee that names the method: `r.m`, `(r.m)` or `getattr(r, "m")`; a null node
-// for any other callee.
-TSNode method_receiver(TSNode callee, const std::string& method, const ModuleFacts& facts);
-
 struct MethodValue {
   TSNode node{};      // the `r.m` attribute or `getattr(r, "m")` call, read as a value
   TSNode receiver{};  // r
@@ -24,8 +20,8 @@ struct MethodValue {
   std::string context;  // for a value that escapes: what takes it, e.g. "passed to partial()"
 };
 
-// The receiver of a call of the method in any of the forms above, a local alias's calls included (`values`
-// from method_values() for the same method); a null node when the call is not one of the method.
+// The receiver `r` of a call of the method: `r.m(...)`, `(r.m)(...)`, `getattr(r, "m")(...)`, or a call of a
+// local alias of `r.m` (`values`: method_values() for the same method); a null node for any other call.
 TSNode method_call_receiver(TSNode call, const std::string& method, const std::vector<MethodValue>& values,
                             const ModuleFacts& facts);
 
