@@ -14,34 +14,103 @@ constexpr std::size_t kSitesNamed = 3;  // a message names this many of the othe
 
 std::string display_path(const FileReport& report) { return report.file->source.display_path(); }
 
+std::string position(const FileReport& report, int line, int column) {
+  return display_path(report) + ":" + std::to_string(line) + ":" + std::to_string(column);
+}
+
 const CastRule* cast_rule(const RuleSet& rules, const std::string& id) {
   for (const CastRule& r : rules.cast_rules) {
     if (r.id == id) return &r;
   }
   return nullptr;
 }
-}  // namespace
 
-void link_files(const RuleSet& rules, Run& run) {
-  for (FileReport& report : run.files) {
-    bool added = false;
-    for (const CastFinding& cast : report.casts) {
-      if (cast.unplanned_consumer.empty() || cast.agrees_with_plan()) continue;
-      const CastRule* rule = cast_rule(rules, cast.rule);
-      if (rule == nullptr) continue;
-      std::vector<std::string> elsewhere;
-      for (const FileReport& other : run.files) {
-        if (&other == &report) continue;
-        for (const PlanSite& site : other.plan_sites) {
-          if (site.rule == cast.unplanned_sites_rule && site.threaded_after_edits()) {
-            elsewhere.push_back(display_path(other) + ":" + std::to_string(site.line) + ":" + std::to_string(site.column));
+// A required cast feeding a run() whose wrapper has no plan site in its file.
+bool unplanned(const CastFinding& cast) { return !cast.unplanned_consumer.empty() && !cast.agrees_with_plan(); }
+
+// A site that plans the KV dtype once the edits are made (under a condition or not).
+bool plans_kv_dtype_after_edits(const PlanSite& site) {
+  const SiteStatus s = site.status_after_edits();
+  return s == SiteStatus::Threaded || s == SiteStatus::Gated;
+}
+
+bool is_held(const std::vector<HeldSite>& held, const PlanSite& site) {
+  return std::any_of(held.begin(), held.end(), [&](const HeldSite& h) { return h.line == site.line && h.column == site.column; });
+}
+
+std::string named(const std::vector<std::string>& sites) {
+  std::string out;
+  for (std::size_t i = 0; i < std::min(sites.size(), kSitesNamed); ++i) out += (i == 0 ? "" : ", ") + sites[i];
+  if (sites.size() > kSitesNamed) out += " and " + std::to_string(sites.size() - kSitesNamed) + " more";
+  return out;
+}
+
+// Why a site of another file is left unthreaded: it may plan the wrapper this cast feeds.
+std::string hold_reason(const RuleSet& rules, const FileReport& report, const CastFinding& cast) {
+  const CastRule* rule = cast_rule(rules, cast.rule);
+  const std::string id = rule != nullptr ? rule->run_input_id : cast.rule;
+  return "kvpatch leaves it unthreaded: the cast at " + position(report, cast.line, cast.column) + " feeds " +
+         cast.unplanned_consumer + ", whose wrapper has no plan site in that file; if this site plans it, that run() "
+         "would be handed the BF16 cast on an FP8 plan. If it does, remove that cast and pass run() the FP8 scales by "
+         "hand; if not, mark the cast's line # kvpatch: ignore[" + id + "] <reason>; then rerun";
+}
+
+// Holds back, in every other file, the fixes of the sites that may plan an unplanned cast's wrapper. A file
+// whose fixes are held back is analysed again: its casts can change, and hold back sites elsewhere in turn.
+// Sites only ever get held, so this ends.
+std::vector<std::vector<HeldSite>> hold_sites(const RuleSet& rules, Run& run) {
+  std::vector<std::vector<HeldSite>> held(run.files.size());
+  for (;;) {
+    std::vector<bool> again(run.files.size(), false);
+    for (const FileReport& report : run.files) {
+      for (const CastFinding& cast : report.casts) {
+        if (!unplanned(cast)) continue;
+        const CastRule* rule = cast_rule(rules, cast.rule);
+        if (rule == nullptr || suppression(report.file->source, cast.call, rule->run_input_id)) continue;
+        for (std::size_t j = 0; j < run.files.size(); ++j) {
+          if (&run.files[j] == &report) continue;
+          for (const PlanSite& site : run.files[j].plan_sites) {
+            if (site.rule != cast.unplanned_sites_rule || !site.fix || !plans_kv_dtype_after_edits(site) ||
+                is_held(held[j], site)) {
+              continue;
+            }
+            held[j].push_back({site.line, site.column, hold_reason(rules, report, cast)});
+            again[j] = true;
           }
         }
       }
-      if (elsewhere.empty()) continue;
-      std::string sites;
-      for (std::size_t i = 0; i < std::min(elsewhere.size(), kSitesNamed); ++i) sites += (i == 0 ? "" : ", ") + elsewhere[i];
-      if (elsewhere.size() > kSitesNamed) sites += " and " + std::to_string(elsewhere.size() - kSitesNamed) + " more";
+    }
+    if (std::none_of(again.begin(), again.end(), [](bool b) { return b; })) return held;
+    for (std::size_t j = 0; j < run.files.size(); ++j) {
+      if (!again[j]) continue;
+      const FileReport& old = run.files[j];
+      run.files[j] = analyze_file(rules, old.file, old.flashinfer, old.flashinfer_unpinned, held[j]);
+    }
+  }
+}
+}  // namespace
+
+void link_files(const RuleSet& rules, Run& run) {
+  const std::vector<std::vector<HeldSite>> held = hold_sites(rules, run);
+  for (FileReport& report : run.files) {
+    bool added = false;
+    for (const CastFinding& cast : report.casts) {
+      if (!unplanned(cast)) continue;
+      const CastRule* rule = cast_rule(rules, cast.rule);
+      if (rule == nullptr) continue;
+      // Sites already planning the KV dtype as written, and sites kvpatch holds back (or would thread).
+      std::vector<std::string> threaded, unthreaded;
+      for (std::size_t j = 0; j < run.files.size(); ++j) {
+        const FileReport& other = run.files[j];
+        if (&other == &report) continue;
+        for (const PlanSite& site : other.plan_sites) {
+          if (site.rule != cast.unplanned_sites_rule) continue;
+          const std::string where = position(other, site.line, site.column);
+          if (site.status == SiteStatus::Threaded || site.status == SiteStatus::Gated) threaded.push_back(where);
+          else if (is_held(held[j], site) || plans_kv_dtype_after_edits(site)) unthreaded.push_back(where);
+        }
+      }
+      if (threaded.empty() && unthreaded.empty()) continue;
 
       RunInputFinding f;
       f.rule = rule->run_input_id;
@@ -53,17 +122,27 @@ void link_files(const RuleSet& rules, Run& run) {
       f.expr = one_line(cast.expr);
       f.consumer = cast.unplanned_consumer;
       f.consumer_call = cast.call;
-      f.why = "its wrapper has no plan site in this file, while " + sites + " plan one for the KV dtype (" +
-              (elsewhere.size() == 1 ? "it is" : "they are") +
-              " threaded, or will be by apply); kvpatch reads each file on its own and cannot tell whether that is "
-              "this wrapper, which would then be handed this cast's BF16 copy on an FP8 plan";
+      std::string planning;
+      if (!threaded.empty()) {
+        planning = named(threaded) + (threaded.size() == 1 ? " plans" : " plan") + " one for the KV dtype";
+      }
+      if (!unthreaded.empty()) {
+        planning += threaded.empty() ? named(unthreaded) + " would plan one for the KV dtype if threaded"
+                                     : ", and " + named(unthreaded) + " would if threaded";
+      }
+      f.why = "its wrapper has no plan site in this file, while " + planning +
+              "; kvpatch reads each file on its own and cannot tell whether that is this wrapper, which would then be "
+              "handed this cast's BF16 copy on an FP8 plan";
       if (auto reason = suppression(report.file->source, cast.call, f.rule)) {
         f.ignored = true;
         f.ignore_reason = *reason;
         f.effect = "suppressed by kvpatch: ignore" + (reason->empty() ? "" : ": " + *reason);
       } else {
-        f.effect = "if one of them plans this wrapper, remove this cast and pass run() the FP8 scales by hand; "
-                   "either way mark the cast's line # kvpatch: ignore[" + f.rule + "] <reason>";
+        f.effect = (unthreaded.empty() ? std::string()
+                    : threaded.empty()   ? std::string("kvpatch leaves them unthreaded; ")
+                                         : std::string("kvpatch leaves the unthreaded ones so; ")) +
+                   "if one of them plans this wrapper, remove this cast and pass run() the FP8 scales by hand; "
+                   "if none does, mark the cast's line # kvpatch: ignore[" + f.rule + "] <reason>";
       }
       report.run_inputs.push_back(std::move(f));
       added = true;

@@ -156,9 +156,12 @@ std::vector<RunScaleFinding> run_scales_of(const RuleSet& rules, const ModuleFac
 }  // namespace
 
 FileReport analyze_file(const RuleSet& rules, const std::shared_ptr<const ParsedFile>& file,
-                        const std::optional<FlashInferVersion>& target, const std::string& unpinned) {
+                        const std::optional<FlashInferVersion>& target, const std::string& unpinned,
+                        const std::vector<HeldSite>& held) {
   FileReport report;
   report.file = file;
+  report.flashinfer = target;
+  report.flashinfer_unpinned = unpinned;
   const ModuleFacts facts(*file);
   const std::string& text = file->source.text();
 
@@ -182,6 +185,13 @@ FileReport analyze_file(const RuleSet& rules, const std::shared_ptr<const Parsed
   std::vector<RunInputFinding> run_inputs;
   std::vector<SourcePosition> withheld;
   hold_to_flashinfer(rules, text, target, report.plan_sites, withheld);
+  for (PlanSite& site : report.plan_sites) {
+    for (const HeldSite& h : held) {
+      if (!site.fix || site.line != h.line || site.column != h.column) continue;
+      drop_fix(site, h.reason);
+      withheld.push_back({site.line, site.column});
+    }
+  }
   for (;;) {
     report.casts = casts_of(rules, facts, report.plan_sites, report.fields);
     bool changed = false;

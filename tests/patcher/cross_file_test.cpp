@@ -59,19 +59,45 @@ TEST_SUITE("cross_file") {
     CHECK(contains(r.out, "flashinfer_mla_backend.py:105:9: run-input-unknown: FlashInferMLAAttnBackend.forward_decode: "
                           "the KV data decode_wrapper.run at 106:13 takes"));
     CHECK(contains(r.out, "its wrapper has no plan site in this file, while flashinfer_mla_updaters.py:47:13, "
-                          "flashinfer_mla_updaters.py:62:13, flashinfer_mla_updaters.py:118:13 plan one"));
+                          "flashinfer_mla_updaters.py:62:13, flashinfer_mla_updaters.py:118:13 would plan one "
+                          "for the KV dtype if threaded"));
     CHECK(contains(r.out, "2 casts: 0 redundant, 2 required; 2 run() inputs unsafe: 0 converted, 2 unknown"));
   }
 
-  TEST_CASE("apply still fails over both files, and check after it too: the mismatch is named, never passed") {
+  TEST_CASE("apply over both files threads nothing it cannot pair with its run(), and says where and why") {
     SplitBackend split;
+    const std::string backend_before = read_bytes(split.backend);
+    const std::string updaters_before = read_bytes(split.updaters);
     const ProcessResult applied = run_kvpatch({"apply", "--isolated", "pkg"}, split.scratch.path());
+    CAPTURE(applied.out);
     CHECK(applied.exit_code == 1);
+    // Threading the updaters' plans would hand both run()s the BF16 casts on FP8 plans: no file is touched.
+    CHECK(read_bytes(split.backend) == backend_before);
+    CHECK(read_bytes(split.updaters) == updaters_before);
+    const ProcessResult r = run_kvpatch({"check", "--isolated", "pkg"}, split.scratch.path());
+    CAPTURE(r.out);
+    CHECK(r.exit_code == 1);
+    CHECK(count(r.out, ": run-input-unknown: ") == 2);
+    CHECK(contains(r.out, "3 plan sites: 0 threaded, 3 missing"));
+    CHECK(contains(r.out, "would plan one for the KV dtype if threaded"));
+    CHECK(contains(r.out, "flashinfer_mla_updaters.py:47:13: missing: FlashInferMLAIndicesUpdaterDecode.call_begin_forward: "
+                          "wrapper.plan binds q_data_type=self.data_type, kv_data_type=self.data_type (the model dtype); "
+                          "no fix: kvpatch leaves it unthreaded: the cast at flashinfer_mla_backend.py:"));
+    // Neither field is added for plans that stay as they are.
+    CHECK(count(r.out, "so no field is added") == 2);
+    CHECK(contains(r.out, "; 0 edits"));
+  }
+
+  TEST_CASE("plans another file threaded by hand are named as they are, and are not undone") {
+    SplitBackend split;
+    REQUIRE(run_kvpatch({"apply", "--isolated", "pkg/flashinfer_mla_updaters.py"}, split.scratch.path()).exit_code == 0);
     const ProcessResult r = run_kvpatch({"check", "--isolated", "pkg"}, split.scratch.path());
     CAPTURE(r.out);
     CHECK(r.exit_code == 1);
     CHECK(count(r.out, ": run-input-unknown: ") == 2);
     CHECK(contains(r.out, "3 plan sites: 3 threaded"));
+    CHECK(contains(r.out, " plan one for the KV dtype; kvpatch reads each file on its own"));
+    CHECK(!contains(r.out, "kvpatch leaves them unthreaded"));
   }
 
   TEST_CASE("the backend file alone has nothing planned elsewhere in its run, and a marked cast is vouched for") {
@@ -93,5 +119,25 @@ TEST_SUITE("cross_file") {
     CAPTURE(marked.out);
     CHECK(count(marked.out, ": ignored: ") == 2);
     CHECK(contains(marked.out, "2 run() inputs ignored"));
+    // Vouched for, the casts hold nothing back: apply threads the updaters' plans.
+    const ProcessResult applied = run_kvpatch({"apply", "--isolated", "pkg"}, split.scratch.path());
+    CAPTURE(applied.out);
+    CHECK(applied.exit_code == 0);
+    CHECK(count(read_bytes(split.updaters), "self.kv_data_type") == 5);  // two fields, three plans
+  }
+
+  TEST_CASE("one cast vouched for still holds the plans back while the other is unvouched") {
+    SplitBackend split;
+    std::string text = read_bytes(split.backend);
+    const std::string line = "k_buffer = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id).to(q.dtype)";
+    const std::size_t at = text.find(line);
+    REQUIRE(at != std::string::npos);
+    text.insert(text.find('\n', at), "  # kvpatch: ignore[flashinfer-mla-kv-run-input] decode planned BF16 elsewhere");
+    write_bytes(split.backend, text);
+    const std::string updaters_before = read_bytes(split.updaters);
+    const ProcessResult applied = run_kvpatch({"apply", "--isolated", "pkg"}, split.scratch.path());
+    CAPTURE(applied.out);
+    CHECK(applied.exit_code == 1);
+    CHECK(read_bytes(split.updaters) == updaters_before);
   }
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kvpatch/edit_set.h"
+#include "kvpatch/flashinfer_version.h"
 #include "kvpatch/python_syntax.h"
 #include "kvpatch/signature.h"
 
@@ -160,6 +161,9 @@ struct ParsedFile;
 
 struct FileReport {
   std::shared_ptr<const ParsedFile> file;
+  // What the file was analysed against, so that it can be analysed again holding sites back (cross_file.h).
+  std::optional<FlashInferVersion> flashinfer;
+  std::string flashinfer_unpinned;
   std::vector<PlanSite> plan_sites;
   std::vector<FieldFinding> fields;
   std::vector<CastFinding> casts;

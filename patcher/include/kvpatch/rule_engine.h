@@ -58,7 +58,15 @@ std::optional<std::string> suppression(const SourceFile& source, TSNode node, co
 // target: the FlashInfer the file will run with, when known (FlashInfer 0.6.14 and later need FP8 scales in
 // run(); earlier releases refuse them). Unknown: the rule files' newest behaviour is assumed, and said so, naming
 // `unpinned` (what find_flashinfer_version passed over) when the file's requirement is a range.
+// held: plan sites (by position) that another file's findings keep unthreaded, each with the reason it gives
+// (cross_file.h); a held site keeps its status and loses its fix, as a site a run-input finding withholds.
+struct HeldSite {
+  int line = 0;
+  int column = 0;
+  std::string reason;
+};
 FileReport analyze_file(const RuleSet& rules, const std::shared_ptr<const ParsedFile>& file,
-                        const std::optional<FlashInferVersion>& target = std::nullopt, const std::string& unpinned = "");
+                        const std::optional<FlashInferVersion>& target = std::nullopt, const std::string& unpinned = "",
+                        const std::vector<HeldSite>& held = {});
 
 }  // namespace kvpatch
