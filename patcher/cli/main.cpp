@@ -294,11 +294,20 @@ int run_pre_commit(const Options& options) {
       return kClean;
     }
     StagedFiles staged = staged_python_files(repo, options.all ? StagedScope::All : StagedScope::Changed);
-    if (loaded->config) {
-      std::erase_if(staged.files,
-                    [&](const StagedFile& f) { return excluded(*loaded->config, repo.work_tree() / f.path); });
+    // The other tracked files, to link a staged plan() with a run() elsewhere (and back): git_pre_commit.h.
+    StagedFiles context;
+    if (!options.all) {
+      context.files = staged_python_files(repo, StagedScope::All).files;
+      std::erase_if(context.files, [&](const StagedFile& f) {
+        return std::any_of(staged.files.begin(), staged.files.end(), [&](const StagedFile& s) { return s.path == f.path; });
+      });
     }
-    run = analyze_staged(loaded->rules, repo, staged);
+    if (loaded->config) {
+      auto is_excluded = [&](const StagedFile& f) { return excluded(*loaded->config, repo.work_tree() / f.path); };
+      std::erase_if(staged.files, is_excluded);
+      std::erase_if(context.files, is_excluded);
+    }
+    run = analyze_staged(loaded->rules, repo, staged, context);
   } catch (const InputError& e) {
     print_error(e.formatted());
     return kUsageOrInput;
@@ -322,6 +331,10 @@ int run_pre_commit(const Options& options) {
   if (summary.unbuildable > 0) {
     remedy += (remedy.empty() ? "" : "; ") +
               std::string("upgrade FlashInfer where a site is unbuildable (its message names the release)");
+  }
+  if (summary.run_inputs_converted + summary.run_inputs_unknown > 0) {
+    remedy += (remedy.empty() ? "" : "; ") +
+              std::string("fix each run() input by hand as its message says, or mark it `# kvpatch: ignore[RULE-ID] reason`");
   }
   if (remedy.empty()) remedy = "fix them by hand";
   std::cout << std::flush;  // the report first, then the remedy, when both go to one terminal

@@ -90,6 +90,16 @@ std::vector<std::vector<HeldSite>> hold_sites(const RuleSet& rules, Run& run) {
 }
 }  // namespace
 
+bool may_link(const RuleSet& rules, const std::string& text) {
+  auto planned = [](const CastRule& r) {
+    return std::any_of(r.fp8_consumers.begin(), r.fp8_consumers.end(), [](const Fp8Consumer& c) { return !c.sites_rule.empty(); });
+  };
+  return std::any_of(rules.plan_site_rules.begin(), rules.plan_site_rules.end(),
+                     [&](const PlanSiteRule& r) { return r.files.matches(text); }) ||
+         std::any_of(rules.cast_rules.begin(), rules.cast_rules.end(),
+                     [&](const CastRule& r) { return planned(r) && r.files.matches(text); });
+}
+
 void link_files(const RuleSet& rules, Run& run) {
   const std::vector<std::vector<HeldSite>> held = hold_sites(rules, run);
   for (FileReport& report : run.files) {
@@ -99,7 +109,7 @@ void link_files(const RuleSet& rules, Run& run) {
       const CastRule* rule = cast_rule(rules, cast.rule);
       if (rule == nullptr) continue;
       // Sites already planning the KV dtype as written, and sites kvpatch holds back (or would thread).
-      std::vector<std::string> threaded, unthreaded;
+      std::vector<std::string> threaded, unthreaded, planned_in;
       for (std::size_t j = 0; j < run.files.size(); ++j) {
         const FileReport& other = run.files[j];
         if (&other == &report) continue;
@@ -108,6 +118,8 @@ void link_files(const RuleSet& rules, Run& run) {
           const std::string where = position(other, site.line, site.column);
           if (site.status == SiteStatus::Threaded || site.status == SiteStatus::Gated) threaded.push_back(where);
           else if (is_held(held[j], site) || plans_kv_dtype_after_edits(site)) unthreaded.push_back(where);
+          else continue;
+          if (planned_in.empty() || planned_in.back() != display_path(other)) planned_in.push_back(display_path(other));
         }
       }
       if (threaded.empty() && unthreaded.empty()) continue;
@@ -122,6 +134,7 @@ void link_files(const RuleSet& rules, Run& run) {
       f.expr = one_line(cast.expr);
       f.consumer = cast.unplanned_consumer;
       f.consumer_call = cast.call;
+      f.planned_in = std::move(planned_in);
       std::string planning;
       if (!threaded.empty()) {
         planning = named(threaded) + (threaded.size() == 1 ? " plans" : " plan") + " one for the KV dtype";

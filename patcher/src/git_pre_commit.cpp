@@ -3,7 +3,11 @@
 #include "kvpatch/flashinfer_version.h"
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <memory>
+#include <optional>
+#include <sstream>
 
 #include "kvpatch/input_error.h"
 #include "kvpatch/python_syntax.h"
@@ -21,9 +25,83 @@ bool any_rule_selects(const RuleSet& rules, const std::string& text) {
 }
 
 FileError to_file_error(const InputError& e) { return {e.file(), e.line(), e.column(), e.what(), e.remedy()}; }
+
+// The staged file analysed, or nullopt when `wanted` is false of its content. Throws InputError or OverlappingEdit.
+template <typename Wanted>
+std::optional<FileReport> analyze_blob(const RuleSet& rules, const GitRepository& repo, const StagedFile& file,
+                                       Wanted wanted) {
+  std::string content = read_staged_blob(repo, file);
+  if (!wanted(content)) return std::nullopt;
+  require_source_text(content, file.path, "; then stage it again");
+  SourceFile source(repo.work_tree() / file.path, file.path, std::move(content));
+  auto parsed = std::make_shared<const ParsedFile>(parse_source_file(std::move(source)));
+  // The FlashInfer pin is read from the work tree around the file (python/pyproject.toml in SGLang).
+  std::string unpinned;
+  const auto target = flashinfer_target(rules.parameters, repo.work_tree() / file.path, rules.parameter_origins, &unpinned);
+  return analyze_file(rules, parsed, target, unpinned);
+}
+
+// A work-tree file's bytes; nullopt when it cannot be read.
+std::optional<std::string> read_work_tree_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream out;
+  out << in.rdbuf();
+  if (in.bad()) return std::nullopt;
+  return out.str();
+}
+
+// A context file cut down to what linking found in it: each cast whose run() may be planned by a staged file,
+// with its finding. Nothing else of it is this commit's business.
+FileReport linked_part(FileReport report, const std::vector<std::string>& staged_paths) {
+  std::erase_if(report.run_inputs, [&](const RunInputFinding& r) {
+    return std::none_of(r.planned_in.begin(), r.planned_in.end(), [&](const std::string& path) {
+      return std::find(staged_paths.begin(), staged_paths.end(), path) != staged_paths.end();
+    });
+  });
+  std::erase_if(report.casts, [&](const CastFinding& c) {
+    return std::none_of(report.run_inputs.begin(), report.run_inputs.end(),
+                        [&](const RunInputFinding& r) { return r.line == c.line && r.column == c.column; });
+  });
+  report.plan_sites.clear();
+  report.fields.clear();
+  report.run_scales.clear();
+  report.edits = EditSet();
+  return report;
+}
+// Appends the context files that link_files() could pair with another file (git_pre_commit.h).
+void add_linkable_context(const RuleSet& rules, const GitRepository& repo, const StagedFiles& context, Run& run) {
+  if (context.files.empty()) return;
+  // Most context files are in the work tree as staged, and a file read from disk costs a fraction of a blob
+  // inflated from a pack (SGLang: ~4,700 *.py files). The disk copy only screens a file out; what is
+  // analysed is always the blob.
+  std::optional<std::vector<std::string>> changed;  // nullopt: cannot tell, so nothing is screened out
+  try {
+    changed = python_paths_changed_in_work_tree(repo);
+  } catch (const InputError&) {
+    changed.reset();  // every context blob is read instead
+  }
+  auto linkable = [&](const std::string& text) { return may_link(rules, text); };
+  for (const StagedFile& file : context.files) {
+    if (changed && !std::binary_search(changed->begin(), changed->end(), file.path)) {
+      if (std::optional<std::string> disk = read_work_tree_file(repo.work_tree() / file.path); disk && !linkable(*disk)) {
+        continue;
+      }
+    }
+    // A context file kvpatch cannot read or parse is passed by: this commit does not record it.
+    try {
+      if (auto report = analyze_blob(rules, repo, file, linkable)) run.files.push_back(std::move(*report));
+    } catch (const InputError&) {
+      continue;
+    } catch (const OverlappingEdit&) {
+      continue;
+    }
+  }
+}
 }  // namespace
 
-Run analyze_staged(const RuleSet& rules, const GitRepository& repo, const StagedFiles& staged) {
+Run analyze_staged(const RuleSet& rules, const GitRepository& repo, const StagedFiles& staged,
+                   const StagedFiles& context) {
   Run run;
   run.root = repo.work_tree();
   run.parameters = rules.parameters;
@@ -31,16 +109,8 @@ Run analyze_staged(const RuleSet& rules, const GitRepository& repo, const Staged
   run.errors = staged.errors;
   for (const StagedFile& file : staged.files) {
     try {
-      std::string content = read_staged_blob(repo, file);
-      if (!any_rule_selects(rules, content)) continue;
-      require_source_text(content, file.path, "; then stage it again");
-      SourceFile source(repo.work_tree() / file.path, file.path, std::move(content));
-      auto parsed = std::make_shared<const ParsedFile>(parse_source_file(std::move(source)));
-      // The FlashInfer pin is read from the work tree around the file (python/pyproject.toml in SGLang).
-      std::string unpinned;
-      const auto target =
-          flashinfer_target(rules.parameters, repo.work_tree() / file.path, rules.parameter_origins, &unpinned);
-      run.files.push_back(analyze_file(rules, parsed, target, unpinned));
+      auto selected = [&](const std::string& text) { return any_rule_selects(rules, text); };
+      if (auto report = analyze_blob(rules, repo, file, selected)) run.files.push_back(std::move(*report));
     } catch (const InputError& e) {
       run.errors.push_back(to_file_error(e));
     } catch (const OverlappingEdit& e) {
@@ -48,7 +118,19 @@ Run analyze_staged(const RuleSet& rules, const GitRepository& repo, const Staged
                             "edit this file by hand or suppress one finding with # kvpatch: ignore[RULE-ID]"});
     }
   }
+  // A commit that touches no file the rules select changes no plan site and no cast: no context is read.
+  const std::size_t staged_count = run.files.size();
+  if (staged_count > 0) add_linkable_context(rules, repo, context, run);
   link_files(rules, run);
+  std::vector<FileReport> kept(std::make_move_iterator(run.files.begin()),
+                               std::make_move_iterator(run.files.begin() + static_cast<std::ptrdiff_t>(staged_count)));
+  std::vector<std::string> staged_paths;
+  for (const FileReport& report : kept) staged_paths.push_back(report.file->source.display_path());
+  for (std::size_t i = staged_count; i < run.files.size(); ++i) {
+    FileReport part = linked_part(std::move(run.files[i]), staged_paths);
+    if (!part.run_inputs.empty()) kept.push_back(std::move(part));
+  }
+  run.files = std::move(kept);
   return run;
 }
 

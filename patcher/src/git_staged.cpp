@@ -102,6 +102,25 @@ StagedFiles staged_python_files(const GitRepository& repo, StagedScope scope) {
   return out;
 }
 
+std::vector<std::string> python_paths_changed_in_work_tree(const GitRepository& repo) {
+  git_diff_options options = GIT_DIFF_OPTIONS_INIT;
+  char pattern[] = "*.py";
+  char* patterns[] = {pattern};
+  options.pathspec = {patterns, 1};
+  git_diff* raw = nullptr;
+  if (git_diff_index_to_workdir(&raw, repo.get(), repo.index(), &options) != 0) {
+    throw InputError(repo.work_tree().string(), 0, "cannot compare the work tree with the index: " + last_git_error(),
+                     "check that `git diff` works there");
+  }
+  const DiffPtr diff(raw);
+  std::vector<std::string> out;
+  for (std::size_t i = 0, n = git_diff_num_deltas(diff.get()); i < n; ++i) {
+    out.emplace_back(git_diff_get_delta(diff.get(), i)->old_file.path);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::string read_staged_blob(const GitRepository& repo, const StagedFile& file) {
   git_oid oid;
   git_blob* raw = nullptr;

@@ -13,4 +13,8 @@ namespace kvpatch {
 // the cast, naming those sites. Check then fails there; apply cannot fix it.
 void link_files(const RuleSet& rules, Run& run);
 
+// Whether link_files() could pair a file of this text with another: a plan-site rule selects it, or a cast rule
+// one of whose consumers plan-site rules plan. (Other rules' findings never reach across files.)
+bool may_link(const RuleSet& rules, const std::string& text);
+
 }  // namespace kvpatch

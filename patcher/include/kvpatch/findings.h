@@ -128,6 +128,9 @@ struct RunInputFinding {
   TSNode consumer_call{};  // the run() call, or the read of the method when it is handed on (below)
   // The consumer method itself is handed on as a value (`partial(w.run)`): no call of it can be found.
   bool consumer_handed_on = false;
+  // Made by link_files(): the consumer's wrapper has no plan site in this file, while these files (display
+  // paths) have sites that may plan it.
+  std::vector<std::string> planned_in;
   std::vector<SourcePosition> wrapper_sites;  // the plan sites that may plan the consumer's wrapper
   std::string effect;    // what kvpatch does about it (filled in by the engine)
   // `# kvpatch: ignore[<rule>] reason` on the line of the consumer's call or of the argument: reported, counted

@@ -9,6 +9,13 @@ namespace kvpatch {
 // Each staged blob a rule selects is checked (size, NUL bytes, UTF-8), parsed and analysed like a
 // file `check` reads; reports name the staged path and lines of the staged content. Blobs no rule
 // selects are skipped before any check. Problems become Run::errors; the other files are analysed.
-Run analyze_staged(const RuleSet& rules, const GitRepository& repo, const StagedFiles& staged);
+//
+// context: the other tracked files, as staged (the index holds their committed content). When a staged file
+// is analysed, those that a rule selects are analysed too, only to link them with the staged ones
+// (cross_file.h): a context file is reported only for a cast there whose run() a staged file's plan sites
+// may plan, and then with that cast and its finding alone. A context file kvpatch cannot read or parse is
+// passed by: the commit does not record it.
+Run analyze_staged(const RuleSet& rules, const GitRepository& repo, const StagedFiles& staged,
+                   const StagedFiles& context = {});
 
 }  // namespace kvpatch

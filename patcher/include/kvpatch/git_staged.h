@@ -28,6 +28,11 @@ enum class StagedScope {
 // path is checked.
 StagedFiles staged_python_files(const GitRepository& repo, StagedScope scope);
 
+// The *.py paths whose work-tree file may differ from the index (modified, deleted, type-changed), as
+// `git diff-files` would list them: every other tracked *.py is in the work tree as staged, up to git's
+// filters (line endings). Sorted. Throws InputError when the work tree cannot be compared.
+std::vector<std::string> python_paths_changed_in_work_tree(const GitRepository& repo);
+
 // The staged bytes of a file; throws InputError naming the path and the blob when it cannot be read.
 std::string read_staged_blob(const GitRepository& repo, const StagedFile& file);
 

@@ -163,6 +163,79 @@ TEST_SUITE("pre_commit") {
     CHECK(contains(result.out, "its wrapper has no plan site in this file, while " + dir + "mla_updaters.py:"));
   }
 
+  // The same split, committed unpatched; each case then stages one side only.
+  struct CommittedSplit {
+    GitSandbox repo;
+    std::string dir = "python/sglang/srt/layers/attention/";
+    std::string backend = dir + "mla_backend_split.py";
+    std::string updaters = dir + "mla_updaters.py";
+    CommittedSplit() {
+      const std::string source = fixture_source("gen-b-unpatched");
+      const std::size_t cut = source.find("class FlashInferMLAIndicesUpdaterDecode:");
+      const std::size_t imports_end = source.find("@dataclass");
+      REQUIRE(cut != std::string::npos);
+      repo.stage(backend, source.substr(0, cut) + "from .mla_updaters import *  # noqa: F403\n");
+      repo.stage(updaters, source.substr(0, imports_end) + source.substr(cut));
+      repo.commit_without_hooks("split backend, unpatched");
+    }
+  };
+
+  TEST_CASE("plans threaded in a staged module are linked with the run() casts of a committed one") {
+    CommittedSplit split;
+    REQUIRE(split.repo.kvpatch({"apply", split.updaters}).exit_code == 0);  // over that module alone: threads all
+    split.repo.git({"add", split.updaters});
+    const ProcessResult result = split.repo.kvpatch({"pre-commit"});
+    CAPTURE(result.out);
+    CHECK(result.exit_code == 1);
+    // The committed module is reported for its two casts and their findings only.
+    CHECK(contains(result.out, split.backend + ":87:9: run-input-unknown: FlashInferMLAAttnBackend.forward_extend:"));
+    CHECK(contains(result.out, split.backend + ":105:9: run-input-unknown: FlashInferMLAAttnBackend.forward_decode:"));
+    CHECK(contains(result.out, "its wrapper has no plan site in this file, while " + split.updaters + ":"));
+    CHECK(contains(result.out, "3 plan sites: 3 threaded, 0 missing"));
+    CHECK(contains(result.out, "2 casts: 0 redundant, 2 required; 2 run() inputs unsafe: 0 converted, 2 unknown"));
+    CHECK(contains(result.err, "fix each run() input by hand as its message says"));
+    // --all reads both as staged, in full: the same two findings.
+    const ProcessResult all = split.repo.kvpatch({"pre-commit", "--all"});
+    CHECK(all.exit_code == 1);
+    CHECK(contains(all.out, "2 run() inputs unsafe: 0 converted, 2 unknown"));
+    // The committed module is read from the index, not the work tree: emptied there, it is still linked.
+    split.repo.write(split.backend, "");
+    const ProcessResult emptied = split.repo.kvpatch({"pre-commit"});
+    CAPTURE(emptied.out);
+    CHECK(emptied.exit_code == 1);
+    CHECK(contains(emptied.out, "2 run() inputs unsafe: 0 converted, 2 unknown"));
+  }
+
+  TEST_CASE("a staged run() module is linked with plans threaded in a committed one") {
+    CommittedSplit split;
+    REQUIRE(split.repo.kvpatch({"apply", split.updaters}).exit_code == 0);
+    split.repo.git({"add", split.updaters});
+    split.repo.commit_without_hooks("thread the updaters");
+    split.repo.write(split.backend, split.repo.read(split.backend) + "# touched\n");
+    split.repo.git({"add", split.backend});
+    const ProcessResult result = split.repo.kvpatch({"pre-commit"});
+    CAPTURE(result.out);
+    CHECK(result.exit_code == 1);
+    CHECK(contains(result.out, "2 run() inputs unsafe: 0 converted, 2 unknown"));
+    // The committed updaters are not reported: their sites are only named.
+    CHECK_FALSE(contains(result.out, split.updaters + ":47:13: threaded:"));
+  }
+
+  TEST_CASE("a mismatch between two committed modules is not blamed on a commit that touches neither") {
+    CommittedSplit split;
+    REQUIRE(split.repo.kvpatch({"apply", split.updaters}).exit_code == 0);
+    split.repo.git({"add", split.updaters});
+    split.repo.commit_without_hooks("thread the updaters");
+    // A third file the rules select, with no plan() or cast: clean on its own.
+    split.repo.stage(split.dir + "mla_types.py", "from flashinfer import BatchMLAPagedAttentionWrapper\n\n"
+                                                 "Wrapper = BatchMLAPagedAttentionWrapper\n");
+    const ProcessResult result = split.repo.kvpatch({"pre-commit"});
+    CAPTURE(result.out);
+    CHECK(result.exit_code == 0);
+    CHECK_FALSE(contains(result.out, split.backend));
+    CHECK_FALSE(contains(result.out, "run-input"));
+  }
+
   TEST_CASE("a site threaded by hand against a FlashInfer too old to build its plan is refused") {
     GitSandbox repo;
     // gen-a's prefill site plans a BF16 query with the KV-cache dtype; its pin, 0.2.3, cannot build that plan.
