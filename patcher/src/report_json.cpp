@@ -73,6 +73,8 @@ std::string json_report(const Run& run) {
       j["why"] = r.why;
       j["consumer"] = r.consumer;
       j["effect"] = r.effect;
+      // The cross-file case: the files whose plan sites may plan this run()'s wrapper.
+      if (!r.planned_in.empty()) j["planned_in"] = r.planned_in;
       // What an ignored input would have been, and the comment's reason.
       if (r.ignored) {
         j["ignored_status"] = run_input_status_name(r.status);

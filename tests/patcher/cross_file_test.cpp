@@ -62,6 +62,8 @@ TEST_SUITE("cross_file") {
                           "flashinfer_mla_updaters.py:62:13, flashinfer_mla_updaters.py:118:13 would plan one "
                           "for the KV dtype if threaded"));
     CHECK(contains(r.out, "2 casts: 0 redundant, 2 required; 2 run() inputs unsafe: 0 converted, 2 unknown"));
+    const ProcessResult json = run_kvpatch({"check", "--isolated", "--format", "json", "pkg"}, split.scratch.path());
+    CHECK(count(json.out, "\"planned_in\": [\n        \"flashinfer_mla_updaters.py\"\n      ]") == 2);
   }
 
   TEST_CASE("apply over both files threads nothing it cannot pair with its run(), and says where and why") {
