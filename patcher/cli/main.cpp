@@ -498,6 +498,7 @@ InputSet project_inputs(const Options& options, const std::optional<ProjectConfi
     if (out && left_out != nullptr) left_out->push_back(f);
     return out;
   });
+  std::erase_if(inputs.context, [&](const InputFile& f) { return excluded(*config, f.path); });
   return inputs;
 }
 

@@ -34,6 +34,22 @@ std::string raw_content(const fs::path& path) {
 }
 
 FileError to_file_error(const InputError& e) { return {e.file(), e.line(), e.column(), e.what(), e.remedy()}; }
+
+// A file beside a named one, analysed when link_files() could pair it with another; one kvpatch cannot read or
+// parse is passed by, as it was not asked for.
+std::optional<FileReport> analyze_context_file(const RuleSet& rules, const InputFile& input) {
+  if (!may_link(rules, raw_content(input.path))) return std::nullopt;
+  try {
+    auto parsed = std::make_shared<const ParsedFile>(parse_source_file(load_source_file(input.path, input.display_path)));
+    std::string unpinned;
+    const auto target = flashinfer_target(rules.parameters, input.path, rules.parameter_origins, &unpinned);
+    return analyze_file(rules, parsed, target, unpinned);
+  } catch (const InputError&) {
+    return std::nullopt;
+  } catch (const OverlappingEdit&) {
+    return std::nullopt;
+  }
+}
 }  // namespace
 
 Run analyze_inputs(const RuleSet& rules, const InputSet& inputs) {
@@ -64,7 +80,12 @@ Run analyze_inputs(const RuleSet& rules, const InputSet& inputs) {
                             "edit this file by hand or suppress one finding with # kvpatch: ignore[RULE-ID]"});
     }
   }
-  link_files(rules, run);
+  // The context is read only when some named or walked file was analysed: nothing else can be linked.
+  std::vector<FileReport> context;
+  for (const InputFile& input : run.files.empty() ? std::vector<InputFile>{} : inputs.context) {
+    if (auto report = analyze_context_file(rules, input)) context.push_back(std::move(*report));
+  }
+  link_files(rules, run, std::move(context));
   return run;
 }
 

@@ -1,6 +1,7 @@
 #include "kvpatch/cross_file.h"
 
 #include <algorithm>
+#include <iterator>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -58,7 +59,8 @@ std::string hold_reason(const RuleSet& rules, const FileReport& report, const Ca
 // Holds back, in every other file, the fixes of the sites that may plan an unplanned cast's wrapper. A file
 // whose fixes are held back is analysed again: its casts can change, and hold back sites elsewhere in turn.
 // Sites only ever get held, so this ends.
-std::vector<std::vector<HeldSite>> hold_sites(const RuleSet& rules, Run& run) {
+// Only the first `edited` files are edited: the others (context) have nothing to hold back.
+std::vector<std::vector<HeldSite>> hold_sites(const RuleSet& rules, Run& run, std::size_t edited) {
   std::vector<std::vector<HeldSite>> held(run.files.size());
   for (;;) {
     std::vector<bool> again(run.files.size(), false);
@@ -67,7 +69,7 @@ std::vector<std::vector<HeldSite>> hold_sites(const RuleSet& rules, Run& run) {
         if (!unplanned(cast)) continue;
         const CastRule* rule = cast_rule(rules, cast.rule);
         if (rule == nullptr || suppression(report.file->source, cast.call, rule->run_input_id)) continue;
-        for (std::size_t j = 0; j < run.files.size(); ++j) {
+        for (std::size_t j = 0; j < edited; ++j) {
           if (&run.files[j] == &report) continue;
           for (const PlanSite& site : run.files[j].plan_sites) {
             if (site.rule != cast.unplanned_sites_rule || !site.fix || !plans_kv_dtype_after_edits(site) ||
@@ -100,8 +102,10 @@ bool may_link(const RuleSet& rules, const std::string& text) {
                      [&](const CastRule& r) { return planned(r) && r.files.matches(text); });
 }
 
-void link_files(const RuleSet& rules, Run& run) {
-  const std::vector<std::vector<HeldSite>> held = hold_sites(rules, run);
+namespace {
+// Links every file of the run; the first `edited` are the ones apply may edit, the others context.
+void link_all(const RuleSet& rules, Run& run, std::size_t edited) {
+  const std::vector<std::vector<HeldSite>> held = hold_sites(rules, run, edited);
   for (FileReport& report : run.files) {
     bool added = false;
     for (const CastFinding& cast : report.casts) {
@@ -117,7 +121,8 @@ void link_files(const RuleSet& rules, Run& run) {
           if (site.rule != cast.unplanned_sites_rule) continue;
           const std::string where = position(other, site.line, site.column);
           if (site.status == SiteStatus::Threaded || site.status == SiteStatus::Gated) threaded.push_back(where);
-          else if (is_held(held[j], site) || plans_kv_dtype_after_edits(site)) unthreaded.push_back(where);
+          // A context file is not edited: what apply would thread there is not threaded by this run.
+          else if (j < edited && (is_held(held[j], site) || plans_kv_dtype_after_edits(site))) unthreaded.push_back(where);
           else continue;
           if (planned_in.empty() || planned_in.back() != display_path(other)) planned_in.push_back(display_path(other));
         }
@@ -166,6 +171,45 @@ void link_files(const RuleSet& rules, Run& run) {
       });
     }
   }
+}
+
+
+// A context file cut down to what linking found in it that concerns the run's files: each cast whose run() they
+// may plan, with its finding.
+FileReport linked_part(FileReport report, const std::vector<std::string>& run_paths) {
+  std::erase_if(report.run_inputs, [&](const RunInputFinding& r) {
+    return std::none_of(r.planned_in.begin(), r.planned_in.end(), [&](const std::string& path) {
+      return std::find(run_paths.begin(), run_paths.end(), path) != run_paths.end();
+    });
+  });
+  std::erase_if(report.casts, [&](const CastFinding& c) {
+    return std::none_of(report.run_inputs.begin(), report.run_inputs.end(),
+                        [&](const RunInputFinding& r) { return r.line == c.line && r.column == c.column; });
+  });
+  report.plan_sites.clear();
+  report.fields.clear();
+  report.run_scales.clear();
+  report.edits = EditSet();
+  return report;
+}
+}  // namespace
+
+void link_files(const RuleSet& rules, Run& run) { link_all(rules, run, run.files.size()); }
+
+void link_files(const RuleSet& rules, Run& run, std::vector<FileReport> context) {
+  const std::size_t edited = run.files.size();
+  if (edited == 0 || context.empty()) return link_all(rules, run, edited);
+  std::vector<std::string> run_paths;
+  for (const FileReport& report : run.files) run_paths.push_back(display_path(report));
+  std::move(context.begin(), context.end(), std::back_inserter(run.files));
+  link_all(rules, run, edited);
+  std::vector<FileReport> linked;
+  for (std::size_t i = edited; i < run.files.size(); ++i) {
+    FileReport part = linked_part(std::move(run.files[i]), run_paths);
+    if (!part.run_inputs.empty()) linked.push_back(std::move(part));
+  }
+  run.files.resize(edited);
+  std::move(linked.begin(), linked.end(), std::back_inserter(run.files));
 }
 
 }  // namespace kvpatch

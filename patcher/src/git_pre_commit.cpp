@@ -51,27 +51,10 @@ std::optional<std::string> read_work_tree_file(const std::filesystem::path& path
   return out.str();
 }
 
-// A context file cut down to what linking found in it: each cast whose run() may be planned by a staged file,
-// with its finding. Nothing else of it is this commit's business.
-FileReport linked_part(FileReport report, const std::vector<std::string>& staged_paths) {
-  std::erase_if(report.run_inputs, [&](const RunInputFinding& r) {
-    return std::none_of(r.planned_in.begin(), r.planned_in.end(), [&](const std::string& path) {
-      return std::find(staged_paths.begin(), staged_paths.end(), path) != staged_paths.end();
-    });
-  });
-  std::erase_if(report.casts, [&](const CastFinding& c) {
-    return std::none_of(report.run_inputs.begin(), report.run_inputs.end(),
-                        [&](const RunInputFinding& r) { return r.line == c.line && r.column == c.column; });
-  });
-  report.plan_sites.clear();
-  report.fields.clear();
-  report.run_scales.clear();
-  report.edits = EditSet();
-  return report;
-}
-// Appends the context files that link_files() could pair with another file (git_pre_commit.h).
-void add_linkable_context(const RuleSet& rules, const GitRepository& repo, const StagedFiles& context, Run& run) {
-  if (context.files.empty()) return;
+// The context files that link_files() could pair with another file (git_pre_commit.h), analysed.
+std::vector<FileReport> linkable_context(const RuleSet& rules, const GitRepository& repo, const StagedFiles& context) {
+  std::vector<FileReport> out;
+  if (context.files.empty()) return out;
   // Most context files are in the work tree as staged, and a file read from disk costs a fraction of a blob
   // inflated from a pack (SGLang: ~4,700 *.py files). The disk copy only screens a file out; what is
   // analysed is always the blob.
@@ -90,13 +73,14 @@ void add_linkable_context(const RuleSet& rules, const GitRepository& repo, const
     }
     // A context file kvpatch cannot read or parse is passed by: this commit does not record it.
     try {
-      if (auto report = analyze_blob(rules, repo, file, linkable)) run.files.push_back(std::move(*report));
+      if (auto report = analyze_blob(rules, repo, file, linkable)) out.push_back(std::move(*report));
     } catch (const InputError&) {
       continue;
     } catch (const OverlappingEdit&) {
       continue;
     }
   }
+  return out;
 }
 }  // namespace
 
@@ -119,18 +103,9 @@ Run analyze_staged(const RuleSet& rules, const GitRepository& repo, const Staged
     }
   }
   // A commit that touches no file the rules select changes no plan site and no cast: no context is read.
-  const std::size_t staged_count = run.files.size();
-  if (staged_count > 0) add_linkable_context(rules, repo, context, run);
-  link_files(rules, run);
-  std::vector<FileReport> kept(std::make_move_iterator(run.files.begin()),
-                               std::make_move_iterator(run.files.begin() + static_cast<std::ptrdiff_t>(staged_count)));
-  std::vector<std::string> staged_paths;
-  for (const FileReport& report : kept) staged_paths.push_back(report.file->source.display_path());
-  for (std::size_t i = staged_count; i < run.files.size(); ++i) {
-    FileReport part = linked_part(std::move(run.files[i]), staged_paths);
-    if (!part.run_inputs.empty()) kept.push_back(std::move(part));
-  }
-  run.files = std::move(kept);
+  std::vector<FileReport> linkable;
+  if (!run.files.empty()) linkable = linkable_context(rules, repo, context);
+  link_files(rules, run, std::move(linkable));
   return run;
 }
 

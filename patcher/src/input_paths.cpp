@@ -64,6 +64,25 @@ bool hidden(const fs::path& p) {
   const std::string name = p.filename().string();
   return name.size() > 1 && name[0] == '.';
 }
+// The context: each named file's directory, listed once, less the files the set holds.
+void add_siblings(InputSet& set) {
+  std::unordered_set<std::string> held, listed;
+  for (const InputFile& f : set.files) held.insert(f.path.string());
+  std::vector<fs::path> found;
+  for (const InputFile& f : set.files) {
+    if (!f.named || !listed.insert(f.path.parent_path().string()).second) continue;
+    std::error_code ec;
+    for (auto it = fs::directory_iterator(f.path.parent_path(), fs::directory_options::skip_permission_denied, ec);
+         !ec && it != fs::directory_iterator(); it.increment(ec)) {
+      std::error_code entry_ec;
+      if (it->path().extension() == ".py" && it->is_regular_file(entry_ec) && !held.contains(it->path().string())) {
+        found.push_back(it->path());
+      }
+    }
+  }
+  std::sort(found.begin(), found.end());
+  for (const fs::path& p : found) set.context.push_back({p, display(p, set.root), false});
+}
 }  // namespace
 
 InputSet collect_inputs(const std::vector<std::string>& paths, const std::optional<fs::path>& root,
@@ -152,6 +171,7 @@ InputSet collect_inputs(const std::vector<std::string>& paths, const std::option
     if (seen.insert(f.path.string()).second) unique.push_back(std::move(f));
   }
   set.files = std::move(unique);
+  add_siblings(set);
   return set;
 }
 

@@ -45,6 +45,14 @@ struct SplitBackend {
                              "from pkg.flashinfer_mla_updaters import fast_mla_decode_plan\n");
     write_bytes(updaters, source.substr(0, imports_end) + source.substr(cut));
   }
+
+  // The updaters' plans threaded as apply threads them in a module with nothing beside it (a hand-made fix).
+  void thread_plans_alone() const {
+    TempDir lone{"kvpatch-cross-file-lone"};
+    write_bytes(lone.path() / "updaters.py", read_bytes(updaters));
+    REQUIRE(run_kvpatch({"apply", "--isolated", "updaters.py"}, lone.path()).exit_code == 0);
+    write_bytes(updaters, read_bytes(lone.path() / "updaters.py"));
+  }
 };
 }  // namespace
 
@@ -92,7 +100,7 @@ TEST_SUITE("cross_file") {
 
   TEST_CASE("plans another file threaded by hand are named as they are, and are not undone") {
     SplitBackend split;
-    REQUIRE(run_kvpatch({"apply", "--isolated", "pkg/flashinfer_mla_updaters.py"}, split.scratch.path()).exit_code == 0);
+    split.thread_plans_alone();
     const ProcessResult r = run_kvpatch({"check", "--isolated", "pkg"}, split.scratch.path());
     CAPTURE(r.out);
     CHECK(r.exit_code == 1);
@@ -126,6 +134,34 @@ TEST_SUITE("cross_file") {
     CAPTURE(applied.out);
     CHECK(applied.exit_code == 0);
     CHECK(count(read_bytes(split.updaters), "self.kv_data_type") == 5);  // two fields, three plans
+  }
+
+  TEST_CASE("a module named alone is linked with the other modules beside it") {
+    SplitBackend split;
+    const std::string updaters_before = read_bytes(split.updaters);
+    // The first manual fix's miss, one level up: apply over the updaters alone used to thread all three plans.
+    const ProcessResult applied =
+        run_kvpatch({"apply", "--isolated", "pkg/flashinfer_mla_updaters.py"}, split.scratch.path());
+    CAPTURE(applied.out);
+    CHECK(applied.exit_code == 1);
+    CHECK(read_bytes(split.updaters) == updaters_before);
+    const ProcessResult r = run_kvpatch({"check", "--isolated", "pkg/flashinfer_mla_updaters.py"}, split.scratch.path());
+    CAPTURE(r.out);
+    CHECK(r.exit_code == 1);
+    // The module beside it is reported for its two casts and their findings, nothing else of it.
+    CHECK(count(r.out, "\npkg/flashinfer_mla_backend.py:") == 4);
+    CHECK(count(r.out, ": run-input-unknown: ") == 2);
+    CHECK(contains(r.out, "3 plan sites: 0 threaded, 3 missing"));
+    // Named alone, the backend module meets plans that are not threaded: nothing to pair, as in the code today.
+    const ProcessResult backend = run_kvpatch({"check", "--isolated", "pkg/flashinfer_mla_backend.py"}, split.scratch.path());
+    CHECK(backend.exit_code == 0);
+    CHECK(!contains(backend.out, "run-input"));
+    // Once the plans are threaded by hand, the backend module named alone is linked with them.
+    split.thread_plans_alone();
+    const ProcessResult linked = run_kvpatch({"check", "--isolated", "pkg/flashinfer_mla_backend.py"}, split.scratch.path());
+    CAPTURE(linked.out);
+    CHECK(linked.exit_code == 1);
+    CHECK(count(linked.out, ": run-input-unknown: ") == 2);
   }
 
   TEST_CASE("one cast vouched for still holds the plans back while the other is unvouched") {

@@ -19,10 +19,14 @@ struct InputSet {
   std::filesystem::path root;  // absolute
   std::vector<InputFile> files;
   std::vector<FileError> errors;  // missing or unreadable paths, directories the user may not enter
+  // The *.py files beside a named file that `files` does not hold: read only to link the named file with the
+  // other modules of its package (cross_file.h), never reported in full. Unreadable ones are passed by.
+  std::vector<InputFile> context;
 };
 
 // Files are taken as given; directories are walked for *.py, skipping hidden directories and
-// __pycache__; a directory this process may not enter is an error, never a silent gap.
+// __pycache__; a directory this process may not enter is an error, never a silent gap. A named file's
+// directory is listed (not walked) for the context.
 // Root: --root if given; else a single directory argument (unless repository_paths); else the git
 // work tree holding every path; else the current directory. repository_paths is for reports read
 // against a repository (GitHub annotations, SARIF), whose paths must start at its top.

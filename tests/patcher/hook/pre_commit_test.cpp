@@ -1,12 +1,14 @@
 // `kvpatch pre-commit`: what is staged is what is checked; paths and lines come from the staged blob.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "git_sandbox.h"
 #include "support/files.h"
+#include "support/kvpatch_cli.h"
 
 using kvpatch_test::fixture_source;
 using kvpatch_test::GitSandbox;
@@ -16,6 +18,16 @@ using kvpatch_test::ProcessResult;
 
 namespace {
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// The updaters module as apply threads it with no module beside it: a fix made by hand, as far as kvpatch can
+// tell (apply in the repository links it with the run() module and leaves its plans).
+std::string threaded_alone(const GitSandbox& repo, const std::string& path) {
+  const std::filesystem::path lone = repo.scratch() / "lone";
+  std::filesystem::create_directories(lone);
+  kvpatch_test::write_bytes(lone / "updaters.py", repo.read(path));
+  REQUIRE(kvpatch_test::run_kvpatch({"apply", "--isolated", "updaters.py"}, lone).exit_code == 0);
+  return kvpatch_test::read_bytes(lone / "updaters.py");
+}
 
 // The decode plan() site of gen-b-unpatched that the rules report missing.
 const std::string kMissingDecodeSite = kBackendPath + ":139:13: missing:";
@@ -152,9 +164,9 @@ TEST_SUITE("pre_commit") {
     const std::string dir = "python/sglang/srt/layers/attention/";
     repo.stage(dir + "mla_backend_split.py", source.substr(0, cut) + "from .mla_updaters import *  # noqa: F403\n");
     repo.write(dir + "mla_updaters.py", source.substr(0, imports_end) + source.substr(cut));
-    // apply over the updaters' module alone sees no run() and threads its plans: exit 0.
-    REQUIRE(repo.kvpatch({"apply", dir + "mla_updaters.py"}).exit_code == 0);
-    repo.git({"add", dir + "mla_updaters.py"});
+    // apply in the repository would leave the plans (the run() module beside them keeps its casts): by hand.
+    CHECK(repo.kvpatch({"apply", dir + "mla_updaters.py"}).exit_code == 1);
+    repo.stage(dir + "mla_updaters.py", threaded_alone(repo, dir + "mla_updaters.py"));
     const ProcessResult result = repo.kvpatch({"pre-commit"});
     CAPTURE(result.out);
     CHECK(result.exit_code == 1);
@@ -182,8 +194,7 @@ TEST_SUITE("pre_commit") {
 
   TEST_CASE("plans threaded in a staged module are linked with the run() casts of a committed one") {
     CommittedSplit split;
-    REQUIRE(split.repo.kvpatch({"apply", split.updaters}).exit_code == 0);  // over that module alone: threads all
-    split.repo.git({"add", split.updaters});
+    split.repo.stage(split.updaters, threaded_alone(split.repo, split.updaters));
     const ProcessResult result = split.repo.kvpatch({"pre-commit"});
     CAPTURE(result.out);
     CHECK(result.exit_code == 1);
@@ -208,8 +219,7 @@ TEST_SUITE("pre_commit") {
 
   TEST_CASE("a staged run() module is linked with plans threaded in a committed one") {
     CommittedSplit split;
-    REQUIRE(split.repo.kvpatch({"apply", split.updaters}).exit_code == 0);
-    split.repo.git({"add", split.updaters});
+    split.repo.stage(split.updaters, threaded_alone(split.repo, split.updaters));
     split.repo.commit_without_hooks("thread the updaters");
     split.repo.write(split.backend, split.repo.read(split.backend) + "# touched\n");
     split.repo.git({"add", split.backend});
@@ -223,8 +233,7 @@ TEST_SUITE("pre_commit") {
 
   TEST_CASE("a mismatch between two committed modules is not blamed on a commit that touches neither") {
     CommittedSplit split;
-    REQUIRE(split.repo.kvpatch({"apply", split.updaters}).exit_code == 0);
-    split.repo.git({"add", split.updaters});
+    split.repo.stage(split.updaters, threaded_alone(split.repo, split.updaters));
     split.repo.commit_without_hooks("thread the updaters");
     // A third file the rules select, with no plan() or cast: clean on its own.
     split.repo.stage(split.dir + "mla_types.py", "from flashinfer import BatchMLAPagedAttentionWrapper\n\n"
