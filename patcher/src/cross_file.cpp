@@ -58,8 +58,8 @@ std::string hold_reason(const RuleSet& rules, const FileReport& report, const Ca
 
 // Holds back, in every other file, the fixes of the sites that may plan an unplanned cast's wrapper. A file
 // whose fixes are held back is analysed again: its casts can change, and hold back sites elsewhere in turn.
-// Sites only ever get held, so this ends.
-// Only the first `edited` files are edited: the others (context) have nothing to hold back.
+// Sites only ever get held, so this ends. Only the first `edited` files are edited: the others (context) have
+// nothing to hold back.
 std::vector<std::vector<HeldSite>> hold_sites(const RuleSet& rules, Run& run, std::size_t edited) {
   std::vector<std::vector<HeldSite>> held(run.files.size());
   for (;;) {
@@ -173,7 +173,6 @@ void link_all(const RuleSet& rules, Run& run, std::size_t edited) {
   }
 }
 
-
 // A context file cut down to what linking found in it that concerns the run's files: each cast whose run() they
 // may plan, with its finding.
 FileReport linked_part(FileReport report, const std::vector<std::string>& run_paths) {
@@ -193,8 +192,6 @@ FileReport linked_part(FileReport report, const std::vector<std::string>& run_pa
   return report;
 }
 }  // namespace
-
-void link_files(const RuleSet& rules, Run& run) { link_all(rules, run, run.files.size()); }
 
 void link_files(const RuleSet& rules, Run& run, std::vector<FileReport> context) {
   const std::size_t edited = run.files.size();

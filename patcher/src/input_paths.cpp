@@ -64,6 +64,7 @@ bool hidden(const fs::path& p) {
   const std::string name = p.filename().string();
   return name.size() > 1 && name[0] == '.';
 }
+
 // The context: each named file's directory, listed once, less the files the set holds.
 void add_siblings(InputSet& set) {
   std::unordered_set<std::string> held, listed;
