@@ -298,8 +298,10 @@ int run_pre_commit(const Options& options) {
     StagedFiles context;
     if (!options.all) {
       context.files = staged_python_files(repo, StagedScope::All).files;
+      // Both lists are sorted by path.
+      auto by_path = [](const StagedFile& a, const StagedFile& b) { return a.path < b.path; };
       std::erase_if(context.files, [&](const StagedFile& f) {
-        return std::any_of(staged.files.begin(), staged.files.end(), [&](const StagedFile& s) { return s.path == f.path; });
+        return std::binary_search(staged.files.begin(), staged.files.end(), f, by_path);
       });
     }
     if (loaded->config) {

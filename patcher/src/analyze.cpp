@@ -15,13 +15,6 @@ namespace fs = std::filesystem;
 namespace {
 constexpr std::uintmax_t kMaxRawBytes = std::uintmax_t{64} * 1024 * 1024;  // larger walked files are never backends
 
-bool any_rule_selects(const RuleSet& rules, const std::string& text) {
-  auto selects = [&](const auto& list) {
-    return std::any_of(list.begin(), list.end(), [&](const auto& r) { return r.files.matches(text); });
-  };
-  return selects(rules.plan_site_rules) || selects(rules.field_rules) || selects(rules.cast_rules);
-}
-
 // Raw bytes of a walked file that failed the source checks, to see whether a rule would want it.
 std::string raw_content(const fs::path& path) {
   std::error_code ec;
@@ -38,12 +31,10 @@ FileError to_file_error(const InputError& e) { return {e.file(), e.line(), e.col
 // A file beside a named one, analysed when link_files() could pair it with another; one kvpatch cannot read or
 // parse is passed by, as it was not asked for.
 std::optional<FileReport> analyze_context_file(const RuleSet& rules, const InputFile& input) {
-  if (!may_link(rules, raw_content(input.path))) return std::nullopt;
   try {
-    auto parsed = std::make_shared<const ParsedFile>(parse_source_file(load_source_file(input.path, input.display_path)));
-    std::string unpinned;
-    const auto target = flashinfer_target(rules.parameters, input.path, rules.parameter_origins, &unpinned);
-    return analyze_file(rules, parsed, target, unpinned);
+    SourceFile source = load_source_file(input.path, input.display_path);
+    if (!may_link(rules, source.text())) return std::nullopt;
+    return analyze_source(rules, std::move(source));
   } catch (const InputError&) {
     return std::nullopt;
   } catch (const OverlappingEdit&) {
@@ -51,6 +42,21 @@ std::optional<FileReport> analyze_context_file(const RuleSet& rules, const Input
   }
 }
 }  // namespace
+
+bool rules_select(const RuleSet& rules, const std::string& text) {
+  auto selects = [&](const auto& list) {
+    return std::any_of(list.begin(), list.end(), [&](const auto& r) { return r.files.matches(text); });
+  };
+  return selects(rules.plan_site_rules) || selects(rules.field_rules) || selects(rules.cast_rules);
+}
+
+FileReport analyze_source(const RuleSet& rules, SourceFile source) {
+  const fs::path path = source.path();
+  auto parsed = std::make_shared<const ParsedFile>(parse_source_file(std::move(source)));
+  std::string unpinned;
+  const auto target = flashinfer_target(rules.parameters, path, rules.parameter_origins, &unpinned);
+  return analyze_file(rules, parsed, target, unpinned);
+}
 
 Run analyze_inputs(const RuleSet& rules, const InputSet& inputs) {
   Run run;
@@ -64,15 +70,12 @@ Run analyze_inputs(const RuleSet& rules, const InputSet& inputs) {
       source.emplace(load_source_file(input.path, input.display_path));
     } catch (const InputError& e) {
       // A walked file no rule would select is not our business, readable or not.
-      if (input.named || any_rule_selects(rules, raw_content(input.path))) run.errors.push_back(to_file_error(e));
+      if (input.named || rules_select(rules, raw_content(input.path))) run.errors.push_back(to_file_error(e));
       continue;
     }
-    if (!any_rule_selects(rules, source->text())) continue;
+    if (!rules_select(rules, source->text())) continue;
     try {
-      auto parsed = std::make_shared<const ParsedFile>(parse_source_file(std::move(*source)));
-      std::string unpinned;
-      const auto target = flashinfer_target(rules.parameters, input.path, rules.parameter_origins, &unpinned);
-      run.files.push_back(analyze_file(rules, parsed, target, unpinned));
+      run.files.push_back(analyze_source(rules, std::move(*source)));
     } catch (const InputError& e) {
       run.errors.push_back(to_file_error(e));
     } catch (const OverlappingEdit& e) {
@@ -82,8 +85,10 @@ Run analyze_inputs(const RuleSet& rules, const InputSet& inputs) {
   }
   // The context is read only when some named or walked file was analysed: nothing else can be linked.
   std::vector<FileReport> context;
-  for (const InputFile& input : run.files.empty() ? std::vector<InputFile>{} : inputs.context) {
-    if (auto report = analyze_context_file(rules, input)) context.push_back(std::move(*report));
+  if (!run.files.empty()) {
+    for (const InputFile& input : inputs.context) {
+      if (auto report = analyze_context_file(rules, input)) context.push_back(std::move(*report));
+    }
   }
   link_files(rules, run, std::move(context));
   return run;

@@ -1,10 +1,10 @@
 #include "kvpatch/git_pre_commit.h"
+#include "kvpatch/analyze.h"
 #include "kvpatch/cross_file.h"
 #include "kvpatch/flashinfer_version.h"
 
 #include <algorithm>
 #include <fstream>
-#include <iterator>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -17,13 +17,6 @@
 namespace kvpatch {
 
 namespace {
-bool any_rule_selects(const RuleSet& rules, const std::string& text) {
-  auto selects = [&](const auto& list) {
-    return std::any_of(list.begin(), list.end(), [&](const auto& r) { return r.files.matches(text); });
-  };
-  return selects(rules.plan_site_rules) || selects(rules.field_rules) || selects(rules.cast_rules);
-}
-
 FileError to_file_error(const InputError& e) { return {e.file(), e.line(), e.column(), e.what(), e.remedy()}; }
 
 // The staged file analysed, or nullopt when `wanted` is false of its content. Throws InputError or OverlappingEdit.
@@ -33,12 +26,8 @@ std::optional<FileReport> analyze_blob(const RuleSet& rules, const GitRepository
   std::string content = read_staged_blob(repo, file);
   if (!wanted(content)) return std::nullopt;
   require_source_text(content, file.path, "; then stage it again");
-  SourceFile source(repo.work_tree() / file.path, file.path, std::move(content));
-  auto parsed = std::make_shared<const ParsedFile>(parse_source_file(std::move(source)));
   // The FlashInfer pin is read from the work tree around the file (python/pyproject.toml in SGLang).
-  std::string unpinned;
-  const auto target = flashinfer_target(rules.parameters, repo.work_tree() / file.path, rules.parameter_origins, &unpinned);
-  return analyze_file(rules, parsed, target, unpinned);
+  return analyze_source(rules, SourceFile(repo.work_tree() / file.path, file.path, std::move(content)));
 }
 
 // A work-tree file's bytes; nullopt when it cannot be read.
@@ -93,7 +82,7 @@ Run analyze_staged(const RuleSet& rules, const GitRepository& repo, const Staged
   run.errors = staged.errors;
   for (const StagedFile& file : staged.files) {
     try {
-      auto selected = [&](const std::string& text) { return any_rule_selects(rules, text); };
+      auto selected = [&](const std::string& text) { return rules_select(rules, text); };
       if (auto report = analyze_blob(rules, repo, file, selected)) run.files.push_back(std::move(*report));
     } catch (const InputError& e) {
       run.errors.push_back(to_file_error(e));

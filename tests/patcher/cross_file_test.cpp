@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "support/files.h"
 #include "support/kvpatch_cli.h"
@@ -46,6 +47,8 @@ struct SplitBackend {
     write_bytes(updaters, source.substr(0, imports_end) + source.substr(cut));
   }
 
+  ProcessResult kvpatch(const std::vector<std::string>& args) const { return run_kvpatch(args, scratch.path()); }
+
   // The updaters' plans threaded as apply threads them in a module with nothing beside it (a hand-made fix).
   void thread_plans_alone() const {
     TempDir lone{"kvpatch-cross-file-lone"};
@@ -59,7 +62,7 @@ struct SplitBackend {
 TEST_SUITE("cross_file") {
   TEST_CASE("run() calls whose wrapper is planned in another checked file keep their casts as findings") {
     SplitBackend split;
-    const ProcessResult r = run_kvpatch({"check", "--isolated", "pkg"}, split.scratch.path());
+    const ProcessResult r = split.kvpatch({"check", "--isolated", "pkg"});
     CAPTURE(r.out);
     CHECK(r.exit_code == 1);
     // Both casts (decode and prefill) stay required and are each a run-input finding naming the updaters' sites.
@@ -70,7 +73,7 @@ TEST_SUITE("cross_file") {
                           "flashinfer_mla_updaters.py:62:13, flashinfer_mla_updaters.py:118:13 would plan one "
                           "for the KV dtype if threaded"));
     CHECK(contains(r.out, "2 casts: 0 redundant, 2 required; 2 run() inputs unsafe: 0 converted, 2 unknown"));
-    const ProcessResult json = run_kvpatch({"check", "--isolated", "--format", "json", "pkg"}, split.scratch.path());
+    const ProcessResult json = split.kvpatch({"check", "--isolated", "--format", "json", "pkg"});
     CHECK(count(json.out, "\"planned_in\": [\n        \"flashinfer_mla_updaters.py\"\n      ]") == 2);
   }
 
@@ -78,13 +81,13 @@ TEST_SUITE("cross_file") {
     SplitBackend split;
     const std::string backend_before = read_bytes(split.backend);
     const std::string updaters_before = read_bytes(split.updaters);
-    const ProcessResult applied = run_kvpatch({"apply", "--isolated", "pkg"}, split.scratch.path());
+    const ProcessResult applied = split.kvpatch({"apply", "--isolated", "pkg"});
     CAPTURE(applied.out);
     CHECK(applied.exit_code == 1);
     // Threading the updaters' plans would hand both run()s the BF16 casts on FP8 plans: no file is touched.
     CHECK(read_bytes(split.backend) == backend_before);
     CHECK(read_bytes(split.updaters) == updaters_before);
-    const ProcessResult r = run_kvpatch({"check", "--isolated", "pkg"}, split.scratch.path());
+    const ProcessResult r = split.kvpatch({"check", "--isolated", "pkg"});
     CAPTURE(r.out);
     CHECK(r.exit_code == 1);
     CHECK(count(r.out, ": run-input-unknown: ") == 2);
@@ -101,7 +104,7 @@ TEST_SUITE("cross_file") {
   TEST_CASE("plans another file threaded by hand are named as they are, and are not undone") {
     SplitBackend split;
     split.thread_plans_alone();
-    const ProcessResult r = run_kvpatch({"check", "--isolated", "pkg"}, split.scratch.path());
+    const ProcessResult r = split.kvpatch({"check", "--isolated", "pkg"});
     CAPTURE(r.out);
     CHECK(r.exit_code == 1);
     CHECK(count(r.out, ": run-input-unknown: ") == 2);
@@ -112,7 +115,7 @@ TEST_SUITE("cross_file") {
 
   TEST_CASE("the backend file alone has nothing planned elsewhere in its run, and a marked cast is vouched for") {
     SplitBackend split;
-    const ProcessResult alone = run_kvpatch({"check", "--isolated", "pkg/flashinfer_mla_backend.py"}, split.scratch.path());
+    const ProcessResult alone = split.kvpatch({"check", "--isolated", "pkg/flashinfer_mla_backend.py"});
     CHECK(alone.exit_code == 0);
     CHECK(!contains(alone.out, "run-input"));
 
@@ -125,12 +128,12 @@ TEST_SUITE("cross_file") {
       text.insert(end, "  # kvpatch: ignore[flashinfer-mla-kv-run-input] planned BF16 in the updaters' module");
     }
     write_bytes(split.backend, text);
-    const ProcessResult marked = run_kvpatch({"check", "--isolated", "pkg"}, split.scratch.path());
+    const ProcessResult marked = split.kvpatch({"check", "--isolated", "pkg"});
     CAPTURE(marked.out);
     CHECK(count(marked.out, ": ignored: ") == 2);
     CHECK(contains(marked.out, "2 run() inputs ignored"));
     // Vouched for, the casts hold nothing back: apply threads the updaters' plans.
-    const ProcessResult applied = run_kvpatch({"apply", "--isolated", "pkg"}, split.scratch.path());
+    const ProcessResult applied = split.kvpatch({"apply", "--isolated", "pkg"});
     CAPTURE(applied.out);
     CHECK(applied.exit_code == 0);
     CHECK(count(read_bytes(split.updaters), "self.kv_data_type") == 5);  // two fields, three plans
@@ -141,11 +144,11 @@ TEST_SUITE("cross_file") {
     const std::string updaters_before = read_bytes(split.updaters);
     // The first manual fix's miss, one level up: apply over the updaters alone used to thread all three plans.
     const ProcessResult applied =
-        run_kvpatch({"apply", "--isolated", "pkg/flashinfer_mla_updaters.py"}, split.scratch.path());
+        split.kvpatch({"apply", "--isolated", "pkg/flashinfer_mla_updaters.py"});
     CAPTURE(applied.out);
     CHECK(applied.exit_code == 1);
     CHECK(read_bytes(split.updaters) == updaters_before);
-    const ProcessResult r = run_kvpatch({"check", "--isolated", "pkg/flashinfer_mla_updaters.py"}, split.scratch.path());
+    const ProcessResult r = split.kvpatch({"check", "--isolated", "pkg/flashinfer_mla_updaters.py"});
     CAPTURE(r.out);
     CHECK(r.exit_code == 1);
     // The module beside it is reported for its two casts and their findings, nothing else of it.
@@ -153,12 +156,12 @@ TEST_SUITE("cross_file") {
     CHECK(count(r.out, ": run-input-unknown: ") == 2);
     CHECK(contains(r.out, "3 plan sites: 0 threaded, 3 missing"));
     // Named alone, the backend module meets plans that are not threaded: nothing to pair, as in the code today.
-    const ProcessResult backend = run_kvpatch({"check", "--isolated", "pkg/flashinfer_mla_backend.py"}, split.scratch.path());
+    const ProcessResult backend = split.kvpatch({"check", "--isolated", "pkg/flashinfer_mla_backend.py"});
     CHECK(backend.exit_code == 0);
     CHECK(!contains(backend.out, "run-input"));
     // Once the plans are threaded by hand, the backend module named alone is linked with them.
     split.thread_plans_alone();
-    const ProcessResult linked = run_kvpatch({"check", "--isolated", "pkg/flashinfer_mla_backend.py"}, split.scratch.path());
+    const ProcessResult linked = split.kvpatch({"check", "--isolated", "pkg/flashinfer_mla_backend.py"});
     CAPTURE(linked.out);
     CHECK(linked.exit_code == 1);
     CHECK(count(linked.out, ": run-input-unknown: ") == 2);
@@ -173,7 +176,7 @@ TEST_SUITE("cross_file") {
     text.insert(text.find('\n', at), "  # kvpatch: ignore[flashinfer-mla-kv-run-input] decode planned BF16 elsewhere");
     write_bytes(split.backend, text);
     const std::string updaters_before = read_bytes(split.updaters);
-    const ProcessResult applied = run_kvpatch({"apply", "--isolated", "pkg"}, split.scratch.path());
+    const ProcessResult applied = split.kvpatch({"apply", "--isolated", "pkg"});
     CAPTURE(applied.out);
     CHECK(applied.exit_code == 1);
     CHECK(read_bytes(split.updaters) == updaters_before);

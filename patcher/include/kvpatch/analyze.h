@@ -3,11 +3,20 @@
 #include "kvpatch/input_paths.h"
 #include "kvpatch/report.h"
 #include "kvpatch/rule_set.h"
+#include "kvpatch/source_file.h"
 
 namespace kvpatch {
 
 // Input problems (unreadable, binary, syntax errors) become Run::errors; the other files are analysed.
+// inputs.context is read, once a file is analysed, only to link files (cross_file.h).
 Run analyze_inputs(const RuleSet& rules, const InputSet& inputs);
+
+// Whether any rule selects a file of this text (by the rules' content_contains).
+bool rules_select(const RuleSet& rules, const std::string& text);
+
+// Parses a loaded file and runs the rules against the FlashInfer found above its path (flashinfer_target()).
+// Throws InputError (the file does not parse) and OverlappingEdit.
+FileReport analyze_source(const RuleSet& rules, SourceFile source);
 
 // Runs one rule file test case; returns what went wrong (empty when it passes).
 std::vector<std::string> run_rule_test(const RuleSet& rules, const RuleTestCase& test);
