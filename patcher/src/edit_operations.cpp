@@ -75,6 +75,20 @@ Edit add_argument(const SourceFile& source, TSNode argument_list, const std::str
   const bool one_per_line = source.position(close).line > last_line;
   if (one_per_line) {
     const std::string indent = source.indentation_of_line(source.position(ts_node_start_byte(arguments.back())).line);
+    // The new line goes after a comment that ends the last argument's line, so that the comment (an ignore
+    // comment among them) stays on the line of the argument it was written for.
+    const std::size_t after = trailing_comma != std::string::npos ? trailing_comma + 1 : last_end;
+    const std::size_t line_end = source.line_content_end(source.position(after).line);
+    const std::string_view rest = std::string_view(source.text()).substr(after, line_end - after);
+    const std::size_t code = rest.find_first_not_of(" \t");
+    const bool comment_ends_line = code != std::string_view::npos && rest[code] == '#';
+    if (comment_ends_line) {
+      // A trailing comma stays the style: the new last argument gets one when the old one had one.
+      const bool had_comma = trailing_comma != std::string::npos;
+      return {after, line_end,
+              (had_comma ? "" : ",") + std::string(rest) + source.line_ending() + indent + item + (had_comma ? "," : ""),
+              rule};
+    }
     if (trailing_comma != std::string::npos) {
       return {trailing_comma + 1, trailing_comma + 1, source.line_ending() + indent + item + ",", rule};
     }

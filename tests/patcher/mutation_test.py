@@ -1,19 +1,32 @@
 #!/usr/bin/env python3
-"""kvpatch on seeded line mutations of the fixtures' backends (stdlib only).
+"""kvpatch on seeded line mutations of backends (stdlib only).
 
-  mutation_test.py --kvpatch BIN --fixtures DIR [--count N] [--first-seed S] [--keep DIR]
+  mutation_test.py --kvpatch BIN (--fixtures DIR | --sources DIR) [--count N] [--first-seed S]
+                   [--keep DIR] [--forms] [--split]
 
 Each mutation deletes, doubles, swaps, re-indents, cuts a character from, or swaps a name in one to
-three lines of one fixture's backend: the slips a hand edit makes. Most results no longer compile;
-some still do and hold other plan() sites and casts. For each, kvpatch must:
+three lines of one backend: the slips a hand edit makes. The backends are the fixtures' (every
+fixtures/*/flashinfer_mla_backend.py that compiles) or, with --sources, every .py that compiles
+under DIR (for example real SGLang backends; not a CTest). Most results no longer compile; some
+still do and hold other plan() sites and casts. For each, kvpatch must:
   - exit 0, 1 or 2 from check, diff and apply, and never report an internal error;
   - refuse (exit 2) in all three or in none, and when refusing print no diff and write nothing;
-  - when apply writes: leave a file `compile()` accepts, equal to the diff applied by `git apply`,
-    which a second apply does not change.
+  - when apply writes: leave files `compile()` accepts, equal to the diff applied by `git apply`,
+    which a second apply does not change;
+  - add no finding: after apply, check finds no more of any kind (missing, unknown, unbuildable,
+    required casts, unsafe run() inputs, missing scales, errors) than before it, and exits as apply
+    did.
+--forms runs each seed under one of the three --kv-dtype-form values (drawn from the seed), not
+only the default. --split cuts the backend in two modules before the mutation, at its first
+top-level class whose name holds "IndicesUpdater": the run() calls and casts in one, the updaters
+and their plan() calls in the other, importing them (the cross-file shape); the seed mutates one
+of the two, and kvpatch runs on their directory.
 The seeds make every failure reproducible: the report names the seed, and --keep writes its input.
 Exit codes: 0 pass, 1 a property failed, 2 usage or input error.
 """
 import argparse
+import ast
+import json
 import os
 import random
 import shutil
@@ -22,13 +35,18 @@ import sys
 import tempfile
 
 BACKEND = "flashinfer_mla_backend.py"
+UPDATERS = "flashinfer_mla_updaters.py"
 NAMES = ["kv_data_type", "q_data_type", "data_type", "plan", "run", "to", "float8_e4m3fn", "bfloat16", "self",
          "wrapper", "dtype", "kv_cache_dtype", "torch", "decode_wrapper", "prefill_wrapper_paged", "ckv_cache"]
+FORMS = ["original", "upstream", "sm90"]
+# The summary counts that are findings: apply may lower each, never raise it.
+FINDINGS = ["missing", "unknown", "unbuildable", "required", "run_inputs_converted", "run_inputs_unknown",
+            "run_scales_missing"]
 
 
-def compiles(text):
+def compiles(text, name=BACKEND):
     try:
-        compile(text, BACKEND, "exec", dont_inherit=True)
+        compile(text, name, "exec", dont_inherit=True)
         return True
     except (SyntaxError, ValueError):
         return False
@@ -58,36 +76,96 @@ def mutate(text, rng):
     return "\n".join(lines)
 
 
-def backends(fixtures):
-    """The fixtures' backend texts that compile (the refused fixtures are broken on purpose)."""
+def read_text(path):
+    with open(path, encoding="utf-8", newline="") as f:
+        try:
+            return f.read()
+        except UnicodeDecodeError:
+            return None
+
+
+def backends(fixtures, sources):
+    """(name, text) of the backends that compile: the fixtures' (the refused ones are broken on purpose),
+    or every .py under sources."""
     out = []
-    for name in sorted(os.listdir(fixtures)):
-        path = os.path.join(fixtures, name, BACKEND)
-        if os.path.isfile(path):
-            with open(path, encoding="utf-8", newline="") as f:
-                try:
-                    text = f.read()
-                except UnicodeDecodeError:
-                    continue
-            if compiles(text):
-                out.append((name, text))
+    if fixtures:
+        for name in sorted(os.listdir(fixtures)):
+            path = os.path.join(fixtures, name, BACKEND)
+            text = read_text(path) if os.path.isfile(path) else None
+            if text is not None and compiles(text):
+                out.append((f"fixtures/{name}", text))
+    else:
+        for top, _, files in sorted(os.walk(sources)):
+            for file in sorted(f for f in files if f.endswith(".py")):
+                path = os.path.join(top, file)
+                text = read_text(path)
+                if text is not None and compiles(text):
+                    out.append((os.path.relpath(path, sources), text))
     return out
 
 
-def check_one(kvpatch, text, scratch):
-    """The properties above for one mutated text; returns the failures, and the (check, apply) exits."""
-    path = os.path.join(scratch, BACKEND)
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
+def split_backend(text):
+    """The backend cut in two modules at its first top-level updater class, or None when it has none: the
+    part before keeps the imports and imports the moved names from the other, which gets the imports too."""
+    lines = text.split("\n")
+    body = ast.parse(text).body
+    cut = next((i for i, node in enumerate(body)
+                if isinstance(node, ast.ClassDef) and "IndicesUpdater" in node.name), None)
+    if cut is None:
+        return None
+    first = min([body[cut].lineno] + [d.lineno for d in body[cut].decorator_list]) - 1  # 0-based line
+    imports_end = next((node.lineno - 1 for node in body if not isinstance(node, (ast.Import, ast.ImportFrom))
+                        and not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))), first)
+    moved = []
+    for node in body[cut:]:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            moved.append(node.name)
+    head = "\n".join(lines[:first]) + "\n" + "".join(
+        f"from pkg.{UPDATERS[:-3]} import {name}\n" for name in moved)
+    tail = "\n".join(lines[:min(imports_end, first)] + lines[first:])
+    return {BACKEND: head, UPDATERS: tail}
 
-    def run(command):
-        return subprocess.run([kvpatch, command, "--isolated", BACKEND], cwd=scratch, capture_output=True,
-                              text=True, errors="replace", timeout=120, check=False)
+
+def summary(result):
+    """The JSON report's summary counts, with the errors as one more; None when stdout is no report."""
+    try:
+        report = json.loads(result.stdout)
+    except json.JSONDecodeError:
+        return None
+    counts = dict(report["summary"])
+    counts["errors"] = len(report.get("errors", []))
+    return counts
+
+
+def write_files(directory, files):
+    os.makedirs(directory, exist_ok=True)
+    for name, text in files.items():
+        with open(os.path.join(directory, name), "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+
+
+def read_files(directory, names):
+    out = {}
+    for name in names:
+        with open(os.path.join(directory, name), encoding="utf-8", newline="") as f:
+            out[name] = f.read()
+    return out
+
+
+def check_one(kvpatch, files, scratch, options):
+    """The properties above for one mutated set of files; returns the failures, and the (check, apply) exits."""
+    package = os.path.join(scratch, "pkg")
+    write_files(package, files)
+    target = [BACKEND] if len(files) == 1 else ["."]
+
+    def run(command, *extra):
+        return subprocess.run([kvpatch, command, "--isolated", *options, *extra, *target], cwd=package,
+                              capture_output=True, text=True, errors="replace", timeout=120, check=False)
 
     check, diff = run("check"), run("diff")
+    before = summary(run("check", "--format", "json"))
     apply = run("apply")
-    with open(path, encoding="utf-8", newline="") as f:
-        applied = f.read()
+    applied = read_files(package, files)
     failures = []
     for command, result in (("check", check), ("diff", diff), ("apply", apply)):
         if result.returncode not in (0, 1, 2) or "internal error" in result.stderr:
@@ -96,63 +174,85 @@ def check_one(kvpatch, text, scratch):
     if any(refused) and not all(refused):
         failures.append(f"refused by some commands only: check {check.returncode}, diff {diff.returncode}, "
                         f"apply {apply.returncode}")
-    if all(refused) and (diff.stdout or applied != text):
-        failures.append("refused, yet printed a diff or wrote the file")
-    if applied != text:
-        if not compiles(applied):
-            failures.append("apply wrote a file Python does not compile")
+    if all(refused) and (diff.stdout or applied != files):
+        failures.append("refused, yet printed a diff or wrote a file")
+    if applied != files:
+        for name, text in applied.items():
+            if text != files[name] and not compiles(text, name):
+                failures.append(f"apply wrote {name}, which Python does not compile")
         original = os.path.join(scratch, "git-apply")
-        os.makedirs(original)
-        with open(os.path.join(original, BACKEND), "w", encoding="utf-8", newline="") as f:
-            f.write(text)
+        write_files(original, files)
         patched = subprocess.run(["git", "apply", "-"], cwd=original, input=diff.stdout, capture_output=True,
                                  text=True, check=False)
-        with open(os.path.join(original, BACKEND), encoding="utf-8", newline="") as f:
-            if patched.returncode != 0 or f.read() != applied:
-                failures.append(f"the diff, through git apply, differs from apply's result {patched.stderr.strip()}")
+        if patched.returncode != 0 or read_files(original, files) != applied:
+            failures.append(f"the diff, through git apply, differs from apply's result {patched.stderr.strip()}")
         if run("apply").returncode == 2:
-            failures.append("a second apply refused the file the first one wrote")
-        with open(path, encoding="utf-8", newline="") as f:
-            if f.read() != applied:
-                failures.append("a second apply changed the file again")
+            failures.append("a second apply refused the files the first one wrote")
+        if read_files(package, files) != applied:
+            failures.append("a second apply changed the files again")
     elif diff.stdout and apply.returncode != 2:
         failures.append("diff printed edits that apply did not write")
+    if apply.returncode != 2:
+        recheck = run("check", "--format", "json")
+        after = summary(recheck)
+        if before is None or after is None:
+            failures.append("check --format json printed no report")
+        else:
+            added = [f"{k} {before.get(k, 0)} -> {after.get(k, 0)}" for k in FINDINGS + ["errors"]
+                     if after.get(k, 0) > before.get(k, 0)]
+            if added:
+                failures.append("apply added findings: " + ", ".join(added))
+        if recheck.returncode != apply.returncode:
+            failures.append(f"apply exited {apply.returncode}, check after it {recheck.returncode}")
     return failures, (check.returncode, apply.returncode)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--kvpatch", required=True)
-    parser.add_argument("--fixtures", required=True)
+    inputs = parser.add_mutually_exclusive_group(required=True)
+    inputs.add_argument("--fixtures")
+    inputs.add_argument("--sources")
     parser.add_argument("--count", type=int, default=400)
     parser.add_argument("--first-seed", type=int, default=0)
-    parser.add_argument("--keep", help="write each failing input here as seed-N.py")
+    parser.add_argument("--keep", help="write each failing input here as seed-N/")
+    parser.add_argument("--forms", action="store_true", help="draw --kv-dtype-form from the seed")
+    parser.add_argument("--split", action="store_true", help="cut each backend in two modules first")
     args = parser.parse_args()
     kvpatch = os.path.abspath(args.kvpatch)  # each run's working directory is its scratch directory
-    sources = backends(args.fixtures)
+    sources = backends(args.fixtures, args.sources)
+    if args.split:
+        sources = [(name, parts) for name, parts in ((n, split_backend(t)) for n, t in sources) if parts]
+    else:
+        sources = [(name, {BACKEND: text}) for name, text in sources]
     if not sources:
-        print(f"mutation_test: no compiling {BACKEND} under {args.fixtures}", file=sys.stderr)
+        print(f"mutation_test: no compiling backend{' with an updater class' if args.split else ''} under "
+              f"{args.fixtures or args.sources}", file=sys.stderr)
         return 2
     exits, failed = {}, 0
     for seed in range(args.first_seed, args.first_seed + args.count):
         rng = random.Random(seed)
         name, original = sources[rng.randrange(len(sources))]
-        text = mutate(original, rng)
+        files = dict(original)
+        # A second generator, so that the options and the file drawn leave the mutations of a seed as they were.
+        extra = random.Random(-1 - seed)
+        target = sorted(files)[extra.randrange(len(files))]
+        files[target] = mutate(files[target], rng)
+        options = ["--kv-dtype-form", extra.choice(FORMS)] if args.forms else []
         scratch = tempfile.mkdtemp(prefix="kvpatch-mutation-")
         try:
-            failures, key = check_one(kvpatch, text, scratch)
+            failures, key = check_one(kvpatch, files, scratch, options)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         exits[key] = exits.get(key, 0) + 1
         if failures:
             failed += 1
-            print(f"seed {seed} (fixtures/{name}): " + "; ".join(failures))
+            print(f"seed {seed} ({name}{', ' + ' '.join(options) if options else ''}"
+                  f"{', ' + target if len(files) > 1 else ''}): " + "; ".join(failures))
             if args.keep:
-                os.makedirs(args.keep, exist_ok=True)
-                with open(os.path.join(args.keep, f"seed-{seed}.py"), "w", encoding="utf-8", newline="") as f:
-                    f.write(text)
-    summary = ", ".join(f"check {c} / apply {a}: {n}" for (c, a), n in sorted(exits.items()))
-    print(f"{args.count} mutations of {len(sources)} backends; exits {summary}; {failed} failed")
+                write_files(os.path.join(args.keep, f"seed-{seed}"), files)
+    summary_line = ", ".join(f"check {c} / apply {a}: {n}" for (c, a), n in sorted(exits.items()))
+    print(f"{args.count} mutations of {len(sources)} backends; exits {summary_line}; {failed} failed")
     return 1 if failed else 0
 
 

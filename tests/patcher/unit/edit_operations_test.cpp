@@ -55,6 +55,21 @@ TEST_SUITE("edit_operations") {
     CHECK(added("f(\r\n\ta,\r\n)\r\n") == "f(\r\n\ta,\r\n\tkv_data_type=self.kv_data_type,\r\n)\r\n");
   }
 
+  TEST_CASE("an added argument leaves a comment on the last argument's line, where it was written") {
+    // An ignore comment vouches for the argument on its line; before 2026-12-02 the new argument went
+    // between the comma and the comment, and took the comment with it.
+    auto added = [](const std::string& code) {
+      auto file = test::parse(code);
+      TSNode list = syntax::field(test::find_node(*file, "call"), "arguments");
+      return edited(*file, add_argument(file->source, list, "s=1.0", "r"));
+    };
+    CHECK(added("f(\n    a,\n    b,  # why b\n)\n") == "f(\n    a,\n    b,  # why b\n    s=1.0,\n)\n");
+    CHECK(added("f(\n    a,\n    b  # why b\n)\n") == "f(\n    a,\n    b,  # why b\n    s=1.0\n)\n");
+    CHECK(added("f(\r\n\ta,\t# why a\r\n)\r\n") == "f(\r\n\ta,\t# why a\r\n\ts=1.0,\r\n)\r\n");
+    CHECK(added("f(\n    a(\n        x\n    ),  # why a\n)\n") ==
+          "f(\n    a(\n        x\n    ),  # why a\n    s=1.0,\n)\n");
+  }
+
   TEST_CASE("insert after an anchor uses its indentation and the file's line ending") {
     const std::string stmt = "self.kv_data_type = kv";
     SUBCASE("spaces and LF") {
