@@ -529,6 +529,13 @@ int run_command(const std::string& command, const Options& options) {
     return has_findings(summarize(run)) ? kFindings : kClean;
   }
   if (command == "diff") {
+    // diff prints what apply would write, and apply writes nothing while an input cannot be read: a partial diff
+    // piped to `git apply` would be the partial multi-file apply that apply refuses. The other files' edits could
+    // also change once the unread file is seen (a cast there can hold their plan sites back).
+    if (input_errors) {
+      print_error("no diff was printed; fix the errors above and run diff again");
+      return kUsageOrInput;
+    }
     const bool color = cli::color_wanted(options.color, STDOUT_FILENO);
     bool any = false;
     for (const FileReport& f : run.files) {
@@ -536,7 +543,6 @@ int run_command(const std::string& command, const Options& options) {
       any |= !diff.empty();
       std::cout << (color ? cli::colorize_diff(diff) : diff);
     }
-    if (input_errors) return kUsageOrInput;
     return any ? kFindings : kClean;
   }
   // apply: nothing is written unless every input is readable, every file can be patched, and by its own settings.

@@ -1,5 +1,6 @@
 // `kvpatch apply` over two files is all-or-nothing: when the second cannot be patched (its directory is
-// read-only, it is missing, or it does not parse), the command exits 2 and the first file is untouched.
+// read-only, it is missing, or it does not parse), the command exits 2 and the first file is untouched;
+// `kvpatch diff` then prints no hunk for the first file either.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -59,13 +60,17 @@ struct TwoTrees {
     fs::permissions(tool / "kvpatch", fs::perms::all);
   }
 
-  ProcessResult apply(const std::string& second_arg, bool as_nobody = false) const {
+  ProcessResult run(const std::string& command, const std::string& second_arg, bool as_nobody = false) const {
     ProcessOptions options;
     options.working_dir = scratch.path();
     options.drop_root_privileges = as_nobody;
-    const std::vector<std::string> argv{(tool / "kvpatch").string(), "apply", "--rules", (tool / "rules").string(),
+    const std::vector<std::string> argv{(tool / "kvpatch").string(), command, "--rules", (tool / "rules").string(),
                                         "first/" + std::string(kBackend), second_arg};
     return run_process(argv, options);
+  }
+
+  ProcessResult apply(const std::string& second_arg, bool as_nobody = false) const {
+    return run("apply", second_arg, as_nobody);
   }
 };
 
@@ -109,5 +114,19 @@ TEST_SUITE("all_or_nothing") {
     CHECK_MESSAGE(holds(trees.first / kBackend, trees.source), "first/ was written although second/ failed");
     CHECK_MESSAGE(holds(trees.second / kBackend, broken), "the broken file was written");
     CHECK(names_in(trees.first) == std::set<std::string>{kBackend});
+  }
+
+  TEST_CASE("second file has a syntax error: diff prints nothing for the first either") {
+    // Piped to `git apply`, a diff of the first file alone would be the partial apply that apply refuses.
+    TwoTrees trees;
+    write_bytes(trees.second / kBackend, fixture_source("syntax-error"));
+    const ProcessResult result = trees.run("diff", "second/" + std::string(kBackend));
+    CHECK_MESSAGE(result.exit_code == 2, "stderr: ", result.err);
+    CHECK_MESSAGE(result.out.empty(), "a diff was printed: ", result.out);
+    CHECK(result.err.find("second/flashinfer_mla_backend.py:36: syntax error") != std::string::npos);
+    CHECK(result.err.find("no diff was printed") != std::string::npos);
+    // The control: with the second file whole, the first file's hunks are printed.
+    write_bytes(trees.second / kBackend, trees.source);
+    CHECK(trees.run("diff", "second/" + std::string(kBackend)).out.find("+++ b/first/") != std::string::npos);
   }
 }
