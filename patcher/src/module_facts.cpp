@@ -114,6 +114,13 @@ void ModuleFacts::collect_function(TSNode def, const std::string& class_name, co
   f.body = field(def, "body");
   f.signature = signature_from_parameters(file_->source.text(), field(def, "parameters"));
   f.outer = outer;
+  if (TSNode decorated = syntax::parent(def); is(decorated, "decorated_definition")) {
+    for (TSNode d : syntax::named_children(decorated)) {
+      if (!is(d, "decorator")) continue;
+      const std::string name = text(ts_node_named_child(d, 0));
+      f.unbound |= name == "staticmethod" || name == "classmethod";
+    }
+  }
   const int index = static_cast<int>(functions_.size());
   functions_.push_back(f);
   const std::string held_by = functions_[static_cast<std::size_t>(index)].method_name;
@@ -345,7 +352,7 @@ std::vector<std::string> names_not_visible(const std::string& expression, const 
 }
 
 std::string self_name(const FunctionFacts& function) {
-  if (function.class_name.empty() || function.signature.parameters.empty()) return "";
+  if (function.class_name.empty() || function.unbound || function.signature.parameters.empty()) return "";
   const Parameter& first = function.signature.parameters.front();
   return first.kind == ParameterKind::VarPositional || first.kind == ParameterKind::VarKeyword ? "" : first.name;
 }

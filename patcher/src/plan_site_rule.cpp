@@ -349,6 +349,21 @@ void plan_site_fixes(const PlanSiteRule& rule, const ModuleFacts& facts, const s
     site.fix_gated = gated != nullptr;
     site.fix_condition = gated != nullptr ? gated->condition : "";
     site.fix_text = gated != nullptr ? gated->kv_dtype.gate_expr : field_finding->field_text;
+    if (gated == nullptr) {
+      // The field is read through the method's own instance parameter, whatever it is named; a static or
+      // class method, or one without parameters, has none.
+      const FunctionFacts* method = holding_method(facts, site_function);
+      const std::string self = method != nullptr ? self_name(*method) : "";
+      const std::size_t dot = site.fix_text.find('.');
+      if (self.empty() || dot == std::string::npos) {
+        site.reason = "the call's method " + (method != nullptr ? method->name : std::string("?")) +
+                      " takes no instance, so the KV dtype field " + site.fix_text +
+                      " is out of its reach; pass the KV dtype by hand";
+        site.fix_text.clear();
+        continue;
+      }
+      site.fix_text = self + site.fix_text.substr(dot);
+    }
     if (site.kv_argument) {
       site.fix = replace_argument_value(*site.kv_argument, site.fix_text, rule.id);
     } else if (rule.operation_when_defaulted == "add-keyword-argument") {

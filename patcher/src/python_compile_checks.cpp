@@ -68,15 +68,22 @@ public:
   explicit Checker(const ParsedFile& file) : file_(file) {}
 
   std::optional<CompileProblem> run() {
-    // Each node with its parent: tree-sitter finds a node's parent by descending from the root again,
-    // which over every node of a large file costs seconds.
-    std::vector<std::pair<TSNode, TSNode>> pending{{file_.tree.root(), TSNode{}}};
+    // Each node with its parent and scope: tree-sitter finds a node's parent by descending from the root
+    // again, which over every node of a large file costs seconds.
+    struct Pending {
+      TSNode node;
+      TSNode parent;
+      Scope scope;
+    };
+    std::vector<Pending> pending{{file_.tree.root(), TSNode{}, Scope{}}};
     while (!pending.empty()) {
-      const auto [node, parent] = pending.back();
+      const auto [node, parent, scope] = pending.back();
       pending.pop_back();
       visit(node, parent);
-      for (uint32_t i = ts_node_named_child_count(node); i > 0; --i) {
-        pending.emplace_back(ts_node_named_child(node, i - 1), node);
+      statement_in_scope(node, scope);
+      for (uint32_t i = ts_node_child_count(node); i > 0; --i) {
+        const TSNode child = ts_node_child(node, i - 1);
+        if (ts_node_is_named(child)) pending.push_back({child, node, scope_of(node, child, scope)});
       }
     }
     // The walk visits a block's statements before what lies inside the earlier ones: report the
@@ -88,6 +95,36 @@ public:
 
 private:
   const ParsedFile& file_;
+
+  // What encloses a node, for the statements the compiler allows only inside a function or a loop.
+  struct Scope {
+    bool function = false;  // return, yield
+    bool loop = false;      // break, continue
+  };
+
+  // The scope of a node's child: a def's body is a function (a lambda's is too, for yield), a class body
+  // is neither, a loop's body is a loop but its else clause is not. (The child is compared with the node's
+  // body field: tree-sitter 0.20's ts_node_field_name_for_child misnames some children.)
+  static Scope scope_of(TSNode node, TSNode child, Scope scope) {
+    const std::string_view type = syntax::type(node);
+    const bool function = type == "function_definition" || type == "lambda";
+    const bool loop = type == "for_statement" || type == "while_statement";
+    if (!function && !loop && type != "class_definition") return scope;
+    if (!syntax::same(child, syntax::field(node, "body"))) return scope;
+    if (function) return {true, false};
+    if (loop) return {scope.function, true};
+    return {false, false};
+  }
+
+  // CPython's compiler refuses these where the grammar takes any statement; a line moved out of its
+  // method or loop leaves them there.
+  void statement_in_scope(TSNode node, Scope scope) {
+    const std::string_view type = syntax::type(node);
+    if (type == "return_statement" && !scope.function) report(node, "'return' outside function");
+    if (type == "yield" && !scope.function) report(node, "'yield' outside function");
+    if (type == "break_statement" && !scope.loop) report(node, "'break' outside loop");
+    if (type == "continue_statement" && !scope.loop) report(node, "'continue' not properly in loop");
+  }
 
   void visit(TSNode node, TSNode parent) {
     const std::string_view type = syntax::type(node);

@@ -17,6 +17,7 @@ struct FunctionFacts {
   TSNode body{};
   Signature signature;
   int outer = -1;           // index of the enclosing function for nested defs
+  bool unbound = false;     // decorated @staticmethod or @classmethod: its first parameter is no instance
   bool is_method() const { return !class_name.empty() && name == method_name; }
 };
 

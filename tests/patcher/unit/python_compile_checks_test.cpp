@@ -85,6 +85,26 @@ TEST_SUITE("python_compile_checks") {
     }
   }
 
+  TEST_CASE("return, yield, break and continue outside the function or loop that allows them are refused") {
+    // A line moved out of its method or loop (a mutation kvpatch once patched and wrote back uncompilable).
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"class A:\n    def f(self):\n        x = 1\n    return x\n",
+         "4: Python would not compile this file: 'return' outside function"},
+        {"return 1\n", "1: Python would not compile this file: 'return' outside function"},
+        {"def f():\n    class B:\n        return 1\n", "3: Python would not compile this file: 'return' outside function"},
+        {"class A:\n    x = yield 1\n", "2: Python would not compile this file: 'yield' outside function"},
+        {"def f(x=(yield)):\n    pass\n", "1: Python would not compile this file: 'yield' outside function"},
+        {"def f():\n    break\n", "2: Python would not compile this file: 'break' outside loop"},
+        {"for i in a:\n    pass\nelse:\n    break\n", "4: Python would not compile this file: 'break' outside loop"},
+        {"while a:\n    def g():\n        continue\n",
+         "3: Python would not compile this file: 'continue' not properly in loop"},
+    };
+    for (const auto& c : cases) {
+      CAPTURE(c.first);
+      CHECK(refusal(c.first).rfind(c.second, 0) == 0);
+    }
+  }
+
   TEST_CASE("the valid forms next to each refused one are accepted") {
     const std::vector<std::string> valid = {
         "if a: x = 1; y = 2\nz = 3\n",
@@ -110,6 +130,13 @@ TEST_SUITE("python_compile_checks") {
         "print >> sys.stderr, 'message'\n",
         "x: int = 1\nmatch = 2\ntype = 3\n",
         "if a:\n    pass\nelif b:\n    pass\n",
+        "class A:\n    def f(self):\n        return 1\n",
+        "def f():\n    g = lambda: (yield)\n    yield 1\n    return\n",
+        "h = lambda: (yield)\n",
+        "async def f():\n    for i in a:\n        if i:\n            continue\n        return i\n",
+        "for i in a:\n    while b:\n        break\n    else:\n        continue\n",
+        "while a:\n    try:\n        break\n    finally:\n        pass\n",
+        "def f():\n    for i in a:\n        pass\n    else:\n        return\n",
     };
     for (const std::string& code : valid) {
       CAPTURE(code);
