@@ -164,9 +164,21 @@ private:
   }
 
   void module(TSNode node) {
-    for (TSNode s : statements_of(node)) {
+    const std::vector<TSNode> statements = statements_of(node);
+    for (TSNode s : statements) {
       const auto lead = lead_if_first(s);
       if (lead && !(width_of(*lead) == Width{})) return report(s, "unexpected indent");
+    }
+    // `from __future__ import` may follow only the module's docstring and other such imports.
+    for (std::size_t i = 0, leading = 0; i < statements.size(); ++i) {
+      const TSNode s = statements[i];
+      const bool docstring = i == 0 && is(s, "expression_statement") && is(ts_node_named_child(s, 0), "string");
+      if (is(s, "future_import_statement")) {
+        if (leading != i) return report(s, "from __future__ imports must occur at the beginning of the file");
+        ++leading;
+      } else if (docstring) {
+        ++leading;
+      }
     }
   }
 

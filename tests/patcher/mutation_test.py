@@ -10,6 +10,7 @@ fixtures/*/flashinfer_mla_backend.py that compiles) or, with --sources, every .p
 under DIR (for example real SGLang backends; not a CTest). Most results no longer compile; some
 still do and hold other plan() sites and casts. For each, kvpatch must:
   - exit 0, 1 or 2 from check, diff and apply, and never report an internal error;
+  - refuse (exit 2) every file that Python does not compile;
   - refuse (exit 2) in all three or in none, and when refusing print no diff and write nothing;
   - when apply writes: leave files `compile()` accepts, equal to the diff applied by `git apply`,
     which a second apply does not change;
@@ -169,6 +170,9 @@ def check_one(kvpatch, files, scratch, options):
     for command, result in (("check", check), ("diff", diff), ("apply", apply)):
         if result.returncode not in (0, 1, 2) or "internal error" in result.stderr:
             failures.append(f"{command} exited {result.returncode}: {result.stderr.strip()[-400:]}")
+    broken = [name for name, text in files.items() if not compiles(text, name)]
+    if broken and check.returncode != 2:
+        failures.append(f"check exited {check.returncode} on {broken[0]}, which Python does not compile")
     refused = [r.returncode == 2 for r in (check, diff, apply)]
     if any(refused) and not all(refused):
         failures.append(f"refused by some commands only: check {check.returncode}, diff {diff.returncode}, "

@@ -85,7 +85,7 @@ TEST_SUITE("python_compile_checks") {
     }
   }
 
-  TEST_CASE("return, yield, break and continue outside the function or loop that allows them are refused") {
+  TEST_CASE("return, yield, break and continue outside the function or loop that allows them, and a late __future__ import, are refused") {
     // A line moved out of its method or loop (a mutation kvpatch once patched and wrote back uncompilable).
     const std::vector<std::pair<std::string, std::string>> cases = {
         {"class A:\n    def f(self):\n        x = 1\n    return x\n",
@@ -98,6 +98,11 @@ TEST_SUITE("python_compile_checks") {
         {"for i in a:\n    pass\nelse:\n    break\n", "4: Python would not compile this file: 'break' outside loop"},
         {"while a:\n    def g():\n        continue\n",
          "3: Python would not compile this file: 'continue' not properly in loop"},
+        // An import moved above the module's first line.
+        {"import torch\nfrom __future__ import annotations\n",
+         "2: Python would not compile this file: from __future__ imports must occur at the beginning of the file"},
+        {"'''Doc.'''\n'''Not a docstring.'''\nfrom __future__ import annotations\n",
+         "3: Python would not compile this file: from __future__ imports must occur at the beginning of the file"},
     };
     for (const auto& c : cases) {
       CAPTURE(c.first);
@@ -137,6 +142,7 @@ TEST_SUITE("python_compile_checks") {
         "for i in a:\n    while b:\n        break\n    else:\n        continue\n",
         "while a:\n    try:\n        break\n    finally:\n        pass\n",
         "def f():\n    for i in a:\n        pass\n    else:\n        return\n",
+        "# a comment\n'''Doc.'''\n\nfrom __future__ import annotations\nfrom __future__ import division\nimport torch\n",
     };
     for (const std::string& code : valid) {
       CAPTURE(code);
