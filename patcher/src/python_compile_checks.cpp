@@ -176,6 +176,7 @@ private:
       if (is(s, "future_import_statement")) {
         if (leading != i) return report(s, "from __future__ imports must occur at the beginning of the file");
         ++leading;
+        future_features(s);
       } else if (docstring) {
         ++leading;
       }
@@ -206,6 +207,19 @@ private:
                              std::to_string(level.tab1) + " for the block's other statements");
       }
       return report(s, "inconsistent use of tabs and spaces in indentation");
+    }
+  }
+
+  // The names a `from __future__ import` may take: CPython 3's features (a typo is a compile error).
+  void future_features(TSNode statement) {
+    static const std::set<std::string_view> kFeatures = {
+        "nested_scopes",  "generators",       "division",       "absolute_import", "with_statement",
+        "print_function", "unicode_literals", "barry_as_FLUFL", "generator_stop",  "annotations"};
+    for (TSNode n : syntax::named_children(statement)) {
+      const TSNode name = is(n, "aliased_import") ? syntax::field(n, "name") : n;
+      if (!is(name, "dotted_name")) continue;
+      const std::string_view feature = file_.text(name);
+      if (kFeatures.count(feature) == 0) return report(n, "future feature " + std::string(feature) + " is not defined");
     }
   }
 

@@ -103,6 +103,8 @@ TEST_SUITE("python_compile_checks") {
          "2: Python would not compile this file: from __future__ imports must occur at the beginning of the file"},
         {"'''Doc.'''\n'''Not a docstring.'''\nfrom __future__ import annotations\n",
          "3: Python would not compile this file: from __future__ imports must occur at the beginning of the file"},
+        {"from __future__ import division, annotatins\n",
+         "1: Python would not compile this file: future feature annotatins is not defined"},
     };
     for (const auto& c : cases) {
       CAPTURE(c.first);
@@ -143,6 +145,7 @@ TEST_SUITE("python_compile_checks") {
         "while a:\n    try:\n        break\n    finally:\n        pass\n",
         "def f():\n    for i in a:\n        pass\n    else:\n        return\n",
         "# a comment\n'''Doc.'''\n\nfrom __future__ import annotations\nfrom __future__ import division\nimport torch\n",
+        "from __future__ import (generator_stop as g,\n    print_function)\n",
     };
     for (const std::string& code : valid) {
       CAPTURE(code);
