@@ -28,18 +28,34 @@ std::string raw_content(const fs::path& path) {
 
 FileError to_file_error(const InputError& e) { return {e.file(), e.line(), e.column(), e.what(), e.remedy()}; }
 
-// A file beside a named one, analysed when link_files() could pair it with another; one kvpatch cannot read or
-// parse is passed by, as it was not asked for.
-std::optional<FileReport> analyze_context_file(const RuleSet& rules, const InputFile& input) {
+// A file beside a named one, analysed when link_files() could pair it with another. One that link_files() could
+// pair but kvpatch cannot read or parse is an error of the run: a cast there that feeds run() of a wrapper
+// planned in the named files would go unseen, and apply would thread those plans against it.
+std::optional<FileReport> analyze_context_file(const RuleSet& rules, const InputFile& input,
+                                               std::vector<FileError>& errors) {
+  auto unread = [&](FileError e) {
+    e.remedy += std::string(e.remedy.empty() ? "" : " ") +
+                "(kvpatch reads this unnamed file because it lies beside a named one and its casts or plan sites "
+                "may link with that one's), or leave it out with the project settings' `exclude`";
+    errors.push_back(std::move(e));
+  };
+  std::optional<SourceFile> source;
   try {
-    SourceFile source = load_source_file(input.path, input.display_path);
-    if (!may_link(rules, source.text())) return std::nullopt;
-    return analyze_source(rules, std::move(source));
-  } catch (const InputError&) {
-    return std::nullopt;
-  } catch (const OverlappingEdit&) {
+    source.emplace(load_source_file(input.path, input.display_path));
+  } catch (const InputError& e) {
+    if (may_link(rules, raw_content(input.path))) unread(to_file_error(e));
     return std::nullopt;
   }
+  if (!may_link(rules, source->text())) return std::nullopt;
+  try {
+    return analyze_source(rules, std::move(*source));
+  } catch (const InputError& e) {
+    unread(to_file_error(e));
+  } catch (const OverlappingEdit& e) {
+    unread({input.display_path, 0, 0, std::string("rules asked for clashing edits: ") + e.what(),
+            "edit this file by hand or suppress one finding with # kvpatch: ignore[RULE-ID]"});
+  }
+  return std::nullopt;
 }
 }  // namespace
 
@@ -87,7 +103,7 @@ Run analyze_inputs(const RuleSet& rules, const InputSet& inputs) {
   std::vector<FileReport> context;
   if (!run.files.empty()) {
     for (const InputFile& input : inputs.context) {
-      if (auto report = analyze_context_file(rules, input)) context.push_back(std::move(*report));
+      if (auto report = analyze_context_file(rules, input, run.errors)) context.push_back(std::move(*report));
     }
   }
   link_files(rules, run, std::move(context));

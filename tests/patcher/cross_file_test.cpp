@@ -167,6 +167,30 @@ TEST_SUITE("cross_file") {
     CHECK(count(linked.out, ": run-input-unknown: ") == 2);
   }
 
+  TEST_CASE("a module beside the named one that could link but does not parse stops the run; one that cannot link is passed by") {
+    SplitBackend split;
+    const std::string updaters_before = read_bytes(split.updaters);
+    std::string text = read_bytes(split.backend);
+    const std::size_t at = text.find("        reshaped_q = q.view(");
+    REQUIRE(at != std::string::npos);
+    text.insert(at + std::string("        reshaped_q = q.view(").size(), "(");
+    write_bytes(split.backend, text);
+    // Before 2026-12-02 the broken module was passed by, and apply threaded all three plans against its casts.
+    const ProcessResult applied = split.kvpatch({"apply", "--isolated", "pkg/flashinfer_mla_updaters.py"});
+    CHECK(applied.exit_code == 2);
+    CHECK(read_bytes(split.updaters) == updaters_before);
+    CHECK(contains(applied.err, "pkg/flashinfer_mla_backend.py:"));
+    CHECK(contains(applied.err, "syntax error"));
+    CHECK(contains(applied.err, "lies beside a named one"));
+    CHECK(split.kvpatch({"diff", "--isolated", "pkg/flashinfer_mla_updaters.py"}).out.empty());
+    // The control: a broken module that names no wrapper cannot link, and is none of this run's business.
+    write_bytes(split.backend, "def broken(:\n");
+    const ProcessResult unrelated = split.kvpatch({"apply", "--isolated", "pkg/flashinfer_mla_updaters.py"});
+    CAPTURE(unrelated.err);
+    CHECK(unrelated.exit_code == 0);
+    CHECK(read_bytes(split.updaters) != updaters_before);
+  }
+
   TEST_CASE("one cast vouched for still holds the plans back while the other is unvouched") {
     SplitBackend split;
     std::string text = read_bytes(split.backend);
