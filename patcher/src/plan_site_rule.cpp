@@ -356,9 +356,9 @@ void plan_site_fixes(const PlanSiteRule& rule, const ModuleFacts& facts, const s
       const std::string self = method != nullptr ? self_name(*method) : "";
       const std::size_t dot = site.fix_text.find('.');
       if (self.empty() || dot == std::string::npos) {
-        site.reason = "the call's method " + (method != nullptr ? method->name : std::string("?")) +
-                      " takes no instance, so the KV dtype field " + site.fix_text +
-                      " is out of its reach; pass the KV dtype by hand";
+        site.reason = (method != nullptr ? "the call's method " + method->name + " takes no instance"
+                                         : std::string("the call is in the class body, outside any method")) +
+                      ", so the KV dtype field " + site.fix_text + " is out of its reach; pass the KV dtype by hand";
         site.fix_text.clear();
         continue;
       }
