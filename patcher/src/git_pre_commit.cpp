@@ -40,8 +40,10 @@ std::optional<std::string> read_work_tree_file(const std::filesystem::path& path
   return out.str();
 }
 
-// The context files that link_files() could pair with another file (git_pre_commit.h), analysed.
-std::vector<FileReport> linkable_context(const RuleSet& rules, const GitRepository& repo, const StagedFiles& context) {
+// The context files that link_files() could pair with another file (git_pre_commit.h), analysed. One that could
+// pair but cannot be read or parsed goes to `errors`: the staged plans cannot be checked against its casts.
+std::vector<FileReport> linkable_context(const RuleSet& rules, const GitRepository& repo, const StagedFiles& context,
+                                         std::vector<FileError>& errors) {
   std::vector<FileReport> out;
   if (context.files.empty()) return out;
   // Most context files are in the work tree as staged, and a file read from disk costs a fraction of a blob
@@ -60,13 +62,18 @@ std::vector<FileReport> linkable_context(const RuleSet& rules, const GitReposito
         continue;
       }
     }
-    // A context file kvpatch cannot read or parse is passed by: this commit does not record it.
+    const std::string why =
+        " (kvpatch reads this file, which the commit does not change, because its casts or plan sites may link with "
+        "the staged ones'), or leave it out with the project settings' `exclude`";
     try {
       if (auto report = analyze_blob(rules, repo, file, linkable)) out.push_back(std::move(*report));
-    } catch (const InputError&) {
-      continue;
-    } catch (const OverlappingEdit&) {
-      continue;
+    } catch (const InputError& e) {
+      FileError error = to_file_error(e);
+      error.remedy += why;
+      errors.push_back(std::move(error));
+    } catch (const OverlappingEdit& e) {
+      errors.push_back({file.path, 0, 0, std::string("rules asked for clashing edits: ") + e.what(),
+                        "edit this file by hand or suppress one finding with # kvpatch: ignore[RULE-ID]" + why});
     }
   }
   return out;
@@ -93,7 +100,7 @@ Run analyze_staged(const RuleSet& rules, const GitRepository& repo, const Staged
   }
   // A commit that touches no file the rules select changes no plan site and no cast: no context is read.
   std::vector<FileReport> linkable;
-  if (!run.files.empty()) linkable = linkable_context(rules, repo, context);
+  if (!run.files.empty()) linkable = linkable_context(rules, repo, context, run.errors);
   link_files(rules, run, std::move(linkable));
   return run;
 }

@@ -13,8 +13,8 @@ namespace kvpatch {
 // context: the other tracked files, as staged (the index holds their committed content). When a staged file
 // is analysed, those that a rule selects are analysed too, only to link them with the staged ones
 // (cross_file.h): a context file is reported only for a cast there whose run() a staged file's plan sites
-// may plan, and then with that cast and its finding alone. A context file kvpatch cannot read or parse is
-// passed by: the commit does not record it.
+// may plan, and then with that cast and its finding alone. A context file a linking rule selects that kvpatch
+// cannot read or parse is a Run::errors entry: the staged plans cannot be checked against its casts.
 Run analyze_staged(const RuleSet& rules, const GitRepository& repo, const StagedFiles& staged,
                    const StagedFiles& context = {});
 

@@ -217,6 +217,27 @@ TEST_SUITE("pre_commit") {
     CHECK(contains(emptied.out, "2 run() inputs unsafe: 0 converted, 2 unknown"));
   }
 
+  TEST_CASE("a committed module that could link but does not parse fails the hook; one that cannot link does not") {
+    CommittedSplit split;
+    std::string broken = split.repo.read(split.backend);
+    const std::size_t at = broken.find("        reshaped_q = q.view(");
+    REQUIRE(at != std::string::npos);
+    broken.insert(at + std::string("        reshaped_q = q.view(").size(), "(");
+    split.repo.stage(split.backend, broken);
+    split.repo.stage("tools/unrelated.py", "def broken(:\n");
+    split.repo.commit_without_hooks("a syntax error in the run() module");
+    split.repo.stage(split.updaters, threaded_alone(split.repo, split.updaters));
+    // Before 2026-12-02 the broken module was passed by: the threaded plans were not linked with its casts.
+    const ProcessResult result = split.repo.kvpatch({"pre-commit"});
+    CAPTURE(result.out);
+    CAPTURE(result.err);
+    CHECK(result.exit_code == 2);
+    CHECK(contains(result.err, split.backend + ":"));
+    CHECK(contains(result.err, "syntax error"));
+    CHECK(contains(result.err, "which the commit does not change"));
+    CHECK_FALSE(contains(result.err, "tools/unrelated.py"));
+  }
+
   TEST_CASE("a staged run() module is linked with plans threaded in a committed one") {
     CommittedSplit split;
     split.repo.stage(split.updaters, threaded_alone(split.repo, split.updaters));
