@@ -26,8 +26,6 @@ std::string raw_content(const fs::path& path) {
   return out.str();
 }
 
-FileError to_file_error(const InputError& e) { return {e.file(), e.line(), e.column(), e.what(), e.remedy()}; }
-
 // A file beside a named one, analysed when link_files() could pair it with another. One that link_files() could
 // pair but kvpatch cannot read or parse is an error of the run: a cast there that feeds run() of a wrapper
 // planned in the named files would go unseen, and apply would thread those plans against it.
@@ -52,12 +50,18 @@ std::optional<FileReport> analyze_context_file(const RuleSet& rules, const Input
   } catch (const InputError& e) {
     unread(to_file_error(e));
   } catch (const OverlappingEdit& e) {
-    unread({input.display_path, 0, 0, std::string("rules asked for clashing edits: ") + e.what(),
-            "edit this file by hand or suppress one finding with # kvpatch: ignore[RULE-ID]"});
+    unread(clashing_edits_error(input.display_path, e));
   }
   return std::nullopt;
 }
 }  // namespace
+
+FileError to_file_error(const InputError& e) { return {e.file(), e.line(), e.column(), e.what(), e.remedy()}; }
+
+FileError clashing_edits_error(const std::string& display_path, const OverlappingEdit& e) {
+  return {display_path, 0, 0, std::string("rules asked for clashing edits: ") + e.what(),
+          "edit this file by hand or suppress one finding with # kvpatch: ignore[RULE-ID]"};
+}
 
 bool rules_select(const RuleSet& rules, const std::string& text) {
   auto selects = [&](const auto& list) {
@@ -95,8 +99,7 @@ Run analyze_inputs(const RuleSet& rules, const InputSet& inputs) {
     } catch (const InputError& e) {
       run.errors.push_back(to_file_error(e));
     } catch (const OverlappingEdit& e) {
-      run.errors.push_back({input.display_path, 0, 0, std::string("rules asked for clashing edits: ") + e.what(),
-                            "edit this file by hand or suppress one finding with # kvpatch: ignore[RULE-ID]"});
+      run.errors.push_back(clashing_edits_error(input.display_path, e));
     }
   }
   // The context is read only when some named or walked file was analysed: nothing else can be linked.

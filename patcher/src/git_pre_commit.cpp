@@ -17,8 +17,6 @@
 namespace kvpatch {
 
 namespace {
-FileError to_file_error(const InputError& e) { return {e.file(), e.line(), e.column(), e.what(), e.remedy()}; }
-
 // The staged file analysed, or nullopt when `wanted` is false of its content. Throws InputError or OverlappingEdit.
 template <typename Wanted>
 std::optional<FileReport> analyze_blob(const RuleSet& rules, const GitRepository& repo, const StagedFile& file,
@@ -62,18 +60,17 @@ std::vector<FileReport> linkable_context(const RuleSet& rules, const GitReposito
         continue;
       }
     }
-    const std::string why =
-        " (kvpatch reads this file, which the commit does not change, because its casts or plan sites may link with "
-        "the staged ones'), or leave it out with the project settings' `exclude`";
+    auto unread = [&](FileError e) {
+      e.remedy += " (kvpatch reads this file, which the commit does not change, because its casts or plan sites "
+                  "may link with the staged ones'), or leave it out with the project settings' `exclude`";
+      errors.push_back(std::move(e));
+    };
     try {
       if (auto report = analyze_blob(rules, repo, file, linkable)) out.push_back(std::move(*report));
     } catch (const InputError& e) {
-      FileError error = to_file_error(e);
-      error.remedy += why;
-      errors.push_back(std::move(error));
+      unread(to_file_error(e));
     } catch (const OverlappingEdit& e) {
-      errors.push_back({file.path, 0, 0, std::string("rules asked for clashing edits: ") + e.what(),
-                        "edit this file by hand or suppress one finding with # kvpatch: ignore[RULE-ID]" + why});
+      unread(clashing_edits_error(file.path, e));
     }
   }
   return out;
@@ -94,8 +91,7 @@ Run analyze_staged(const RuleSet& rules, const GitRepository& repo, const Staged
     } catch (const InputError& e) {
       run.errors.push_back(to_file_error(e));
     } catch (const OverlappingEdit& e) {
-      run.errors.push_back({file.path, 0, 0, std::string("rules asked for clashing edits: ") + e.what(),
-                            "edit this file by hand or suppress one finding with # kvpatch: ignore[RULE-ID]"});
+      run.errors.push_back(clashing_edits_error(file.path, e));
     }
   }
   // A commit that touches no file the rules select changes no plan site and no cast: no context is read.

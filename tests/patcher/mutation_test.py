@@ -119,10 +119,8 @@ def split_backend(text):
     first = min([body[cut].lineno] + [d.lineno for d in body[cut].decorator_list]) - 1  # 0-based line
     imports_end = next((node.lineno - 1 for node in body if not isinstance(node, (ast.Import, ast.ImportFrom))
                         and not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))), first)
-    moved = []
-    for node in body[cut:]:
-        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            moved.append(node.name)
+    definitions = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    moved = [node.name for node in body[cut:] if isinstance(node, definitions)]
     head = "\n".join(lines[:first]) + "\n" + "".join(
         f"from pkg.{UPDATERS[:-3]} import {name}\n" for name in moved)
     tail = "\n".join(lines[:min(imports_end, first)] + lines[first:])
@@ -161,12 +159,13 @@ def check_one(kvpatch, files, scratch, options):
     write_files(package, files)
     target = [BACKEND] if len(files) == 1 else ["."]
 
-    def run(command, *extra):
-        return subprocess.run([kvpatch, command, "--isolated", *options, *extra, *target], cwd=package,
+    def run(command, *extra, paths=target):
+        return subprocess.run([kvpatch, command, "--isolated", *options, *extra, *paths], cwd=package,
                               capture_output=True, text=True, errors="replace", timeout=120, check=False)
 
-    check, diff = run("check"), run("diff")
-    before = summary(run("check", "--format", "json"))
+    # The JSON report exits and writes stderr as the text one does; its summary is what apply is held to below.
+    check, diff = run("check", "--format", "json"), run("diff")
+    before = summary(check)
     apply = run("apply")
     applied = read_files(package, files)
     failures = []
@@ -175,9 +174,7 @@ def check_one(kvpatch, files, scratch, options):
             failures.append(f"{command} exited {result.returncode}: {result.stderr.strip()[-400:]}")
     for name in (n for n, text in files.items() if not compiles(text, n)):
         # kvpatch reads only the files its rules select (by their text), and says so of one named alone.
-        alone = run("check") if len(files) == 1 else subprocess.run(
-            [kvpatch, "check", "--isolated", *options, name], cwd=package, capture_output=True, text=True,
-            errors="replace", timeout=120, check=False)
+        alone = check if len(files) == 1 else run("check", paths=[name])
         if alone.returncode != 2 and "nothing checked" not in alone.stderr:
             failures.append(f"check exited {alone.returncode} on {name}, which Python does not compile")
     refused = [r.returncode == 2 for r in (check, diff, apply)]

@@ -1,5 +1,7 @@
 #pragma once
 // The pipeline from inputs to a Run: read each file, keep those a rule selects, parse, run the rules.
+#include "kvpatch/edit_set.h"
+#include "kvpatch/input_error.h"
 #include "kvpatch/input_paths.h"
 #include "kvpatch/report.h"
 #include "kvpatch/rule_set.h"
@@ -10,6 +12,10 @@ namespace kvpatch {
 // Input problems (unreadable, binary, syntax errors) become Run::errors; the other files are analysed.
 // inputs.context is read, once a file is analysed, only to link files (cross_file.h).
 Run analyze_inputs(const RuleSet& rules, const InputSet& inputs);
+
+// A file's problem as a Run::errors entry: an input error, or rules that asked for clashing edits in it.
+FileError to_file_error(const InputError& e);
+FileError clashing_edits_error(const std::string& display_path, const OverlappingEdit& e);
 
 // Whether any rule selects a file of this text (by the rules' content_contains).
 bool rules_select(const RuleSet& rules, const std::string& text);
