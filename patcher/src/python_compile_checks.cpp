@@ -1,5 +1,7 @@
 #include "kvpatch/python_compile_checks.h"
 
+#include "kvpatch/python_compile_rules.h"
+
 #include <algorithm>
 #include <set>
 #include <string_view>
@@ -65,7 +67,8 @@ bool is_clause(std::string_view type) {
 
 class Checker {
 public:
-  explicit Checker(const ParsedFile& file) : file_(file) {}
+  explicit Checker(const ParsedFile& file)
+      : file_(file), report_([this](TSNode node, std::string message) { report(node, std::move(message)); }) {}
 
   std::optional<CompileProblem> run() {
     // Each node with its parent and scope: tree-sitter finds a node's parent by descending from the root
@@ -95,33 +98,87 @@ public:
 
 private:
   const ParsedFile& file_;
+  const compile_rules::Report report_;
 
-  // What encloses a node, for the statements the compiler allows only inside a function or a loop.
+  // What encloses a node, for what the compiler allows only inside a function, an async function, a
+  // loop, or outside a comprehension.
   struct Scope {
-    bool function = false;  // return, yield
-    bool loop = false;      // break, continue
+    bool function = false;        // return, yield, await
+    bool async_function = false;  // await, async for, async with; not yield from
+    bool loop = false;            // break, continue
+    const char* comprehension = nullptr;        // what CPython calls the comprehension a yield is in
+    bool first_iterable = false;                // in a comprehension's first for clause
+    const char* outer_comprehension = nullptr;  // where that clause's iterable is evaluated
   };
 
+  static bool has_token(TSNode node, std::string_view token) {
+    for (uint32_t i = 0; i < ts_node_child_count(node); ++i) {
+      const TSNode child = ts_node_child(node, i);
+      if (!ts_node_is_named(child) && syntax::type(child) == token) return true;
+    }
+    return false;
+  }
+
+  static const char* comprehension_kind(std::string_view type) {
+    if (type == "list_comprehension") return "list comprehension";
+    if (type == "set_comprehension") return "set comprehension";
+    if (type == "dictionary_comprehension") return "dict comprehension";
+    if (type == "generator_expression") return "generator expression";
+    return nullptr;
+  }
+
   // The scope of a node's child: a def's body is a function (a lambda's is too, for yield), a class body
-  // is neither, a loop's body is a loop but its else clause is not. (The child is compared with the node's
-  // body field: tree-sitter 0.20's ts_node_field_name_for_child misnames some children.)
+  // is neither, a loop's body is a loop but its else clause is not. A comprehension is a scope of its
+  // own except for the iterable of its first `for`, which the enclosing scope evaluates. (The child is
+  // compared with the node's fields: tree-sitter 0.20's ts_node_field_name_for_child misnames some
+  // children.)
   static Scope scope_of(TSNode node, TSNode child, Scope scope) {
     const std::string_view type = syntax::type(node);
+    if (const char* kind = comprehension_kind(type)) {
+      const bool first = is(child, "for_in_clause") && syntax::same(child, first_for_clause(node));
+      // A generator expression may await in any function: it becomes an async generator.
+      const bool awaits = scope.async_function || type == "generator_expression";
+      return {scope.function, awaits, scope.loop, kind, first, scope.comprehension};
+    }
+    if (type == "for_in_clause") {
+      if (scope.first_iterable && syntax::same(child, syntax::field(node, "right"))) {
+        scope.comprehension = scope.outer_comprehension;
+      }
+      scope.first_iterable = false;
+      return scope;
+    }
     const bool function = type == "function_definition" || type == "lambda";
     const bool loop = type == "for_statement" || type == "while_statement";
     if (!function && !loop && type != "class_definition") return scope;
     if (!syntax::same(child, syntax::field(node, "body"))) return scope;
-    if (function) return {true, false};
-    if (loop) return {scope.function, true};
-    return {false, false};
+    if (function) return Scope{true, type == "function_definition" && has_token(node, "async")};
+    if (loop) return {scope.function, scope.async_function, true};
+    return {};
+  }
+
+  static TSNode first_for_clause(TSNode comprehension) {
+    for (TSNode child : syntax::named_children(comprehension)) {
+      if (is(child, "for_in_clause")) return child;
+    }
+    return TSNode{};
   }
 
   // CPython's compiler refuses these where the grammar takes any statement; a line moved out of its
-  // method or loop leaves them there.
+  // method, loop or async function leaves them there.
   void statement_in_scope(TSNode node, Scope scope) {
     const std::string_view type = syntax::type(node);
     if (type == "return_statement" && !scope.function) report(node, "'return' outside function");
-    if (type == "yield" && !scope.function) report(node, "'yield' outside function");
+    if (type == "yield") {
+      if (!scope.function) report(node, "'yield' outside function");
+      if (scope.comprehension) report(node, "'yield' inside " + std::string(scope.comprehension));
+      if (scope.async_function && has_token(node, "from")) report(node, "'yield from' inside async function");
+    }
+    if (type == "await" && !scope.async_function) {
+      report(node, scope.function ? "'await' outside async function" : "'await' outside function");
+    }
+    if ((type == "for_statement" || type == "with_statement") && has_token(node, "async") && !scope.async_function) {
+      report(node, type == "for_statement" ? "'async for' outside async function" : "'async with' outside async function");
+    }
     if (type == "break_statement" && !scope.loop) report(node, "'break' outside loop");
     if (type == "continue_statement" && !scope.loop) report(node, "'continue' not properly in loop");
   }
@@ -140,6 +197,11 @@ private:
       parameters(node);
     } else if (type == "identifier" && is_hard_keyword(file_.text(node))) {
       report(node, "invalid syntax: '" + std::string(file_.text(node)) + "' is a keyword");
+    }
+    compile_rules::binding_targets(file_, node, report_);
+    compile_rules::statement_forms(file_, node, report_);
+    if (type == "module" || type == "function_definition" || type == "class_definition") {
+      compile_rules::declarations(file_, node, report_);
     }
     if (is(parent, "module") || is(parent, "block") || is_clause(type)) logical_lines(node);
   }
@@ -320,11 +382,23 @@ private:
     bool defaulted = false;
     bool keyword_only = false;
     bool mapping = false;
+    bool star = false;        // `*args` or a bare `*` seen
+    bool slash = false;       // `/` seen
+    TSNode bare_star{};       // a bare `*` no keyword-only parameter has followed yet
+    std::size_t before = 0;   // parameters seen
     std::set<std::string_view> names;
     for (TSNode p : syntax::named_children(node)) {
       if (is_extra(p)) continue;
       std::string_view type = syntax::type(p);
       if (mapping) return report(p, "arguments cannot follow var-keyword argument");
+      if (type == "positional_separator") {
+        if (before == 0) return report(p, "at least one argument must precede /");
+        if (slash) return report(p, "/ may appear only once");
+        if (star) return report(p, "/ must be ahead of *");
+        slash = true;
+        continue;
+      }
+      ++before;
       TSNode name_node = p;
       if (type == "typed_parameter") {
         // `x: int`, or `*args: int` / `**kw: int` with the splat inside.
@@ -336,21 +410,29 @@ private:
         name_node = syntax::field(p, "name");
         if (!keyword_only) defaulted = true;
       } else if (type == "list_splat_pattern" || type == "dictionary_splat_pattern" || type == "keyword_separator") {
+        if (type != "dictionary_splat_pattern") {
+          if (star) return report(p, "* argument may appear only once");
+          star = true;
+        } else if (!syntax::is_null(bare_star)) {
+          return report(bare_star, "named arguments must follow bare *");
+        }
+        if (type == "keyword_separator") bare_star = p;
         keyword_only = true;
         mapping = type == "dictionary_splat_pattern";
         name_node = type == "keyword_separator" ? TSNode{} : ts_node_named_child(name_node, 0);
       } else if (type == "identifier") {
         if (defaulted && !keyword_only) return report(p, "parameter without a default follows parameter with a default");
-      } else if (type == "positional_separator") {
-        continue;
       } else {
         // The grammar takes any pattern here (`False`, a tuple); Python 3 takes names only.
         return report(p, "invalid syntax: a parameter must be a name");
       }
+      if (type != "keyword_separator") bare_star = TSNode{};
+      if (is(name_node, "identifier") && file_.text(name_node) == "__debug__") return report(p, "cannot assign to __debug__");
       if (is(name_node, "identifier") && !names.insert(file_.text(name_node)).second) {
         return report(p, "duplicate argument '" + std::string(file_.text(name_node)) + "' in function definition");
       }
     }
+    if (!syntax::is_null(bare_star)) report(bare_star, "named arguments must follow bare *");
   }
 };
 }  // namespace

@@ -5,7 +5,8 @@
 // block. kvpatch reads methods, call sites and their arguments from the tree, so where the tree and
 // Python disagree on a file's shape the file is refused rather than judged or edited. The argument
 // and parameter lists the compiler rejects (a keyword given twice, a positional argument after a
-// keyword) are refused for the same reason: a plan() call's binding would be guesswork.
+// keyword) are refused for the same reason: a plan() call's binding would be guesswork. The checks
+// python_compile_rules.h names (targets, statement forms, global and nonlocal) run in the same walk.
 #include <cstddef>
 #include <optional>
 #include <string>

@@ -112,6 +112,113 @@ TEST_SUITE("python_compile_checks") {
     }
   }
 
+  // Each group below came from CPython 3.11's own syntax tests (test_syntax.py), run through kvpatch:
+  // the snippets compile() refuses that the grammar parses cleanly.
+  TEST_CASE("targets the compiler cannot bind or delete are refused") {
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"del x, f()\n", "1: Python would not compile this file: cannot delete function call"},
+        {"del [a, (b, c.d + 2)]\n", "1: Python would not compile this file: cannot delete expression"},
+        {"del (a := 5)\n", "1: Python would not compile this file: cannot delete named expression"},
+        {"del 1\n", "1: Python would not compile this file: cannot delete literal"},
+        {"del None\n", "1: Python would not compile this file: cannot delete None"},
+        {"del [*x,]\n", "1: Python would not compile this file: cannot delete starred"},
+        {"with a as (b, c()):\n    pass\n", "1: Python would not compile this file: cannot assign to function call"},
+        {"with a as (*b, d + 1):\n    pass\n", "1: Python would not compile this file: cannot assign to expression"},
+        {"a, b += 1, 2\n", "1: Python would not compile this file: 'tuple' is an illegal expression for augmented "
+                           "assignment"},
+        {"[a, b] += 1\n", "1: Python would not compile this file: 'list' is an illegal expression for augmented "
+                          "assignment"},
+        {"(): int\n", "1: Python would not compile this file: only single target (not tuple) can be annotated"},
+        {"obj.__debug__ = 1\n", "1: Python would not compile this file: cannot assign to __debug__"},
+        {"(a, *__debug__) = x\n", "1: Python would not compile this file: cannot assign to __debug__"},
+        {"f(__debug__=1)\n", "1: Python would not compile this file: cannot assign to __debug__"},
+        {"def f(*, __debug__):\n    pass\n", "1: Python would not compile this file: cannot assign to __debug__"},
+        {"def __debug__():\n    pass\n", "1: Python would not compile this file: cannot assign to __debug__"},
+    };
+    for (const auto& c : cases) {
+      CAPTURE(c.first);
+      CHECK(refusal(c.first).rfind(c.second, 0) == 0);
+    }
+  }
+
+  TEST_CASE("Python 2 forms, stray commas, misplaced stars and non-ASCII bytes are refused") {
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"raise X, Y\n", "1: Python would not compile this file: invalid syntax: raise takes one exception"},
+        {"try:\n    pass\nexcept A, B:\n    pass\n",
+         "3: Python would not compile this file: multiple exception types must be parenthesized"},
+        {"try:\n    pass\nexcept A:\n    pass\nexcept* B:\n    pass\n",
+         "1: Python would not compile this file: cannot have both 'except' and 'except*' on the same 'try'"},
+        {"f(x for x in a, 1)\n", "1: Python would not compile this file: Generator expression must be parenthesized"},
+        {"y = [x for x in a, b]\n", "1: Python would not compile this file: invalid syntax: the iterable after 'in' "
+                                    "must be parenthesized"},
+        {"from torch import a,\n", "1: Python would not compile this file: trailing comma not allowed without "
+                                   "surrounding parentheses"},
+        {"f(,)\n", "1: Python would not compile this file: invalid syntax: a lone comma"},
+        {"x = b\"\xc3\xa9\"\n", "1: Python would not compile this file: bytes can only contain ASCII literal characters"},
+        {"x = b\"a\" \"b\"\n", "1: Python would not compile this file: cannot mix bytes and nonbytes literals"},
+        {"A[:*b]\n", "1: Python would not compile this file: invalid syntax: a starred expression in a slice"},
+        {"print((*b))\n", "1: Python would not compile this file: cannot use starred expression here"},
+        {"x: *b = 1\n", "1: Python would not compile this file: invalid syntax: a starred annotation is allowed only "
+                        "on *args"},
+        {"x = A.b\\\n", "1: Python would not compile this file: unexpected EOF while parsing"},
+        {"def f(a, /, b, /):\n    pass\n", "1: Python would not compile this file: / may appear only once"},
+        {"def f(a, *b, c, /):\n    pass\n", "1: Python would not compile this file: / must be ahead of *"},
+        {"g = lambda /, a: a\n", "1: Python would not compile this file: at least one argument must precede /"},
+        {"def f(*a, *b):\n    pass\n", "1: Python would not compile this file: * argument may appear only once"},
+        {"def f(a, *):\n    pass\n", "1: Python would not compile this file: named arguments must follow bare *"},
+        {"def f(*, **k):\n    pass\n", "1: Python would not compile this file: named arguments must follow bare *"},
+    };
+    for (const auto& c : cases) {
+      CAPTURE(c.first);
+      CHECK(refusal(c.first).rfind(c.second, 0) == 0);
+    }
+  }
+
+  TEST_CASE("global and nonlocal declarations the symbol table rejects are refused") {
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"def f():\n    print(x)\n    global x\n",
+         "3: Python would not compile this file: name 'x' is used prior to global declaration"},
+        {"class A:\n    x = 1\n    global x\n",
+         "3: Python would not compile this file: name 'x' is assigned to before global declaration"},
+        {"def f(x):\n    global x\n", "2: Python would not compile this file: name 'x' is parameter and global"},
+        {"def f():\n    x = 1\n    def g(x):\n        nonlocal x\n",
+         "4: Python would not compile this file: name 'x' is parameter and nonlocal"},
+        {"def f():\n    global x\n    x: int\n", "3: Python would not compile this file: annotated name 'x' can't be global"},
+        {"def f():\n    x = 1\n    def g():\n        global x\n        nonlocal x\n",
+         "5: Python would not compile this file: name 'x' is nonlocal and global"},
+        {"nonlocal x\n", "1: Python would not compile this file: nonlocal declaration not allowed at module level"},
+        {"def f():\n    global x\n    x = 1\n    global x\n",
+         "4: Python would not compile this file: name 'x' is assigned to before global declaration"},
+        {"def f():\n    nonlocal x\n", "2: Python would not compile this file: no binding for nonlocal 'x' found"},
+        {"def f():\n    def g():\n        nonlocal y\n        y = 1\n",
+         "3: Python would not compile this file: no binding for nonlocal 'y' found"},
+    };
+    for (const auto& c : cases) {
+      CAPTURE(c.first);
+      CHECK(refusal(c.first).rfind(c.second, 0) == 0);
+    }
+  }
+
+  TEST_CASE("await, async for and yield outside the function kinds that allow them are refused") {
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"def f():\n    await g()\n", "2: Python would not compile this file: 'await' outside async function"},
+        {"x = await g()\n", "1: Python would not compile this file: 'await' outside function"},
+        {"async def f():\n    h = lambda: await g()\n",
+         "2: Python would not compile this file: 'await' outside async function"},
+        {"def f():\n    async for x in y:\n        pass\n",
+         "2: Python would not compile this file: 'async for' outside async function"},
+        {"def f():\n    async with y:\n        pass\n",
+         "2: Python would not compile this file: 'async with' outside async function"},
+        {"def f():\n    return [(yield x) for x in y]\n",
+         "2: Python would not compile this file: 'yield' inside list comprehension"},
+        {"async def f():\n    yield from g()\n", "2: Python would not compile this file: 'yield from' inside async function"},
+    };
+    for (const auto& c : cases) {
+      CAPTURE(c.first);
+      CHECK(refusal(c.first).rfind(c.second, 0) == 0);
+    }
+  }
+
   TEST_CASE("the valid forms next to each refused one are accepted") {
     const std::vector<std::string> valid = {
         "if a: x = 1; y = 2\nz = 3\n",
@@ -146,6 +253,31 @@ TEST_SUITE("python_compile_checks") {
         "def f():\n    for i in a:\n        pass\n    else:\n        return\n",
         "# a comment\n'''Doc.'''\n\nfrom __future__ import annotations\nfrom __future__ import division\nimport torch\n",
         "from __future__ import (generator_stop as g,\n    print_function)\n",
+        // next to the target, form, declaration and async checks
+        "del a, (b), [c.d, e[0]], (f, g)\ndel ()\n",
+        "with a as (b, c.d, e[0], *f):\n    pass\n",
+        "(a) += 1\n(a): int = 1\nx.y: int\n",
+        "x = obj.__debug__\nprint(__debug__)\n",
+        "raise (X, Y)\nraise X from Y\n",
+        "try:\n    pass\nexcept (A, B) as e:\n    pass\n",
+        "try:\n    pass\nexcept* A:\n    pass\n",
+        "try:\n    pass\nexcept *B:\n    pass\n",
+        "f(x for x in a)\nf((x for x in a), 1)\ny = [x for x in (a, b)]\nz = [a for a, in w]\n",
+        "from torch import (a,\n    b,)\nfrom . import c\n",
+        "x = b'\\xff' rb'abc' B'x'\ny = 'caf\xc3\xa9' f'{a}' 'b'\n",
+        "x[*a]\ny = a[1:2, *b]\nprint(*a, (*b,))\n",
+        "def f(*args: *Ts):\n    pass\nx: tuple[*Ts]\n",
+        "# a comment ending in a backslash \\\nx = 1\n",
+        "def f(a, /):\n    pass\ng = lambda a, /, *, b: a\n",
+        "def f():\n    global x\n    x = 1\n",
+        "def f():\n    import x\n    a.x = 1\n    g(x=1)\n    [x for x in y]\n    global x\n",
+        "def f():\n    x = 1\n    def g():\n        nonlocal x\n        x = 2\n",
+        "def f(a):\n    class C:\n        nonlocal a\n",
+        "class A:\n    def f(self):\n        nonlocal __class__\n",
+        "async def f():\n    await g()\n    async for x in y:\n        pass\n    return [await x for x in y]\n",
+        "def f():\n    return (i for i in range(3) if await g(i))\n",
+        "def f():\n    return [x for x in (yield)]\n",
+        "async def f():\n    yield 1\n",
     };
     for (const std::string& code : valid) {
       CAPTURE(code);

@@ -1,0 +1,27 @@
+#pragma once
+// The compile checks first_compile_problem() runs besides its own (indentation, logical lines,
+// argument and parameter lists, statements out of their function or loop), one file per kind.
+// Each reports through `report`; a node may be reported more than once, and the caller keeps the
+// problem nearest the top of the file.
+#include <functional>
+#include <string>
+
+#include "kvpatch/python_syntax.h"
+
+namespace kvpatch::compile_rules {
+
+using Report = std::function<void(TSNode, std::string)>;
+
+// What del, =, +=, an annotation, for, with ... as, := and a keyword argument bind or delete:
+// `del f()`, `a, b += 1`, `(): int`, `with x as f():`, `__debug__ = 1`. Called on every node.
+void binding_targets(const ParsedFile& file, TSNode node, const Report& report);
+
+// Expression and statement shapes the grammar takes and Python 3 does not: `raise X, Y`,
+// `except A, B:`, `f(x for x in a, b)`, `from m import x,`, `b"é"`, `A[*b:]`, `x: *b`, and a
+// backslash continuing the last line. Called on every node.
+void statement_forms(const ParsedFile& file, TSNode node, const Report& report);
+
+// global and nonlocal in one scope: a module, a function or a class body. Called on each.
+void declarations(const ParsedFile& file, TSNode scope, const Report& report);
+
+}  // namespace kvpatch::compile_rules

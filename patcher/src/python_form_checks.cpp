@@ -1,0 +1,128 @@
+// Statement and expression shapes that tree-sitter-python parses without an ERROR node and CPython's
+// parser refuses: Python 2 forms (`raise X, Y`, `except A, B:`), an unparenthesized tuple after a
+// comprehension's `in`, a stray comma, a starred expression where no tuple holds it, a non-ASCII
+// bytes literal, and a backslash that continues the file's last line.
+#include <string_view>
+
+#include "kvpatch/python_compile_rules.h"
+
+namespace kvpatch::compile_rules {
+namespace {
+using syntax::is;
+
+bool is_comment(TSNode node) { return is(node, "comment") || is(node, "line_continuation"); }
+
+bool has_token(TSNode node, std::string_view token) {
+  for (uint32_t i = 0; i < ts_node_child_count(node); ++i) {
+    const TSNode child = ts_node_child(node, i);
+    if (!ts_node_is_named(child) && syntax::type(child) == token) return true;
+  }
+  return false;
+}
+
+std::size_t named_count(TSNode node) {
+  std::size_t n = 0;
+  for (TSNode child : syntax::named_children(node)) n += is_comment(child) ? 0 : 1;
+  return n;
+}
+
+// A string's prefix letters (`rb`, `F`, ...), lower-cased.
+std::string prefix_of(const ParsedFile& file, TSNode string) {
+  const TSNode start = ts_node_named_child(string, 0);
+  if (!is(start, "string_start")) return {};
+  std::string prefix;
+  for (char c : file.text(start)) {
+    if (c == '"' || c == '\'') break;
+    prefix += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  }
+  return prefix;
+}
+
+bool is_bytes(const ParsedFile& file, TSNode string) { return prefix_of(file, string).find('b') != std::string::npos; }
+
+void bytes_literal(const ParsedFile& file, TSNode string, const Report& report) {
+  if (!is_bytes(file, string)) return;
+  for (TSNode part : syntax::named_children(string)) {
+    if (!is(part, "string_content")) continue;
+    for (char c : file.text(part)) {
+      if (static_cast<unsigned char>(c) >= 0x80) return report(part, "bytes can only contain ASCII literal characters");
+    }
+  }
+}
+
+void concatenation(const ParsedFile& file, TSNode node, const Report& report) {
+  bool bytes = false;
+  bool text = false;
+  for (TSNode part : syntax::named_children(node)) {
+    if (!is(part, "string")) continue;
+    (is_bytes(file, part) ? bytes : text) = true;
+    if (bytes && text) return report(part, "cannot mix bytes and nonbytes literals");
+  }
+}
+
+// `x: *b` and `def f(x: *b)`: a starred annotation belongs to `*args` (or inside a subscript) only.
+void splat_annotation(TSNode type_node, const Report& report) {
+  if (!is(ts_node_named_child(type_node, 0), "splat_type")) return;
+  const TSNode owner = syntax::parent(type_node);
+  if (is(owner, "typed_parameter") && is(ts_node_named_child(owner, 0), "list_splat_pattern")) return;
+  if (is(owner, "type_parameter") || is(owner, "generic_type")) return;
+  report(type_node, "invalid syntax: a starred annotation is allowed only on *args");
+}
+}  // namespace
+
+void statement_forms(const ParsedFile& file, TSNode node, const Report& report) {
+  const std::string_view type = syntax::type(node);
+  if (type == "raise_statement") {
+    // `raise X, Y` is Python 2: the grammar reads the pair as an unparenthesized tuple.
+    if (is(ts_node_named_child(node, 0), "expression_list")) report(node, "invalid syntax: raise takes one exception");
+  } else if (type == "except_clause" || type == "except_group_clause") {
+    // `except A, B:` is Python 2's `except A as B:`.
+    if (has_token(node, ",")) report(node, "multiple exception types must be parenthesized");
+  } else if (type == "try_statement") {
+    bool plain = false;
+    bool group = false;
+    for (TSNode clause : syntax::named_children(node)) {
+      // The grammar reads `except* E:` as an except clause whose value is `*E`.
+      const bool starred = is(clause, "except_clause") && is(ts_node_named_child(clause, 0), "list_splat");
+      plain = plain || (is(clause, "except_clause") && !starred);
+      group = group || is(clause, "except_group_clause") || starred;
+    }
+    if (plain && group) report(node, "cannot have both 'except' and 'except*' on the same 'try'");
+  } else if (type == "for_in_clause") {
+    // `[x for x in a, b]` and `f(x for x in a, 1)`: the grammar reads on into a tuple Python refuses.
+    if (has_token(node, ",")) {
+      // A generator that is a call's only argument borrows the call's parentheses.
+      const TSNode generator = syntax::parent(node);
+      const bool argument = is(generator, "generator_expression") && is(syntax::parent(generator), "call");
+      report(node, argument ? "Generator expression must be parenthesized"
+                            : "invalid syntax: the iterable after 'in' must be parenthesized");
+    }
+  } else if (type == "import_from_statement") {
+    const uint32_t n = ts_node_child_count(node);
+    if (n > 0 && is(ts_node_child(node, n - 1), ",") && !has_token(node, "(")) {
+      report(ts_node_child(node, n - 1), "trailing comma not allowed without surrounding parentheses");
+    }
+  } else if (type == "argument_list" || type == "parameters" || type == "lambda_parameters") {
+    if (has_token(node, ",") && named_count(node) == 0) report(node, "invalid syntax: a lone comma");
+  } else if (type == "string") {
+    bytes_literal(file, node, report);
+  } else if (type == "concatenated_string") {
+    concatenation(file, node, report);
+  } else if (type == "slice") {
+    for (TSNode part : syntax::named_children(node)) {
+      if (is(part, "list_splat")) report(part, "invalid syntax: a starred expression in a slice");
+    }
+  } else if (type == "parenthesized_expression") {
+    if (named_count(node) == 1 && is(ts_node_named_child(node, 0), "list_splat")) {
+      report(node, "cannot use starred expression here");
+    }
+  } else if (type == "type") {
+    splat_annotation(node, report);
+  } else if (type == "line_continuation") {
+    // A backslash before the end of the file continues a line that never comes.
+    const std::string_view rest = std::string_view(file.source.text()).substr(ts_node_end_byte(node));
+    if (rest.find_first_not_of(" \t\f\r\n") == std::string_view::npos) report(node, "unexpected EOF while parsing");
+  }
+}
+
+}  // namespace kvpatch::compile_rules

@@ -1,0 +1,117 @@
+// Binding targets: the grammar's patterns let through some targets CPython's compiler refuses
+// (a call after `with ... as`, any expression after `del`, a tuple before `+=`), and it has no notion
+// of __debug__, which Python never lets a program rebind.
+#include <optional>
+#include <string_view>
+
+#include "kvpatch/python_compile_rules.h"
+
+namespace kvpatch::compile_rules {
+namespace {
+using syntax::is;
+
+bool is_comment(TSNode node) { return is(node, "comment") || is(node, "line_continuation"); }
+
+// `(a)` as a target reads as a one-element tuple pattern without a comma; it is just `a`.
+TSNode unwrapped(TSNode node) {
+  while ((is(node, "tuple_pattern") || is(node, "parenthesized_expression")) && ts_node_named_child_count(node) == 1) {
+    bool comma = false;
+    for (uint32_t i = 0; i < ts_node_child_count(node); ++i) comma = comma || is(ts_node_child(node, i), ",");
+    if (comma) break;
+    node = ts_node_named_child(node, 0);
+  }
+  return node;
+}
+
+// What CPython calls an expression that cannot be a target, in "cannot delete <what>".
+std::string_view kind_of(std::string_view type) {
+  if (type == "call") return "function call";
+  if (type == "none") return "None";
+  if (type == "true") return "True";
+  if (type == "false") return "False";
+  if (type == "ellipsis") return "ellipsis";
+  if (type == "integer" || type == "float" || type == "string" || type == "concatenated_string") return "literal";
+  if (type == "conditional_expression") return "conditional expression";
+  if (type == "named_expression") return "named expression";
+  if (type == "list_splat" || type == "list_splat_pattern") return "starred";
+  return "expression";
+}
+
+struct Problem {
+  TSNode node;
+  std::string message;
+};
+
+// The first part of a target that cannot be bound (`verb` "assign to") or deleted ("delete").
+std::optional<Problem> bad_target(const ParsedFile& file, TSNode node, std::string_view verb) {
+  node = unwrapped(node);
+  const std::string_view type = syntax::type(node);
+  const std::string prefix = "cannot " + std::string(verb) + " ";
+  if (type == "identifier") {
+    if (file.text(node) == "__debug__") return Problem{node, prefix + "__debug__"};
+    return std::nullopt;
+  }
+  if (type == "attribute") {
+    const TSNode name = syntax::field(node, "attribute");
+    if (verb != "delete" && file.text(name) == "__debug__") return Problem{name, prefix + "__debug__"};
+    return std::nullopt;
+  }
+  if (type == "subscript" || type == "parenthesized_expression") return std::nullopt;  // `(*x)`: statement_forms
+  if (type == "tuple" || type == "list" || type == "expression_list" || type == "pattern_list" ||
+      type == "tuple_pattern" || type == "list_pattern") {
+    for (TSNode element : syntax::named_children(node)) {
+      if (is_comment(element)) continue;
+      if (auto problem = bad_target(file, element, verb)) return problem;
+    }
+    return std::nullopt;
+  }
+  if ((type == "list_splat" || type == "list_splat_pattern") && verb != "delete") {
+    return bad_target(file, ts_node_named_child(node, 0), verb);
+  }
+  return Problem{node, prefix + std::string(kind_of(type))};
+}
+
+void check(const ParsedFile& file, TSNode target, std::string_view verb, const Report& report) {
+  if (syntax::is_null(target)) return;
+  if (auto problem = bad_target(file, target, verb)) report(problem->node, problem->message);
+}
+
+// `a, b += 1` and `(): int`: one name, attribute or subscript only.
+void single_target(TSNode left, std::string_view what, const Report& report) {
+  const TSNode target = unwrapped(left);
+  const std::string_view type = syntax::type(target);
+  const bool tuple = type == "tuple_pattern" || type == "pattern_list";
+  if (!tuple && type != "list_pattern") return;
+  const std::string kind = tuple ? "tuple" : "list";
+  if (what == "augmented") return report(target, "'" + kind + "' is an illegal expression for augmented assignment");
+  report(target, "only single target (not " + kind + ") can be annotated");
+}
+}  // namespace
+
+void binding_targets(const ParsedFile& file, TSNode node, const Report& report) {
+  const std::string_view type = syntax::type(node);
+  if (type == "delete_statement") {
+    for (TSNode target : syntax::named_children(node)) {
+      if (!is_comment(target)) check(file, target, "delete", report);
+    }
+  } else if (type == "assignment") {
+    check(file, syntax::field(node, "left"), "assign to", report);
+    if (!syntax::is_null(syntax::field(node, "type"))) single_target(syntax::field(node, "left"), "annotated", report);
+  } else if (type == "augmented_assignment") {
+    single_target(syntax::field(node, "left"), "augmented", report);
+    check(file, syntax::field(node, "left"), "assign to", report);
+  } else if (type == "for_statement" || type == "for_in_clause") {
+    check(file, syntax::field(node, "left"), "assign to", report);
+  } else if (type == "as_pattern_target") {
+    for (TSNode target : syntax::named_children(node)) {
+      if (!is_comment(target)) check(file, target, "assign to", report);
+    }
+  } else if (type == "named_expression" || type == "keyword_argument" || type == "function_definition" ||
+             type == "class_definition") {
+    check(file, syntax::field(node, "name"), "assign to", report);
+  } else if (type == "aliased_import") {
+    check(file, syntax::field(node, "alias"), "assign to", report);
+  }
+}
+
+}  // namespace kvpatch::compile_rules
