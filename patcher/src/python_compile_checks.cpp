@@ -179,6 +179,11 @@ private:
     if ((type == "for_statement" || type == "with_statement") && has_token(node, "async") && !scope.async_function) {
       report(node, type == "for_statement" ? "'async for' outside async function" : "'async with' outside async function");
     }
+    if (type == "import_from_statement" && scope.function) {
+      for (TSNode child : syntax::named_children(node)) {
+        if (is(child, "wildcard_import")) report(node, "import * only allowed at module level");
+      }
+    }
     if (type == "break_statement" && !scope.loop) report(node, "'break' outside loop");
     if (type == "continue_statement" && !scope.loop) report(node, "'continue' not properly in loop");
   }

@@ -60,10 +60,26 @@ void concatenation(const ParsedFile& file, TSNode node, const Report& report) {
   }
 }
 
+// Python 2's long suffix (`10L`) and octal form (`0777`); an imaginary literal may have leading zeros.
+void integer_literal(std::string_view text, TSNode node, const Report& report) {
+  if (text.empty() || text.back() == 'j' || text.back() == 'J') return;
+  if (text.back() == 'l' || text.back() == 'L') return report(node, "invalid decimal literal");
+  const bool leading_zero = text.size() > 1 && text[0] == '0' && (text[1] == '_' || (text[1] >= '0' && text[1] <= '9'));
+  if (leading_zero && text.find_first_of("123456789") != std::string_view::npos) {
+    report(node, "leading zeros in decimal integer literals are not permitted; use an 0o prefix for octal integers");
+  }
+}
+
 // `x: *b` and `def f(x: *b)`: a starred annotation belongs to `*args` (or inside a subscript) only.
 void splat_annotation(TSNode type_node, const Report& report) {
-  if (!is(ts_node_named_child(type_node, 0), "splat_type")) return;
+  const TSNode inner = ts_node_named_child(type_node, 0);
+  if (!is(inner, "splat_type") && !is(inner, "constrained_type")) return;
   const TSNode owner = syntax::parent(type_node);
+  // `x: a: b` reads as a type parameter's bound, which only `def f[T: int]` (Python 3.12) may have.
+  if (is(inner, "constrained_type")) {
+    if (!is(owner, "type_parameter")) report(type_node, "invalid syntax: an annotation with two colons");
+    return;
+  }
   if (is(owner, "typed_parameter") && is(ts_node_named_child(owner, 0), "list_splat_pattern")) return;
   if (is(owner, "type_parameter") || is(owner, "generic_type")) return;
   report(type_node, "invalid syntax: a starred annotation is allowed only on *args");
@@ -78,10 +94,27 @@ void statement_forms(const ParsedFile& file, TSNode node, const Report& report) 
   } else if (type == "except_clause" || type == "except_group_clause") {
     // `except A, B:` is Python 2's `except A as B:`.
     if (has_token(node, ",")) report(node, "multiple exception types must be parenthesized");
+  } else if (type == "print_statement" || type == "exec_statement") {
+    // Python 2's statements; `print >> f, x` alone is also a Python 3 expression (a tuple).
+    const bool chevron = is(ts_node_named_child(node, 0), "chevron");
+    if (!chevron) report(node, type == "print_statement" ? "Missing parentheses in call to 'print'" : "Missing parentheses in call to 'exec'");
+  } else if (type == "integer") {
+    integer_literal(file.text(node), node, report);
+  } else if (type == "expression_statement") {
+    if (named_count(node) == 1 && is(ts_node_named_child(node, 0), "list_splat")) {
+      report(node, "can't use starred expression here");
+    }
+  } else if (type == "list_comprehension" || type == "set_comprehension" || type == "generator_expression") {
+    if (is(syntax::field(node, "body"), "list_splat")) report(node, "iterable unpacking cannot be used in comprehension");
   } else if (type == "try_statement") {
     bool plain = false;
     bool group = false;
+    TSNode bare{};  // an `except:` with no exception named
     for (TSNode clause : syntax::named_children(node)) {
+      if (!syntax::is_null(bare) && (is(clause, "except_clause") || is(clause, "except_group_clause"))) {
+        report(bare, "default 'except:' must be last");
+      }
+      if (is(clause, "except_clause") && is(ts_node_named_child(clause, 0), "block")) bare = clause;
       // The grammar reads `except* E:` as an except clause whose value is `*E`.
       const bool starred = is(clause, "except_clause") && is(ts_node_named_child(clause, 0), "list_splat");
       plain = plain || (is(clause, "except_clause") && !starred);

@@ -167,6 +167,18 @@ TEST_SUITE("python_compile_checks") {
         {"def f(*a, *b):\n    pass\n", "1: Python would not compile this file: * argument may appear only once"},
         {"def f(a, *):\n    pass\n", "1: Python would not compile this file: named arguments must follow bare *"},
         {"def f(*, **k):\n    pass\n", "1: Python would not compile this file: named arguments must follow bare *"},
+        // from the other test modules of CPython's suite
+        {"print x, y\n", "1: Python would not compile this file: Missing parentheses in call to 'print'"},
+        {"exec 'code'\n", "1: Python would not compile this file: Missing parentheses in call to 'exec'"},
+        {"x = 0777\n", "1: Python would not compile this file: leading zeros in decimal integer literals are not "
+                       "permitted"},
+        {"x = 10L\n", "1: Python would not compile this file: invalid decimal literal"},
+        {"*a\n", "1: Python would not compile this file: can't use starred expression here"},
+        {"y = [*x for x in z]\n", "1: Python would not compile this file: iterable unpacking cannot be used in "
+                                  "comprehension"},
+        {"try:\n    pass\nexcept:\n    pass\nexcept ValueError:\n    pass\n",
+         "3: Python would not compile this file: default 'except:' must be last"},
+        {"WARNING:root:warn\n", "1: Python would not compile this file: invalid syntax: an annotation with two colons"},
     };
     for (const auto& c : cases) {
       CAPTURE(c.first);
@@ -211,6 +223,8 @@ TEST_SUITE("python_compile_checks") {
          "2: Python would not compile this file: 'async with' outside async function"},
         {"def f():\n    return [(yield x) for x in y]\n",
          "2: Python would not compile this file: 'yield' inside list comprehension"},
+        {"def f():\n    from os import *\n", "2: Python would not compile this file: import * only allowed at module "
+                                                 "level"},
         {"async def f():\n    yield from g()\n", "2: Python would not compile this file: 'yield from' inside async function"},
     };
     for (const auto& c : cases) {
@@ -278,6 +292,12 @@ TEST_SUITE("python_compile_checks") {
         "def f():\n    return (i for i in range(3) if await g(i))\n",
         "def f():\n    return [x for x in (yield)]\n",
         "async def f():\n    yield 1\n",
+        "print >> sys.stderr, 'm'\nprint -1\nprint (a), b\nexec('code')\n",
+        "x = 0\ny = 00\nz = 0_0\nw = 0o777 + 0x1F + 0b1 + 010.5 + 01j + 0e1\n",
+        "from os import *\ntry:\n    pass\nexcept ValueError:\n    pass\nexcept:\n    pass\n",
+        "y = [*x, *z]\n*a, b = c\n",
+        // Python 3.12's type parameters: not refused, though this CPython (3.11) would.
+        "def f[T: int](x: T) -> T:\n    return x\n",
     };
     for (const std::string& code : valid) {
       CAPTURE(code);
