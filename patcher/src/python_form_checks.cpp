@@ -1,8 +1,9 @@
 // Statement and expression shapes that tree-sitter-python parses without an ERROR node and CPython's
 // parser refuses: Python 2 forms (`raise X, Y`, `except A, B:`), an unparenthesized tuple after a
 // comprehension's `in`, a stray comma, a starred expression where no tuple holds it, a non-ASCII
-// bytes literal, and a backslash that continues the file's last line.
+// bytes literal, a backslash that continues the file's last line, and match patterns Python refuses.
 #include <string_view>
+#include <vector>
 
 #include "kvpatch/python_compile_rules.h"
 
@@ -70,6 +71,30 @@ void integer_literal(std::string_view text, TSNode node, const Report& report) {
   }
 }
 
+// Match-statement patterns: `**rest` last and named, keyword patterns after positional ones, no `as _`.
+void match_pattern(const ParsedFile& file, TSNode node, const Report& report) {
+  const std::string_view type = syntax::type(node);
+  if (type == "dict_pattern") {
+    const std::vector<TSNode> items = syntax::named_children(node);
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (!is(items[i], "splat_pattern")) continue;
+      if (ts_node_named_child_count(items[i]) == 0) return report(items[i], "invalid syntax: a mapping pattern cannot capture **_");
+      if (i + 1 != items.size()) return report(items[i], "invalid syntax: **rest must end a mapping pattern");
+    }
+  } else if (type == "class_pattern") {
+    bool keyword = false;
+    for (TSNode argument : syntax::named_children(node)) {
+      if (!is(argument, "case_pattern")) continue;
+      const bool this_keyword = is(ts_node_named_child(argument, 0), "keyword_pattern");
+      if (keyword && !this_keyword) return report(argument, "positional patterns follow keyword patterns");
+      keyword = keyword || this_keyword;
+    }
+  } else if (type == "as_pattern" && is(syntax::parent(node), "case_pattern")) {
+    const TSNode alias = ts_node_named_child(node, ts_node_named_child_count(node) - 1);
+    if (is(alias, "identifier") && file.text(alias) == "_") report(alias, "cannot use '_' as a target");
+  }
+}
+
 // `x: *b` and `def f(x: *b)`: a starred annotation belongs to `*args` (or inside a subscript) only.
 void splat_annotation(TSNode type_node, const Report& report) {
   const TSNode inner = ts_node_named_child(type_node, 0);
@@ -94,10 +119,18 @@ void statement_forms(const ParsedFile& file, TSNode node, const Report& report) 
   } else if (type == "except_clause" || type == "except_group_clause") {
     // `except A, B:` is Python 2's `except A as B:`.
     if (has_token(node, ",")) report(node, "multiple exception types must be parenthesized");
+    // `except E as a.b:`: the grammar takes any target, Python a name only.
+    const TSNode caught = ts_node_named_child(node, 0);
+    const TSNode target = is(caught, "as_pattern") ? syntax::field(caught, "alias") : TSNode{};
+    if (!syntax::is_null(target) && !is(ts_node_named_child(target, 0), "identifier")) {
+      report(target, "invalid syntax: an exception can be bound to a name only");
+    }
   } else if (type == "print_statement" || type == "exec_statement") {
     // Python 2's statements; `print >> f, x` alone is also a Python 3 expression (a tuple).
     const bool chevron = is(ts_node_named_child(node, 0), "chevron");
     if (!chevron) report(node, type == "print_statement" ? "Missing parentheses in call to 'print'" : "Missing parentheses in call to 'exec'");
+  } else if (type == "comparison_operator") {
+    if (has_token(node, "<>")) report(node, "invalid syntax: '<>' is Python 2's '!='");
   } else if (type == "integer") {
     integer_literal(file.text(node), node, report);
   } else if (type == "expression_statement") {
@@ -151,6 +184,8 @@ void statement_forms(const ParsedFile& file, TSNode node, const Report& report) 
     }
   } else if (type == "type") {
     splat_annotation(node, report);
+  } else if (type == "dict_pattern" || type == "class_pattern" || type == "as_pattern") {
+    match_pattern(file, node, report);
   } else if (type == "line_continuation") {
     // A backslash before the end of the file continues a line that never comes.
     const std::string_view rest = std::string_view(file.source.text()).substr(ts_node_end_byte(node));

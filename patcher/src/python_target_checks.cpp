@@ -96,7 +96,13 @@ void binding_targets(const ParsedFile& file, TSNode node, const Report& report) 
     }
   } else if (type == "assignment") {
     check(file, syntax::field(node, "left"), "assign to", report);
-    if (!syntax::is_null(syntax::field(node, "type"))) single_target(syntax::field(node, "left"), "annotated", report);
+    const bool annotated = !syntax::is_null(syntax::field(node, "type"));
+    if (annotated) single_target(syntax::field(node, "left"), "annotated", report);
+    // `x: int = y = 1` and `z = w: int = 1`: an annotated assignment has one target and ends the chain.
+    const TSNode right = syntax::field(node, "right");
+    if (is(right, "assignment") && (annotated || !syntax::is_null(syntax::field(right, "type")))) {
+      report(right, "invalid syntax: an annotated assignment takes one target");
+    }
   } else if (type == "augmented_assignment") {
     single_target(syntax::field(node, "left"), "augmented", report);
     check(file, syntax::field(node, "left"), "assign to", report);

@@ -179,6 +179,18 @@ TEST_SUITE("python_compile_checks") {
         {"try:\n    pass\nexcept:\n    pass\nexcept ValueError:\n    pass\n",
          "3: Python would not compile this file: default 'except:' must be last"},
         {"WARNING:root:warn\n", "1: Python would not compile this file: invalid syntax: an annotation with two colons"},
+        {"x: int = y = 1\n", "1: Python would not compile this file: invalid syntax: an annotated assignment takes one "
+                             "target"},
+        {"try:\n    pass\nexcept E as a.b:\n    pass\n",
+         "3: Python would not compile this file: invalid syntax: an exception can be bound to a name only"},
+        {"x = 2 <> 3\n", "1: Python would not compile this file: invalid syntax: '<>' is Python 2's '!='"},
+        {"match x:\n    case {**rest, 'k': v}:\n        pass\n",
+         "2: Python would not compile this file: invalid syntax: **rest must end a mapping pattern"},
+        {"match x:\n    case {**_}:\n        pass\n",
+         "2: Python would not compile this file: invalid syntax: a mapping pattern cannot capture **_"},
+        {"match x:\n    case Foo(z=1, y):\n        pass\n",
+         "2: Python would not compile this file: positional patterns follow keyword patterns"},
+        {"match x:\n    case 42 as _:\n        pass\n", "2: Python would not compile this file: cannot use '_' as a target"},
     };
     for (const auto& c : cases) {
       CAPTURE(c.first);
@@ -298,6 +310,9 @@ TEST_SUITE("python_compile_checks") {
         "y = [*x, *z]\n*a, b = c\n",
         // Python 3.12's type parameters: not refused, though this CPython (3.11) would.
         "def f[T: int](x: T) -> T:\n    return x\n",
+        "x = y = 1\nz: int = 1\nw: int\n",
+        "match x:\n    case {'a': 1, **rest}:\n        pass\n    case Foo(x, y=2) as z:\n        pass\n    case _:\n"
+        "        pass\n",
     };
     for (const std::string& code : valid) {
       CAPTURE(code);
