@@ -22,6 +22,14 @@ std::string refusal(const std::string& code) {
     return std::to_string(e.line()) + ": " + e.what() + "; " + e.remedy();
   }
 }
+
+// Each snippet is refused, its refusal starting with the expected "line: message".
+void check_refused(const std::vector<std::pair<std::string, std::string>>& cases) {
+  for (const auto& c : cases) {
+    CAPTURE(c.first);
+    CHECK(refusal(c.first).rfind(c.second, 0) == 0);
+  }
+}
 }  // namespace
 
 TEST_SUITE("python_compile_checks") {
@@ -79,10 +87,7 @@ TEST_SUITE("python_compile_checks") {
         {"if a:\n    x = 1\nele:\n    y(1)\n", "4: Python would not compile this file: invalid syntax: a line break "
                                               "outside brackets ends the statement before this"},
     };
-    for (const auto& c : cases) {
-      CAPTURE(c.first);
-      CHECK(refusal(c.first).rfind(c.second, 0) == 0);
-    }
+    check_refused(cases);
   }
 
   TEST_CASE("return, yield, break and continue outside the function or loop that allows them, and a late __future__ import, are refused") {
@@ -106,10 +111,7 @@ TEST_SUITE("python_compile_checks") {
         {"from __future__ import division, annotatins\n",
          "1: Python would not compile this file: future feature annotatins is not defined"},
     };
-    for (const auto& c : cases) {
-      CAPTURE(c.first);
-      CHECK(refusal(c.first).rfind(c.second, 0) == 0);
-    }
+    check_refused(cases);
   }
 
   // Each group below came from CPython 3.11's own syntax tests (test_syntax.py), run through kvpatch:
@@ -135,10 +137,7 @@ TEST_SUITE("python_compile_checks") {
         {"def f(*, __debug__):\n    pass\n", "1: Python would not compile this file: cannot assign to __debug__"},
         {"def __debug__():\n    pass\n", "1: Python would not compile this file: cannot assign to __debug__"},
     };
-    for (const auto& c : cases) {
-      CAPTURE(c.first);
-      CHECK(refusal(c.first).rfind(c.second, 0) == 0);
-    }
+    check_refused(cases);
   }
 
   TEST_CASE("Python 2 forms, stray commas, misplaced stars and non-ASCII bytes are refused") {
@@ -192,10 +191,7 @@ TEST_SUITE("python_compile_checks") {
          "2: Python would not compile this file: positional patterns follow keyword patterns"},
         {"match x:\n    case 42 as _:\n        pass\n", "2: Python would not compile this file: cannot use '_' as a target"},
     };
-    for (const auto& c : cases) {
-      CAPTURE(c.first);
-      CHECK(refusal(c.first).rfind(c.second, 0) == 0);
-    }
+    check_refused(cases);
   }
 
   TEST_CASE("global and nonlocal declarations the symbol table rejects are refused") {
@@ -217,10 +213,7 @@ TEST_SUITE("python_compile_checks") {
         {"def f():\n    def g():\n        nonlocal y\n        y = 1\n",
          "3: Python would not compile this file: no binding for nonlocal 'y' found"},
     };
-    for (const auto& c : cases) {
-      CAPTURE(c.first);
-      CHECK(refusal(c.first).rfind(c.second, 0) == 0);
-    }
+    check_refused(cases);
   }
 
   TEST_CASE("await, async for and yield outside the function kinds that allow them are refused") {
@@ -239,10 +232,7 @@ TEST_SUITE("python_compile_checks") {
                                                  "level"},
         {"async def f():\n    yield from g()\n", "2: Python would not compile this file: 'yield from' inside async function"},
     };
-    for (const auto& c : cases) {
-      CAPTURE(c.first);
-      CHECK(refusal(c.first).rfind(c.second, 0) == 0);
-    }
+    check_refused(cases);
   }
 
   TEST_CASE("the valid forms next to each refused one are accepted") {
