@@ -139,7 +139,8 @@ private:
   }
 
   // A nonlocal name must be bound in an enclosing function: it must at least appear in one, outside
-  // this scope. Names mangled inside a class (`__x`) and `__class__` are not checked.
+  // this scope. Where there is one, names mangled inside a class (`__x`) are not looked for; a
+  // method's `__class__` is always bound.
   void bound_outside(std::string_view name, const Declaration& declaration) {
     TSNode outermost{};
     bool in_class = is(scope_, "class_definition");
@@ -147,11 +148,12 @@ private:
       if (is(up, "function_definition")) outermost = up;
       in_class = in_class || is(up, "class_definition");
     }
-    const bool mangled = name.size() > 2 && name.substr(0, 2) == "__" && name.substr(name.size() - 2) != "__";
     // A method's `__class__` is the implicit cell the compiler makes for super().
-    if (in_class && (mangled || name == "__class__")) return;
+    if (in_class && name == "__class__") return;
+    const bool mangled = name.size() > 2 && name.substr(0, 2) == "__" && name.substr(name.size() - 2) != "__";
     bool found = false;
     if (!syntax::is_null(outermost)) {
+      found = in_class && mangled;  // bound under its mangled name, perhaps: not looked for
       syntax::walk(outermost, [&](TSNode n) {
         if (found || syntax::same(n, scope_)) return false;
         if (is(n, "identifier") && file_.text(n) == name) found = true;

@@ -210,6 +210,8 @@ TEST_SUITE("python_compile_checks") {
         {"def f():\n    global x\n    x = 1\n    global x\n",
          "4: Python would not compile this file: name 'x' is assigned to before global declaration"},
         {"def f():\n    nonlocal x\n", "2: Python would not compile this file: no binding for nonlocal 'x' found"},
+        {"class A:\n    def f(self):\n        nonlocal __x\n",
+         "3: Python would not compile this file: no binding for nonlocal '__x' found"},
         {"def f():\n    def g():\n        nonlocal y\n        y = 1\n",
          "3: Python would not compile this file: no binding for nonlocal 'y' found"},
     };
