@@ -46,14 +46,38 @@ std::string named(const std::vector<std::string>& sites) {
   return out;
 }
 
-// Why a site of another file is left unthreaded: it may plan the wrapper this cast feeds.
-std::string hold_reason(const RuleSet& rules, const FileReport& report, const CastFinding& cast) {
+// A cast that holds sites of other files back: where it is, the run() it feeds, its run-input rule.
+struct HoldingCast {
+  std::string where;
+  std::string consumer;
+  std::string id;
+  bool operator==(const HoldingCast&) const = default;
+};
+
+HoldingCast holding_cast(const RuleSet& rules, const FileReport& report, const CastFinding& cast) {
   const CastRule* rule = cast_rule(rules, cast.rule);
-  const std::string id = rule != nullptr ? rule->run_input_id : cast.rule;
-  return "kvpatch leaves it unthreaded: the cast at " + position(report, cast.line, cast.column) + " feeds " +
-         cast.unplanned_consumer + ", whose wrapper has no plan site in that file; if this site plans it, that run() "
-         "would be handed the BF16 cast on an FP8 plan. If it does, remove that cast and pass run() the FP8 scales by "
-         "hand; if not, mark the cast's line # kvpatch: ignore[" + id + "] <reason>; then rerun";
+  return {position(report, cast.line, cast.column), cast.unplanned_consumer, rule != nullptr ? rule->run_input_id : cast.rule};
+}
+
+// Why a site of another file is left unthreaded: it may plan the wrapper each of these casts feeds. Every
+// cast is named, so that one run lists all there is to settle.
+std::string hold_reason(const std::vector<HoldingCast>& casts) {
+  if (casts.size() == 1) {
+    const HoldingCast& c = casts.front();
+    return "kvpatch leaves it unthreaded: the cast at " + c.where + " feeds " + c.consumer +
+           ", whose wrapper has no plan site in that file; if this site plans it, that run() would be handed the BF16 "
+           "cast on an FP8 plan. If it does, remove that cast and pass run() the FP8 scales by hand; if not, mark the "
+           "cast's line # kvpatch: ignore[" + c.id + "] <reason>; then rerun";
+  }
+  std::string each;
+  for (std::size_t i = 0; i < casts.size(); ++i) {
+    each += (i == 0 ? "" : i + 1 == casts.size() ? " and " : ", ") + casts[i].where + " (feeding " + casts[i].consumer +
+            ", ignore[" + casts[i].id + "])";
+  }
+  return "kvpatch leaves it unthreaded: the casts at " + each +
+         " feed run() calls whose wrappers have no plan site in their files; if this site plans one of them, that "
+         "run() would be handed the BF16 cast on an FP8 plan. For each: if it does, remove that cast and pass run() "
+         "the FP8 scales by hand; if not, mark the cast's line # kvpatch: ignore[<its id>] <reason>; then rerun";
 }
 
 // Holds back, in every other file, the fixes of the sites that may plan an unplanned cast's wrapper. A file
@@ -62,6 +86,7 @@ std::string hold_reason(const RuleSet& rules, const FileReport& report, const Ca
 // nothing to hold back.
 std::vector<std::vector<HeldSite>> hold_sites(const RuleSet& rules, Run& run, std::size_t edited) {
   std::vector<std::vector<HeldSite>> held(run.files.size());
+  std::vector<std::vector<std::vector<HoldingCast>>> holding(run.files.size());  // parallel to held
   for (;;) {
     std::vector<bool> again(run.files.size(), false);
     for (const FileReport& report : run.files) {
@@ -72,11 +97,21 @@ std::vector<std::vector<HeldSite>> hold_sites(const RuleSet& rules, Run& run, st
         for (std::size_t j = 0; j < edited; ++j) {
           if (&run.files[j] == &report) continue;
           for (const PlanSite& site : run.files[j].plan_sites) {
-            if (site.rule != cast.unplanned_sites_rule || !site.fix || !plans_kv_dtype_after_edits(site) ||
-                is_held(held[j], site)) {
-              continue;
+            if (site.rule != cast.unplanned_sites_rule) continue;
+            const auto h = std::find_if(held[j].begin(), held[j].end(),
+                                        [&](const HeldSite& x) { return x.line == site.line && x.column == site.column; });
+            const HoldingCast by = holding_cast(rules, report, cast);
+            if (h == held[j].end()) {
+              if (!site.fix || !plans_kv_dtype_after_edits(site)) continue;
+              held[j].push_back({site.line, site.column, hold_reason({by})});
+              holding[j].push_back({by});
+            } else {
+              // Already held (its fix is gone now): name this cast too.
+              std::vector<HoldingCast>& casts = holding[j][static_cast<std::size_t>(h - held[j].begin())];
+              if (std::find(casts.begin(), casts.end(), by) != casts.end()) continue;
+              casts.push_back(by);
+              h->reason = hold_reason(casts);
             }
-            held[j].push_back({site.line, site.column, hold_reason(rules, report, cast)});
             again[j] = true;
           }
         }

@@ -95,7 +95,12 @@ TEST_SUITE("cross_file") {
     CHECK(contains(r.out, "would plan one for the KV dtype if threaded"));
     CHECK(contains(r.out, "flashinfer_mla_updaters.py:47:13: missing: FlashInferMLAIndicesUpdaterDecode.call_begin_forward: "
                           "wrapper.plan binds q_data_type=self.data_type, kv_data_type=self.data_type (the model dtype); "
-                          "no fix: kvpatch leaves it unthreaded: the cast at flashinfer_mla_backend.py:"));
+                          "no fix: kvpatch leaves it unthreaded: the casts at flashinfer_mla_backend.py:87:9 (feeding "
+                          "prefill_wrapper_paged.run at 91:13, ignore[flashinfer-mla-kv-run-input]) and "
+                          "flashinfer_mla_backend.py:105:9 (feeding decode_wrapper.run at 106:13, "
+                          "ignore[flashinfer-mla-kv-run-input]) feed run() calls"));
+    // Each held site names both casts that hold it, so that one run lists all there is to settle.
+    CHECK(count(r.out, "leaves it unthreaded: the casts at ") == 3);
     // Neither field is added for plans that stay as they are.
     CHECK(count(r.out, "so no field is added") == 2);
     CHECK(contains(r.out, "; 0 edits"));
