@@ -2,6 +2,8 @@
 // parser refuses: Python 2 forms (`raise X, Y`, `except A, B:`), an unparenthesized tuple after a
 // comprehension's `in`, a stray comma, a starred expression where no tuple holds it, a non-ASCII
 // bytes literal, a backslash that continues the file's last line, and match patterns Python refuses.
+#include <algorithm>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -27,6 +29,9 @@ std::size_t named_count(TSNode node) {
   return n;
 }
 
+bool is_hex_digit(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
 // A string's prefix letters (`rb`, `F`, ...), lower-cased.
 std::string prefix_of(const ParsedFile& file, TSNode string) {
   const TSNode start = ts_node_named_child(string, 0);
@@ -40,6 +45,67 @@ std::string prefix_of(const ParsedFile& file, TSNode string) {
 }
 
 bool is_bytes(const ParsedFile& file, TSNode string) { return prefix_of(file, string).find('b') != std::string::npos; }
+
+// The escapes CPython refuses in a literal that is not raw: \x with fewer than 2 hex digits, and in a
+// str \u and \U with fewer than 4 and 8, \U past U+10FFFF, \N without {name}. (Unknown escapes such
+// as \d are only a warning.)
+void escapes(const ParsedFile& file, TSNode string, const Report& report) {
+  const std::string prefix = prefix_of(file, string);
+  if (prefix.find('r') != std::string::npos) return;
+  const bool bytes = prefix.find('b') != std::string::npos;
+  for (TSNode part : syntax::named_children(string)) {
+    if (!is(part, "string_content")) continue;
+    const std::string_view text = file.text(part);
+    for (std::size_t i = 0; i + 1 < text.size(); ++i) {
+      if (text[i] != '\\') continue;
+      const char kind = text[++i];
+      std::size_t need = kind == 'x' ? 2 : 0;
+      if (!bytes) need = kind == 'u' ? 4 : kind == 'U' ? 8 : need;
+      std::size_t have = 0;
+      while (have < need && i + 1 + have < text.size() && is_hex_digit(text[i + 1 + have])) ++have;
+      if (have < need) {
+        return report(part, std::string("(unicode error) truncated \\") + kind + std::string(need, 'X') + " escape");
+      }
+      if (kind == 'U' && !bytes && std::stoul(std::string(text.substr(i + 1, 8)), nullptr, 16) > 0x10FFFF) {
+        return report(part, "(unicode error) illegal Unicode character in a \\U escape");
+      }
+      if (kind == 'N' && !bytes && (i + 1 >= text.size() || text[i + 1] != '{' || text.find('}', i) == std::string_view::npos)) {
+        return report(part, "(unicode error) malformed \\N character escape");
+      }
+      i += need;
+    }
+  }
+}
+
+// Control characters other than tab, form feed and line breaks, outside string literals and comments.
+void control_characters(const ParsedFile& file, TSNode module, const Report& report) {
+  const std::string_view text(file.source.text());
+  std::size_t from = 0;  // the first byte not yet looked at
+  const auto scan = [&](std::size_t to, TSNode at) {
+    for (std::size_t i = from; i < to; ++i) {
+      const auto c = static_cast<unsigned char>(text[i]);
+      if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f') || c == 0x7f) {
+        report(at, "invalid non-printable character U+00" + std::string(1, "0123456789ABCDEF"[c >> 4]) +
+                       std::string(1, "0123456789ABCDEF"[c & 15]));
+        return false;
+      }
+    }
+    return true;
+  };
+  bool clean = true;
+  syntax::walk(module, [&](TSNode n) {
+    if (!clean) return false;
+    // Strings and comments may hold any character; everything else is scanned, gaps included.
+    if (is(n, "string") || is(n, "comment") || ts_node_named_child_count(n) == 0) {
+      clean = scan(ts_node_start_byte(n), n);
+      if (!is(n, "string") && !is(n, "comment") && clean) clean = scan(ts_node_end_byte(n), n);
+      from = std::max(from, static_cast<std::size_t>(ts_node_end_byte(n)));
+      return false;
+    }
+    return true;
+  });
+  if (clean) scan(text.size(), module);
+}
 
 void bytes_literal(const ParsedFile& file, TSNode string, const Report& report) {
   if (!is_bytes(file, string)) return;
@@ -61,8 +127,22 @@ void concatenation(const ParsedFile& file, TSNode node, const Report& report) {
   }
 }
 
+// An underscore in a number stands between two digits, or right after a base prefix (`0x_1f`).
+void number_underscores(std::string_view text, TSNode node, const Report& report) {
+  const bool hex = text.size() > 1 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+  const bool prefixed = text.size() > 1 && text[0] == '0' && std::string_view("xXoObB").find(text[1]) != std::string_view::npos;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '_') continue;
+    const auto digit = [&](char c) { return hex ? is_hex_digit(c) : is_digit(c); };
+    const bool after = (i > 0 && digit(text[i - 1])) || (prefixed && i == 2);
+    const bool before = i + 1 < text.size() && digit(text[i + 1]);
+    if (!after || !before) return report(node, "invalid decimal literal: '_' must stand between digits");
+  }
+}
+
 // Python 2's long suffix (`10L`) and octal form (`0777`); an imaginary literal may have leading zeros.
 void integer_literal(std::string_view text, TSNode node, const Report& report) {
+  number_underscores(text, node, report);
   if (text.empty() || text.back() == 'j' || text.back() == 'J') return;
   if (text.back() == 'l' || text.back() == 'L') return report(node, "invalid decimal literal");
   const bool leading_zero = text.size() > 1 && text[0] == '0' && (text[1] == '_' || (text[1] >= '0' && text[1] <= '9'));
@@ -129,8 +209,17 @@ void statement_forms(const ParsedFile& file, TSNode node, const Report& report) 
     // Python 2's statements; `print >> f, x` alone is also a Python 3 expression (a tuple).
     const bool chevron = is(ts_node_named_child(node, 0), "chevron");
     if (!chevron) report(node, type == "print_statement" ? "Missing parentheses in call to 'print'" : "Missing parentheses in call to 'exec'");
-  } else if (type == "comparison_operator") {
+  } else if (type == "comparison_operator" || type == "binary_operator" || type == "boolean_operator" ||
+             type == "unary_operator" || type == "not_operator") {
     if (has_token(node, "<>")) report(node, "invalid syntax: '<>' is Python 2's '!='");
+    // `*a * b`: the grammar lets a starred operand into an operation.
+    for (TSNode operand : syntax::named_children(node)) {
+      if (is(operand, "list_splat")) report(operand, "can't use starred expression here");
+    }
+  } else if (type == "interpolation") {
+    if (is(ts_node_named_child(node, 0), "list_splat")) report(node, "f-string: cannot use starred expression here");
+  } else if (type == "float") {
+    number_underscores(file.text(node), node, report);
   } else if (type == "integer") {
     integer_literal(file.text(node), node, report);
   } else if (type == "expression_statement") {
@@ -170,8 +259,11 @@ void statement_forms(const ParsedFile& file, TSNode node, const Report& report) 
     }
   } else if (type == "argument_list" || type == "parameters" || type == "lambda_parameters") {
     if (has_token(node, ",") && named_count(node) == 0) report(node, "invalid syntax: a lone comma");
+  } else if (type == "module") {
+    control_characters(file, node, report);
   } else if (type == "string") {
     bytes_literal(file, node, report);
+    escapes(file, node, report);
   } else if (type == "concatenated_string") {
     concatenation(file, node, report);
   } else if (type == "slice") {

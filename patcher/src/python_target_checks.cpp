@@ -1,6 +1,7 @@
 // Binding targets: the grammar's patterns let through some targets CPython's compiler refuses
 // (a call after `with ... as`, any expression after `del`, a tuple before `+=`), and it has no notion
 // of __debug__, which Python never lets a program rebind.
+#include <map>
 #include <optional>
 #include <string_view>
 
@@ -86,6 +87,41 @@ void single_target(TSNode left, std::string_view what, const Report& report) {
   if (what == "augmented") return report(target, "'" + kind + "' is an illegal expression for augmented assignment");
   report(target, "only single target (not " + kind + ") can be annotated");
 }
+bool is_comprehension(std::string_view type) {
+  return type == "list_comprehension" || type == "set_comprehension" || type == "dictionary_comprehension" ||
+         type == "generator_expression";
+}
+
+// PEP 572: a `:=` in a comprehension binds in the enclosing function, so it may not share a name with
+// the comprehension's iteration variables, nor stand in the iterable after an `in`.
+void comprehension_walrus(const ParsedFile& file, TSNode comprehension, const Report& report) {
+  std::map<std::string_view, std::size_t> iteration;  // name -> where its for clause binds it
+  for (TSNode clause : syntax::named_children(comprehension)) {
+    if (!is(clause, "for_in_clause")) continue;
+    syntax::walk(syntax::field(clause, "left"), [&](TSNode n) {
+      if (is(n, "identifier")) iteration.emplace(file.text(n), ts_node_start_byte(n));
+      return true;
+    });
+    syntax::walk(syntax::field(clause, "right"), [&](TSNode n) {
+      if (is(n, "named_expression")) report(n, "assignment expression cannot be used in a comprehension iterable expression");
+      return !is(n, "lambda");
+    });
+  }
+  syntax::walk(comprehension, [&](TSNode n) {
+    if (is(n, "lambda")) return false;
+    if (!is(n, "named_expression")) return true;
+    const TSNode name = syntax::field(n, "name");
+    const auto bound = iteration.find(file.text(name));
+    if (bound == iteration.end()) return true;
+    const std::string quoted = "'" + std::string(file.text(name)) + "'";
+    // The element expression comes first in the text but is evaluated after every for clause.
+    const bool in_body = syntax::contains(syntax::field(comprehension, "body"), n);
+    report(n, !in_body && bound->second > ts_node_start_byte(n)
+                  ? "comprehension inner loop cannot rebind assignment expression target " + quoted
+                  : "assignment expression cannot rebind comprehension iteration variable " + quoted);
+    return true;
+  });
+}
 }  // namespace
 
 void binding_targets(const ParsedFile& file, TSNode node, const Report& report) {
@@ -115,6 +151,8 @@ void binding_targets(const ParsedFile& file, TSNode node, const Report& report) 
   } else if (type == "named_expression" || type == "keyword_argument" || type == "function_definition" ||
              type == "class_definition") {
     check(file, syntax::field(node, "name"), "assign to", report);
+  } else if (is_comprehension(type)) {
+    comprehension_walrus(file, node, report);
   } else if (type == "aliased_import") {
     check(file, syntax::field(node, "alias"), "assign to", report);
   }

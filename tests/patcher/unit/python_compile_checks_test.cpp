@@ -190,6 +190,26 @@ TEST_SUITE("python_compile_checks") {
         {"match x:\n    case Foo(z=1, y):\n        pass\n",
          "2: Python would not compile this file: positional patterns follow keyword patterns"},
         {"match x:\n    case 42 as _:\n        pass\n", "2: Python would not compile this file: cannot use '_' as a target"},
+        // tokens: numbers, escapes, control characters
+        {"x = 1_000_\n", "1: Python would not compile this file: invalid decimal literal: '_' must stand between digits"},
+        {"x = 1.5_\n", "1: Python would not compile this file: invalid decimal literal: '_' must stand between digits"},
+        {"x = '\\U0001F60'\n", "1: Python would not compile this file: (unicode error) truncated \\UXXXXXXXX escape"},
+        {"x = '\\xA'\n", "1: Python would not compile this file: (unicode error) truncated \\xXX escape"},
+        {"x = b'\\x4'\n", "1: Python would not compile this file: (unicode error) truncated \\xXX escape"},
+        {"x = '\\UFFFFFFFF'\n", "1: Python would not compile this file: (unicode error) illegal Unicode character"},
+        {"x = '\\N'\n", "1: Python would not compile this file: (unicode error) malformed \\N character escape"},
+        {"x = [\v1]\n", "1: Python would not compile this file: invalid non-printable character U+000B"},
+        {"x = *a * b\n", "1: Python would not compile this file: can't use starred expression here"},
+        {"x = f'{*a}'\n", "1: Python would not compile this file: f-string: cannot use starred expression here"},
+        // PEP 572 in comprehensions
+        {"y = [x := 1 for x in z]\n", "1: Python would not compile this file: assignment expression cannot rebind "
+                                      "comprehension iteration variable 'x'"},
+        {"y = [(j := 0) for i in a for j in b]\n", "1: Python would not compile this file: assignment expression "
+                                                   "cannot rebind comprehension iteration variable 'j'"},
+        {"y = {i for i in a if (j := 0) for j in b}\n", "1: Python would not compile this file: comprehension inner "
+                                                         "loop cannot rebind assignment expression target 'j'"},
+        {"y = [x for x in (d := data)]\n", "1: Python would not compile this file: assignment expression cannot be "
+                                           "used in a comprehension iterable expression"},
     };
     check_refused(cases);
   }
@@ -303,6 +323,11 @@ TEST_SUITE("python_compile_checks") {
         // Python 3.12's type parameters: not refused, though this CPython (3.11) would.
         "def f[T: int](x: T) -> T:\n    return x\n",
         "x = y = 1\nz: int = 1\nw: int\n",
+        "x = 1_000 + 0x_1f + 0b_1 + 1_0.5_0 + 1e1_0 + 1_0j\n",
+        "x = r'\\U' + rb'\\x' + b'\\u12' + '\\d' + '\\N{DASH}' + '\\U0001F600' + '\\x41' + f'{a}\\x41'\n",
+        "x = '\v'  # a vertical tab \v in a comment\n\fy = 1\n",
+        "y = [*a, *b]\nprint(*a)\nz = f'{a!r:>{w}}'\n",
+        "def f():\n    return [y := g(x) for x in data]\nz = [i for i in a if (n := i)]\n",
         "match x:\n    case {'a': 1, **rest}:\n        pass\n    case Foo(x, y=2) as z:\n        pass\n    case _:\n"
         "        pass\n",
     };
