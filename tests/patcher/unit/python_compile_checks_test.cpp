@@ -328,8 +328,7 @@ TEST_SUITE("python_compile_checks") {
         "x = '\v'  # a vertical tab \v in a comment\n\fy = 1\n",
         "y = [*a, *b]\nprint(*a)\nz = f'{a!r:>{w}}'\n",
         "def f():\n    return [y := g(x) for x in data]\nz = [i for i in a if (n := i)]\n",
-        "match x:\n    case {'a': 1, **rest}:\n        pass\n    case Foo(x, y=2) as z:\n        pass\n    case _:\n"
-        "        pass\n",
+        "match x:\n    case {'a': 1, **rest}:\n        pass\n    case Foo(x, y=2) as z:\n        pass\n",
     };
     for (const std::string& code : valid) {
       CAPTURE(code);
