@@ -9,7 +9,9 @@
 
 namespace kvpatch {
 namespace {
+using syntax::has_token;
 using syntax::is;
+using syntax::is_extra;
 
 // An indentation measured as CPython's tokenizer measures it: columns with tabs to multiples of 8,
 // and with every tab as one column. Two indentations are the same level only when both agree;
@@ -47,9 +49,6 @@ bool is_hard_keyword(std::string_view word) {
       "or",    "pass",   "raise",   "return",   "try",  "while",  "with",   "yield"};
   return kKeywords.count(word) != 0;
 }
-
-// Tokens the grammar lets stand anywhere, outside the structure: comments and a backslash ending a line.
-bool is_extra(TSNode node) { return is(node, "comment") || is(node, "line_continuation"); }
 
 // A module's or block's statements, without the extras between them.
 std::vector<TSNode> statements_of(TSNode node) {
@@ -111,22 +110,6 @@ private:
     const char* outer_comprehension = nullptr;  // where that clause's iterable is evaluated
   };
 
-  static bool has_token(TSNode node, std::string_view token) {
-    for (uint32_t i = 0; i < ts_node_child_count(node); ++i) {
-      const TSNode child = ts_node_child(node, i);
-      if (!ts_node_is_named(child) && syntax::type(child) == token) return true;
-    }
-    return false;
-  }
-
-  static const char* comprehension_kind(std::string_view type) {
-    if (type == "list_comprehension") return "list comprehension";
-    if (type == "set_comprehension") return "set comprehension";
-    if (type == "dictionary_comprehension") return "dict comprehension";
-    if (type == "generator_expression") return "generator expression";
-    return nullptr;
-  }
-
   // The scope of a node's child: a def's body is a function (a lambda's is too, for yield), a class body
   // is neither, a loop's body is a loop but its else clause is not. A comprehension is a scope of its
   // own except for the iterable of its first `for`, which the enclosing scope evaluates. (The child is
@@ -134,7 +117,7 @@ private:
   // children.)
   static Scope scope_of(TSNode node, TSNode child, Scope scope) {
     const std::string_view type = syntax::type(node);
-    if (const char* kind = comprehension_kind(type)) {
+    if (const char* kind = compile_rules::comprehension_kind(type)) {
       const bool first = is(child, "for_in_clause") && syntax::same(child, first_for_clause(node));
       // A generator expression may await in any function: it becomes an async generator.
       const bool awaits = scope.async_function || type == "generator_expression";
@@ -443,5 +426,15 @@ private:
 }  // namespace
 
 std::optional<CompileProblem> first_compile_problem(const ParsedFile& file) { return Checker(file).run(); }
+
+namespace compile_rules {
+const char* comprehension_kind(std::string_view type) {
+  if (type == "list_comprehension") return "list comprehension";
+  if (type == "set_comprehension") return "set comprehension";
+  if (type == "dictionary_comprehension") return "dict comprehension";
+  if (type == "generator_expression") return "generator expression";
+  return nullptr;
+}
+}  // namespace compile_rules
 
 }  // namespace kvpatch

@@ -21,7 +21,7 @@ enum class Use { read, bound, annotated };
 
 struct Declaration {
   std::string_view keyword;  // "global" or "nonlocal"
-  TSNode statement;
+  TSNode at;                 // where a problem with it is reported
 };
 
 std::set<std::string_view> parameter_names(const ParsedFile& file, TSNode function) {
@@ -36,10 +36,7 @@ std::set<std::string_view> parameter_names(const ParsedFile& file, TSNode functi
   return names;
 }
 
-bool is_nested_scope(std::string_view type) {
-  return type == "lambda" || type == "list_comprehension" || type == "set_comprehension" ||
-         type == "dictionary_comprehension" || type == "generator_expression";
-}
+bool is_nested_scope(std::string_view type) { return type == "lambda" || comprehension_kind(type) != nullptr; }
 
 class ScopeDeclarations {
 public:
@@ -160,7 +157,7 @@ private:
         return !found;
       });
     }
-    if (!found) report_(declaration.statement, "no binding for nonlocal '" + std::string(name) + "' found");
+    if (!found) report_(declaration.at, "no binding for nonlocal '" + std::string(name) + "' found");
   }
 };
 }  // namespace

@@ -11,21 +11,13 @@
 
 namespace kvpatch::compile_rules {
 namespace {
+using syntax::has_token;
 using syntax::is;
 
-bool is_comment(TSNode node) { return is(node, "comment") || is(node, "line_continuation"); }
-
-bool has_token(TSNode node, std::string_view token) {
-  for (uint32_t i = 0; i < ts_node_child_count(node); ++i) {
-    const TSNode child = ts_node_child(node, i);
-    if (!ts_node_is_named(child) && syntax::type(child) == token) return true;
-  }
-  return false;
-}
 
 std::size_t named_count(TSNode node) {
   std::size_t n = 0;
-  for (TSNode child : syntax::named_children(node)) n += is_comment(child) ? 0 : 1;
+  for (TSNode child : syntax::named_children(node)) n += syntax::is_extra(child) ? 0 : 1;
   return n;
 }
 

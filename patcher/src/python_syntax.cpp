@@ -106,6 +106,16 @@ bool contains(TSNode outer, TSNode inner) {
   return ts_node_start_byte(outer) <= ts_node_start_byte(inner) && ts_node_end_byte(inner) <= ts_node_end_byte(outer);
 }
 
+bool is_extra(TSNode node) { return is(node, "comment") || is(node, "line_continuation"); }
+
+bool has_token(TSNode node, std::string_view token) {
+  for (uint32_t i = 0; i < ts_node_child_count(node); ++i) {
+    const TSNode child = ts_node_child(node, i);
+    if (!ts_node_is_named(child) && type(child) == token) return true;
+  }
+  return false;
+}
+
 TSNode unparenthesized(TSNode node) {
   while (is(node, "parenthesized_expression") && ts_node_named_child_count(node) == 1) {
     node = ts_node_named_child(node, 0);

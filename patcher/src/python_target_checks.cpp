@@ -11,8 +11,6 @@ namespace kvpatch::compile_rules {
 namespace {
 using syntax::is;
 
-bool is_comment(TSNode node) { return is(node, "comment") || is(node, "line_continuation"); }
-
 // `(a)` as a target reads as a one-element tuple pattern without a comma; it is just `a`.
 TSNode unwrapped(TSNode node) {
   while ((is(node, "tuple_pattern") || is(node, "parenthesized_expression")) && ts_node_named_child_count(node) == 1) {
@@ -61,7 +59,7 @@ std::optional<Problem> bad_target(const ParsedFile& file, TSNode node, std::stri
   if (type == "tuple" || type == "list" || type == "expression_list" || type == "pattern_list" ||
       type == "tuple_pattern" || type == "list_pattern") {
     for (TSNode element : syntax::named_children(node)) {
-      if (is_comment(element)) continue;
+      if (syntax::is_extra(element)) continue;
       if (auto problem = bad_target(file, element, verb)) return problem;
     }
     return std::nullopt;
@@ -87,11 +85,6 @@ void single_target(TSNode left, std::string_view what, const Report& report) {
   if (what == "augmented") return report(target, "'" + kind + "' is an illegal expression for augmented assignment");
   report(target, "only single target (not " + kind + ") can be annotated");
 }
-bool is_comprehension(std::string_view type) {
-  return type == "list_comprehension" || type == "set_comprehension" || type == "dictionary_comprehension" ||
-         type == "generator_expression";
-}
-
 // PEP 572: a `:=` in a comprehension binds in the enclosing function, so it may not share a name with
 // the comprehension's iteration variables, nor stand in the iterable after an `in`.
 void comprehension_walrus(const ParsedFile& file, TSNode comprehension, const Report& report) {
@@ -128,7 +121,7 @@ void binding_targets(const ParsedFile& file, TSNode node, const Report& report) 
   const std::string_view type = syntax::type(node);
   if (type == "delete_statement") {
     for (TSNode target : syntax::named_children(node)) {
-      if (!is_comment(target)) check(file, target, "delete", report);
+      if (!syntax::is_extra(target)) check(file, target, "delete", report);
     }
   } else if (type == "assignment") {
     check(file, syntax::field(node, "left"), "assign to", report);
@@ -146,12 +139,12 @@ void binding_targets(const ParsedFile& file, TSNode node, const Report& report) 
     check(file, syntax::field(node, "left"), "assign to", report);
   } else if (type == "as_pattern_target") {
     for (TSNode target : syntax::named_children(node)) {
-      if (!is_comment(target)) check(file, target, "assign to", report);
+      if (!syntax::is_extra(target)) check(file, target, "assign to", report);
     }
   } else if (type == "named_expression" || type == "keyword_argument" || type == "function_definition" ||
              type == "class_definition") {
     check(file, syntax::field(node, "name"), "assign to", report);
-  } else if (is_comprehension(type)) {
+  } else if (comprehension_kind(type) != nullptr) {
     comprehension_walrus(file, node, report);
   } else if (type == "aliased_import") {
     check(file, syntax::field(node, "alias"), "assign to", report);

@@ -12,6 +12,9 @@ namespace kvpatch::compile_rules {
 
 using Report = std::function<void(TSNode, std::string)>;
 
+// CPython's name for a comprehension node type ("list comprehension", ...), or nullptr for any other.
+const char* comprehension_kind(std::string_view type);
+
 // What del, =, +=, an annotation, for, with ... as, := and a keyword argument bind or delete:
 // `del f()`, `a, b += 1`, `(): int`, `with x as f():`, `__debug__ = 1`. Called on every node.
 void binding_targets(const ParsedFile& file, TSNode node, const Report& report);

@@ -72,6 +72,10 @@ bool same(TSNode a, TSNode b);
 bool contains(TSNode outer, TSNode inner);
 // Strips parentheses: (x) -> x.
 TSNode unparenthesized(TSNode node);
+// Tokens the grammar lets stand anywhere, outside the structure: a comment, a backslash ending a line.
+bool is_extra(TSNode node);
+// Whether one of the node's unnamed children (its keywords and punctuation) is `token`.
+bool has_token(TSNode node, std::string_view token);
 }  // namespace syntax
 
 // Collapses runs of whitespace (newlines included) to one space, for one-line messages.
