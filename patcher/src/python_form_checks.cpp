@@ -1,5 +1,5 @@
 // Statement and expression shapes that tree-sitter-python parses without an ERROR node and CPython's
-// parser refuses: Python 2 forms (`raise X, Y`, `except A, B:`), an unparenthesized tuple after a
+// parser refuses: Python 2 forms (`raise X, Y`, `print x`, `<>`), an unparenthesized tuple after a
 // comprehension's `in`, a stray comma, a starred expression where no tuple holds it, a non-ASCII
 // bytes literal, a backslash that continues the file's last line, and match patterns Python refuses.
 #include <algorithm>
@@ -189,8 +189,13 @@ void statement_forms(const ParsedFile& file, TSNode node, const Report& report) 
     // `raise X, Y` is Python 2: the grammar reads the pair as an unparenthesized tuple.
     if (is(ts_node_named_child(node, 0), "expression_list")) report(node, "invalid syntax: raise takes one exception");
   } else if (type == "except_clause" || type == "except_group_clause") {
-    // `except A, B:` is Python 2's `except A as B:`.
-    if (has_token(node, ",")) report(node, "multiple exception types must be parenthesized");
+    // `except A, B:` is accepted: Python 3.14 (PEP 758) reads it as `except (A, B):`, though 3.11-3.13
+    // refuse it. With `as` every Python refuses it; three types or `except*` the grammar cannot parse.
+    if (has_token(node, ",")) {
+      for (TSNode child : syntax::named_children(node)) {
+        if (is(child, "as_pattern")) report(node, "multiple exception types must be parenthesized when using 'as'");
+      }
+    }
     // `except E as a.b:`: the grammar takes any target, Python a name only.
     const TSNode caught = ts_node_named_child(node, 0);
     const TSNode target = is(caught, "as_pattern") ? syntax::field(caught, "alias") : TSNode{};

@@ -1,11 +1,19 @@
 #include "kvpatch/python_syntax.h"
 
 #include <stdexcept>
+#include <string>
+#include <string_view>
 
 #include "kvpatch/input_error.h"
 #include "kvpatch/python_compile_checks.h"
 
 extern "C" const TSLanguage* tree_sitter_python(void);
+
+namespace {
+// The grammar release scripts/fetch-grammar.sh pins (CMake reads its stamp): what it parses is what
+// kvpatch can read.
+constexpr std::string_view grammar_version = KVPATCH_GRAMMAR_VERSION;
+}  // namespace
 
 namespace kvpatch {
 
@@ -15,7 +23,8 @@ void require_compatible_grammar() {
     throw std::runtime_error(
         "tree-sitter-python grammar has parser ABI " + std::to_string(version) + " but the tree-sitter runtime loads " +
         std::to_string(TREE_SITTER_MIN_COMPATIBLE_LANGUAGE_VERSION) + "-" + std::to_string(TREE_SITTER_LANGUAGE_VERSION) +
-        "; re-run scripts/fetch-grammar.sh (it pins tree-sitter-python 0.23.6, ABI 14) and rebuild");
+        "; re-run scripts/fetch-grammar.sh (it pins tree-sitter-python " + std::string(grammar_version) +
+        ", ABI 14) and rebuild");
   }
 }
 
@@ -66,7 +75,12 @@ ParsedFile parse_source_file(SourceFile file) {
     const SourcePosition where = parsed.source.position(*error);
     throw InputError(parsed.source.display_path(), where.line,
                      "syntax error at column " + std::to_string(where.column) + "; the file is not edited",
-                     "fix the Python syntax first (python3 -m py_compile names the problem)", where.column);
+                     "fix the Python syntax first (python3 -m py_compile names the problem); if Python compiles "
+                     "the file, the tree-sitter-python " + std::string(grammar_version) +
+                     " grammar kvpatch reads it with cannot (such as a starred parenthesis in a bare tuple, "
+                     "`return a, *(b)`, Python 3.13's type parameter defaults or 3.14's template strings): leave "
+                     "the file out of the run (in a walked directory, with the project settings' `exclude`)",
+                     where.column);
   }
   if (auto problem = first_compile_problem(parsed)) {
     const SourcePosition where = parsed.source.position(problem->offset);

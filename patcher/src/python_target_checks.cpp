@@ -115,6 +115,27 @@ void comprehension_walrus(const ParsedFile& file, TSNode comprehension, const Re
     return true;
   });
 }
+
+// PEP 695: a type parameter's bound, a type alias's value and a generic class's bases are evaluated in
+// scopes of their own where `:=` may not bind (a lambda inside them is its own function: allowed).
+void walrus_within(TSNode node, const std::string& where, const Report& report) {
+  if (syntax::is_null(node)) return;
+  syntax::walk(node, [&](TSNode n) {
+    if (is(n, "lambda")) return false;
+    if (is(n, "named_expression")) report(n, "named expression cannot be used within " + where);
+    return true;
+  });
+}
+
+// `T: bound` and `T: (constraint, ...)` each read as a constrained_type whose second type is the bound.
+void type_parameter_walrus(TSNode parameters, const Report& report) {
+  for (TSNode parameter : syntax::named_children(parameters)) {
+    const TSNode constrained = ts_node_named_child(parameter, 0);
+    if (!is(constrained, "constrained_type") || ts_node_named_child_count(constrained) < 2) continue;
+    const TSNode bound = ts_node_named_child(ts_node_named_child(constrained, 1), 0);
+    walrus_within(bound, is(bound, "tuple") ? "a TypeVar constraint" : "a TypeVar bound", report);
+  }
+}
 }  // namespace
 
 void binding_targets(const ParsedFile& file, TSNode node, const Report& report) {
@@ -144,6 +165,13 @@ void binding_targets(const ParsedFile& file, TSNode node, const Report& report) 
   } else if (type == "named_expression" || type == "keyword_argument" || type == "function_definition" ||
              type == "class_definition") {
     check(file, syntax::field(node, "name"), "assign to", report);
+    if (type == "class_definition" && !syntax::is_null(syntax::field(node, "type_parameters"))) {
+      walrus_within(syntax::field(node, "superclasses"), "the definition of a generic", report);
+    }
+  } else if (type == "type_parameter") {
+    type_parameter_walrus(node, report);
+  } else if (type == "type_alias_statement") {
+    walrus_within(syntax::field(node, "right"), "a type alias", report);
   } else if (comprehension_kind(type) != nullptr) {
     comprehension_walrus(file, node, report);
   } else if (type == "aliased_import") {

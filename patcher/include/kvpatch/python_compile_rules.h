@@ -16,11 +16,12 @@ using Report = std::function<void(TSNode, std::string)>;
 const char* comprehension_kind(std::string_view type);
 
 // What del, =, +=, an annotation, for, with ... as, := and a keyword argument bind or delete:
-// `del f()`, `a, b += 1`, `(): int`, `with x as f():`, `__debug__ = 1`. Called on every node.
+// `del f()`, `a, b += 1`, `(): int`, `with x as f():`, `__debug__ = 1`, and `:=` in a type parameter's
+// bound, a type alias or a generic class's bases. Called on every node.
 void binding_targets(const ParsedFile& file, TSNode node, const Report& report);
 
 // Expression and statement shapes the grammar takes and Python 3 does not: `raise X, Y`,
-// `except A, B:`, `f(x for x in a, b)`, `from m import x,`, `b"é"`, `A[*b:]`, `x: *b`, and a
+// `print x`, `f(x for x in a, b)`, `from m import x,`, `b"é"`, `A[*b:]`, `x: *b`, and a
 // backslash continuing the last line. Called on every node.
 void statement_forms(const ParsedFile& file, TSNode node, const Report& report);
 

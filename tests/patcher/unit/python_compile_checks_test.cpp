@@ -136,6 +136,13 @@ TEST_SUITE("python_compile_checks") {
         {"f(__debug__=1)\n", "1: Python would not compile this file: cannot assign to __debug__"},
         {"def f(*, __debug__):\n    pass\n", "1: Python would not compile this file: cannot assign to __debug__"},
         {"def __debug__():\n    pass\n", "1: Python would not compile this file: cannot assign to __debug__"},
+        {"def f[T: (x := 3)]():\n    pass\n",
+         "1: Python would not compile this file: named expression cannot be used within a TypeVar bound"},
+        {"class A[T: ((x := 3), int)]:\n    pass\n",
+         "1: Python would not compile this file: named expression cannot be used within a TypeVar constraint"},
+        {"type A = (x := 3)\n", "1: Python would not compile this file: named expression cannot be used within a type alias"},
+        {"class A[T](B[(x := 1)]):\n    pass\n",
+         "1: Python would not compile this file: named expression cannot be used within the definition of a generic"},
     };
     check_refused(cases);
   }
@@ -143,8 +150,8 @@ TEST_SUITE("python_compile_checks") {
   TEST_CASE("Python 2 forms, stray commas, misplaced stars and non-ASCII bytes are refused") {
     const std::vector<std::pair<std::string, std::string>> cases = {
         {"raise X, Y\n", "1: Python would not compile this file: invalid syntax: raise takes one exception"},
-        {"try:\n    pass\nexcept A, B:\n    pass\n",
-         "3: Python would not compile this file: multiple exception types must be parenthesized"},
+        {"try:\n    pass\nexcept A, B as e:\n    pass\n",
+         "3: Python would not compile this file: multiple exception types must be parenthesized when using 'as'"},
         {"try:\n    pass\nexcept A:\n    pass\nexcept* B:\n    pass\n",
          "1: Python would not compile this file: cannot have both 'except' and 'except*' on the same 'try'"},
         {"f(x for x in a, 1)\n", "1: Python would not compile this file: Generator expression must be parenthesized"},
@@ -320,8 +327,12 @@ TEST_SUITE("python_compile_checks") {
         "x = 0\ny = 00\nz = 0_0\nw = 0o777 + 0x1F + 0b1 + 010.5 + 01j + 0e1\n",
         "from os import *\ntry:\n    pass\nexcept ValueError:\n    pass\nexcept:\n    pass\n",
         "y = [*x, *z]\n*a, b = c\n",
-        // Python 3.12's type parameters: not refused, though this CPython (3.11) would.
+        // Python 3.12's type parameters and f-strings, 3.14's unparenthesized exception types: not refused,
+        // though CPython 3.11 would refuse them. A lambda is a scope of its own, where := may bind.
         "def f[T: int](x: T) -> T:\n    return x\n",
+        "type A = lambda: (x := 1)\nclass B[T: (lambda: (y := 1))](C): pass\nclass D(E[(z := 1)]): pass\n",
+        "x = f\"{a[\"k\"]}\" + f\"{'\\n'.join(b)}\" + f\"{f\"{c}\"}\"\n",
+        "try:\n    pass\nexcept A, B:\n    pass\n",
         "x = y = 1\nz: int = 1\nw: int\n",
         "x = 1_000 + 0x_1f + 0b_1 + 1_0.5_0 + 1e1_0 + 1_0j\n",
         "x = r'\\U' + rb'\\x' + b'\\u12' + '\\d' + '\\N{DASH}' + '\\U0001F600' + '\\x41' + f'{a}\\x41'\n",
