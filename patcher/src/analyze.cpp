@@ -30,7 +30,7 @@ std::string raw_content(const fs::path& path) {
 // pair but kvpatch cannot read or parse is an error of the run: a cast there that feeds run() of a wrapper
 // planned in the named files would go unseen, and apply would thread those plans against it.
 std::optional<FileReport> analyze_context_file(const RuleSet& rules, const InputFile& input,
-                                               std::vector<FileError>& errors) {
+                                               std::vector<FileError>& errors, FlashInferLookup& lookup) {
   auto unread = [&](FileError e) {
     e.remedy += std::string(e.remedy.empty() ? "" : " ") +
                 "(kvpatch reads this unnamed file because it lies beside a named one and its casts or plan sites "
@@ -46,7 +46,7 @@ std::optional<FileReport> analyze_context_file(const RuleSet& rules, const Input
   }
   if (!may_link(rules, source->text())) return std::nullopt;
   try {
-    return analyze_source(rules, std::move(*source));
+    return analyze_source(rules, std::move(*source), &lookup);
   } catch (const InputError& e) {
     unread(to_file_error(e));
   } catch (const OverlappingEdit& e) {
@@ -70,11 +70,11 @@ bool rules_select(const RuleSet& rules, const std::string& text) {
   return selects(rules.plan_site_rules) || selects(rules.field_rules) || selects(rules.cast_rules);
 }
 
-FileReport analyze_source(const RuleSet& rules, SourceFile source) {
+FileReport analyze_source(const RuleSet& rules, SourceFile source, FlashInferLookup* lookup) {
   const fs::path path = source.path();
   auto parsed = std::make_shared<const ParsedFile>(parse_source_file(std::move(source)));
   std::string unpinned;
-  const auto target = flashinfer_target(rules.parameters, path, rules.parameter_origins, &unpinned);
+  const auto target = flashinfer_target(rules.parameters, path, rules.parameter_origins, &unpinned, lookup);
   return analyze_file(rules, parsed, target, unpinned);
 }
 
@@ -84,6 +84,7 @@ Run analyze_inputs(const RuleSet& rules, const InputSet& inputs) {
   run.parameters = rules.parameters;
   run.parameter_origins = rules.parameter_origins;
   run.errors = inputs.errors;
+  FlashInferLookup lookup;
   for (const InputFile& input : inputs.files) {
     std::optional<SourceFile> source;
     try {
@@ -95,7 +96,7 @@ Run analyze_inputs(const RuleSet& rules, const InputSet& inputs) {
     }
     if (!rules_select(rules, source->text())) continue;
     try {
-      run.files.push_back(analyze_source(rules, std::move(*source)));
+      run.files.push_back(analyze_source(rules, std::move(*source), &lookup));
     } catch (const InputError& e) {
       run.errors.push_back(to_file_error(e));
     } catch (const OverlappingEdit& e) {
@@ -106,7 +107,7 @@ Run analyze_inputs(const RuleSet& rules, const InputSet& inputs) {
   std::vector<FileReport> context;
   if (!run.files.empty()) {
     for (const InputFile& input : inputs.context) {
-      if (auto report = analyze_context_file(rules, input, run.errors)) context.push_back(std::move(*report));
+      if (auto report = analyze_context_file(rules, input, run.errors, lookup)) context.push_back(std::move(*report));
     }
   }
   link_files(rules, run, std::move(context));

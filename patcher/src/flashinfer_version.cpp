@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <vector>
@@ -38,35 +39,37 @@ std::optional<std::string> unpinned_requirement(const std::string& text) {
   return "flashinfer_python" + m[1].str() + spec;
 }
 
-// The release dir holds, if any; a requirement read there that pins none is kept in `unpinned` when it is the first.
-std::optional<FlashInferVersion> in_directory(const fs::path& dir, std::string& unpinned) {
+FlashInferLookup::Directory read_directory(const fs::path& dir) {
   std::error_code ec;
   std::vector<fs::path> entries;
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) entries.push_back(e.path());
-  if (ec) return std::nullopt;
+  if (ec) return {};
   std::sort(entries.begin(), entries.end());
   static const std::regex installed(R"(flashinfer_python-([0-9][0-9A-Za-z.+!]*)\.dist-info)", std::regex::icase);
+  FlashInferLookup::Directory out;
   for (const fs::path& p : entries) {
     std::smatch m;
     const std::string name = p.filename().string();
-    if (std::regex_match(name, m, installed)) return FlashInferVersion{m[1].str(), "installed " + p.string()};
+    if (std::regex_match(name, m, installed)) return {FlashInferVersion{m[1].str(), "installed " + p.string()}, ""};
   }
   const fs::path pyproject = dir / "pyproject.toml";
   if (fs::is_regular_file(pyproject, ec)) {
     const std::string text = read_text(pyproject);
-    if (auto v = pinned_version(text)) return FlashInferVersion{*v, "flashinfer_python==" + *v + " in " + pyproject.string()};
-    if (auto r = unpinned_requirement(text); r && unpinned.empty()) unpinned = *r + " in " + pyproject.string();
+    if (auto v = pinned_version(text)) return {FlashInferVersion{*v, "flashinfer_python==" + *v + " in " + pyproject.string()}, ""};
+    if (auto r = unpinned_requirement(text)) out.unpinned = *r + " in " + pyproject.string();
   }
   for (const fs::path& p : entries) {
     const std::string name = p.filename().string();
     if (name.rfind("sglang-", 0) != 0 || p.extension() != ".dist-info") continue;
     const std::string text = read_text(p / "METADATA");
     if (auto v = pinned_version(text)) {
-      return FlashInferVersion{*v, "flashinfer_python==" + *v + " required by " + (p / "METADATA").string()};
+      return {FlashInferVersion{*v, "flashinfer_python==" + *v + " required by " + (p / "METADATA").string()}, ""};
     }
-    if (auto r = unpinned_requirement(text); r && unpinned.empty()) unpinned = *r + " required by " + (p / "METADATA").string();
+    if (auto r = unpinned_requirement(text); r && out.unpinned.empty()) {
+      out.unpinned = *r + " required by " + (p / "METADATA").string();
+    }
   }
-  return std::nullopt;
+  return out;
 }
 
 std::vector<long> components(const std::string& version) {
@@ -83,12 +86,19 @@ std::vector<long> components(const std::string& version) {
 }  // namespace
 
 std::optional<FlashInferVersion> find_flashinfer_version(const fs::path& file, std::string* unpinned) {
-  // Only files a rule selects are looked up (a handful per run), so nothing is cached.
+  return FlashInferLookup{}.find(file, unpinned);
+}
+
+std::optional<FlashInferVersion> FlashInferLookup::find(const fs::path& file, std::string* unpinned) {
   std::error_code ec;
   fs::path dir = fs::weakly_canonical(fs::absolute(file, ec), ec).parent_path();
   std::string passed_over;
   for (;;) {
-    if (auto found = in_directory(dir, passed_over)) return found;
+    auto it = directories_.find(dir);
+    if (it == directories_.end()) it = directories_.emplace(dir, read_directory(dir)).first;
+    const Directory& here = it->second;
+    if (here.found) return here.found;
+    if (passed_over.empty()) passed_over = here.unpinned;
     if (dir == dir.parent_path()) break;
     dir = dir.parent_path();
   }
@@ -106,11 +116,11 @@ std::optional<FlashInferVersion> given_flashinfer_version(const std::map<std::st
 std::optional<FlashInferVersion> flashinfer_target(const std::map<std::string, std::string>& parameters,
                                                    const fs::path& file,
                                                    const std::map<std::string, std::string>& given_by,
-                                                   std::string* unpinned) {
+                                                   std::string* unpinned, FlashInferLookup* lookup) {
   const auto origin = given_by.find("flashinfer_version");
   const std::string evidence = "given by " + (origin == given_by.end() ? "--flashinfer-version" : origin->second);
   if (auto given = given_flashinfer_version(parameters, evidence)) return given;
-  return find_flashinfer_version(file, unpinned);
+  return lookup != nullptr ? lookup->find(file, unpinned) : find_flashinfer_version(file, unpinned);
 }
 
 bool version_at_least(const std::string& version, const std::string& since) {

@@ -20,12 +20,12 @@ namespace {
 // The staged file analysed, or nullopt when `wanted` is false of its content. Throws InputError or OverlappingEdit.
 template <typename Wanted>
 std::optional<FileReport> analyze_blob(const RuleSet& rules, const GitRepository& repo, const StagedFile& file,
-                                       Wanted wanted) {
+                                       Wanted wanted, FlashInferLookup& lookup) {
   std::string content = read_staged_blob(repo, file);
   if (!wanted(content)) return std::nullopt;
   require_source_text(content, file.path, "; then stage it again");
   // The FlashInfer pin is read from the work tree around the file (python/pyproject.toml in SGLang).
-  return analyze_source(rules, SourceFile(repo.work_tree() / file.path, file.path, std::move(content)));
+  return analyze_source(rules, SourceFile(repo.work_tree() / file.path, file.path, std::move(content)), &lookup);
 }
 
 // A work-tree file's bytes; nullopt when it cannot be read.
@@ -41,7 +41,7 @@ std::optional<std::string> read_work_tree_file(const std::filesystem::path& path
 // The context files that link_files() could pair with another file (git_pre_commit.h), analysed. One that could
 // pair but cannot be read or parsed goes to `errors`: the staged plans cannot be checked against its casts.
 std::vector<FileReport> linkable_context(const RuleSet& rules, const GitRepository& repo, const StagedFiles& context,
-                                         std::vector<FileError>& errors) {
+                                         std::vector<FileError>& errors, FlashInferLookup& lookup) {
   std::vector<FileReport> out;
   if (context.files.empty()) return out;
   // Most context files are in the work tree as staged, and a file read from disk costs a fraction of a blob
@@ -66,7 +66,7 @@ std::vector<FileReport> linkable_context(const RuleSet& rules, const GitReposito
       errors.push_back(std::move(e));
     };
     try {
-      if (auto report = analyze_blob(rules, repo, file, linkable)) out.push_back(std::move(*report));
+      if (auto report = analyze_blob(rules, repo, file, linkable, lookup)) out.push_back(std::move(*report));
     } catch (const InputError& e) {
       unread(to_file_error(e));
     } catch (const OverlappingEdit& e) {
@@ -84,10 +84,11 @@ Run analyze_staged(const RuleSet& rules, const GitRepository& repo, const Staged
   run.parameters = rules.parameters;
   run.parameter_origins = rules.parameter_origins;
   run.errors = staged.errors;
+  FlashInferLookup lookup;
   for (const StagedFile& file : staged.files) {
     try {
       auto selected = [&](const std::string& text) { return rules_select(rules, text); };
-      if (auto report = analyze_blob(rules, repo, file, selected)) run.files.push_back(std::move(*report));
+      if (auto report = analyze_blob(rules, repo, file, selected, lookup)) run.files.push_back(std::move(*report));
     } catch (const InputError& e) {
       run.errors.push_back(to_file_error(e));
     } catch (const OverlappingEdit& e) {
@@ -96,7 +97,7 @@ Run analyze_staged(const RuleSet& rules, const GitRepository& repo, const Staged
   }
   // A commit that touches no file the rules select changes no plan site and no cast: no context is read.
   std::vector<FileReport> linkable;
-  if (!run.files.empty()) linkable = linkable_context(rules, repo, context, run.errors);
+  if (!run.files.empty()) linkable = linkable_context(rules, repo, context, run.errors, lookup);
   link_files(rules, run, std::move(linkable));
   return run;
 }

@@ -1,6 +1,7 @@
 #pragma once
 // The pipeline from inputs to a Run: read each file, keep those a rule selects, parse, run the rules.
 #include "kvpatch/edit_set.h"
+#include "kvpatch/flashinfer_version.h"
 #include "kvpatch/input_error.h"
 #include "kvpatch/input_paths.h"
 #include "kvpatch/report.h"
@@ -20,9 +21,9 @@ FileError clashing_edits_error(const std::string& display_path, const Overlappin
 // Whether any rule selects a file of this text (by the rules' content_contains).
 bool rules_select(const RuleSet& rules, const std::string& text);
 
-// Parses a loaded file and runs the rules against the FlashInfer found above its path (flashinfer_target()).
-// Throws InputError (the file does not parse) and OverlappingEdit.
-FileReport analyze_source(const RuleSet& rules, SourceFile source);
+// Parses a loaded file and runs the rules against the FlashInfer found above its path (flashinfer_target(),
+// through the run's `lookup` when given). Throws InputError (the file does not parse) and OverlappingEdit.
+FileReport analyze_source(const RuleSet& rules, SourceFile source, FlashInferLookup* lookup = nullptr);
 
 // Runs one rule file test case; returns what went wrong (empty when it passes).
 std::vector<std::string> run_rule_test(const RuleSet& rules, const RuleTestCase& test);

@@ -24,6 +24,23 @@ struct FlashInferVersion {
 std::optional<FlashInferVersion> find_flashinfer_version(const std::filesystem::path& file,
                                                          std::string* unpinned = nullptr);
 
+// find_flashinfer_version() for the files of one run, reading each directory once: a run that selects
+// thousands of files in one directory listed it once per file (2,000 files: 47% of the run's time).
+// Keep one for no longer than the directories stay as they are.
+class FlashInferLookup {
+public:
+  std::optional<FlashInferVersion> find(const std::filesystem::path& file, std::string* unpinned = nullptr);
+
+  // What one directory says: the release it holds, if any, and else a requirement there that pins none.
+  struct Directory {
+    std::optional<FlashInferVersion> found;
+    std::string unpinned;
+  };
+
+private:
+  std::map<std::filesystem::path, Directory> directories_;
+};
+
 // The release the `flashinfer_version` rule parameter names (--flashinfer-version); nullopt for "auto".
 std::optional<FlashInferVersion> given_flashinfer_version(const std::map<std::string, std::string>& parameters,
                                                           const std::string& evidence);
@@ -31,10 +48,12 @@ std::optional<FlashInferVersion> given_flashinfer_version(const std::map<std::st
 // The FlashInfer a file is checked against: the `flashinfer_version` rule parameter (--flashinfer-version)
 // when it names a release, else what find_flashinfer_version reads above the file ("auto", the default).
 // given_by says where the parameter was given (RuleSet::parameter_origins), for the evidence.
+// `lookup`, when given, is the run's (else the file's directories are read afresh).
 std::optional<FlashInferVersion> flashinfer_target(const std::map<std::string, std::string>& parameters,
                                                    const std::filesystem::path& file,
                                                    const std::map<std::string, std::string>& given_by = {},
-                                                   std::string* unpinned = nullptr);
+                                                   std::string* unpinned = nullptr,
+                                                   FlashInferLookup* lookup = nullptr);
 
 // Release-number order on the leading numeric components: "0.6.18.post1" >= "0.6.14", "0.6.13" < "0.6.14".
 bool version_at_least(const std::string& version, const std::string& since);

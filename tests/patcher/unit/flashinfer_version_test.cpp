@@ -108,4 +108,29 @@ TEST_SUITE("flashinfer_version") {
           "flashinfer_python>=0.2.1.post1 required by " +
               (root.path() / "site" / "sglang-0.4.3.dist-info" / "METADATA").string());
   }
+
+  TEST_CASE("a run's lookup answers as find_flashinfer_version does, reading each directory once") {
+    kvpatch::test::ScratchDir root;
+    write(root.path() / "python" / "pyproject.toml", "dependencies = [\"flashinfer_python>=0.2.1.post1\"]\n");
+    write(root.path() / "python" / "sglang" / "a.py", "");
+    write(root.path() / "python" / "sglang" / "b.py", "");
+    write(root.path() / "pinned" / "pyproject.toml", "dependencies = [\"flashinfer_python==0.7.2\"]\n");
+    write(root.path() / "pinned" / "c.py", "");
+    kvpatch::FlashInferLookup lookup;
+    std::string unpinned;
+    CHECK_FALSE(lookup.find(root.path() / "python" / "sglang" / "a.py", &unpinned));
+    CHECK(unpinned == unpinned_flashinfer_requirement(root.path() / "python" / "sglang" / "a.py"));
+    CHECK(unpinned.rfind("flashinfer_python>=0.2.1.post1 in ", 0) == 0);
+    std::string again;  // the same directories, now from the lookup's own record
+    CHECK_FALSE(lookup.find(root.path() / "python" / "sglang" / "b.py", &again));
+    CHECK(again == unpinned);
+    const auto pinned = kvpatch::flashinfer_target({{"flashinfer_version", "auto"}}, root.path() / "pinned" / "c.py",
+                                                   {}, nullptr, &lookup);
+    REQUIRE(pinned);
+    CHECK(pinned->version == "0.7.2");
+    // What the lookup read stands for its run: a pin written afterwards is seen by a new lookup only.
+    write(root.path() / "python" / "pyproject.toml", "dependencies = [\"flashinfer_python==0.6.14\"]\n");
+    CHECK_FALSE(lookup.find(root.path() / "python" / "sglang" / "b.py"));
+    CHECK(found(root.path() / "python" / "sglang" / "b.py") == "0.6.14");
+  }
 }
