@@ -16,6 +16,7 @@
 
 #include "kvpatch/analyze.h"
 #include "kvpatch/apply_files.h"
+#include "kvpatch/edited_code_check.h"
 #include "kvpatch/git_hook.h"
 #include "kvpatch/git_pre_commit.h"
 #include "kvpatch/input_error.h"
@@ -536,6 +537,17 @@ int run_command(const std::string& command, const Options& options) {
       print_error("no diff was printed; fix the errors above and run diff again");
       return kUsageOrInput;
     }
+    // Nor a diff that would break a file: `git apply` would write what apply refuses to (edited_code_check.h).
+    bool broken = false;
+    for (const FileReport& f : run.files) {
+      if (auto error = code_broken_by_edits(f)) {
+        error->remedy = "no diff was printed; report it with this file, and make the fix by hand until it is fixed "
+                        "(kvpatch check lists what to change)";
+        print_errors({*error});
+        broken = true;
+      }
+    }
+    if (broken) return kUsageOrInput;
     const bool color = cli::color_wanted(options.color, STDOUT_FILENO);
     bool any = false;
     for (const FileReport& f : run.files) {

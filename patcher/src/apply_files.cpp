@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "kvpatch/edited_code_check.h"
 #include "kvpatch/python_syntax.h"
 
 namespace kvpatch {
@@ -117,6 +118,10 @@ ApplyResult apply_files(const std::vector<const FileReport*>& files) {
     std::error_code ec;
     for (const Prepared& p : prepared) fs::remove(p.temporary, ec);
   };
+  for (const FileReport* report : files) {
+    if (auto broken = code_broken_by_edits(*report)) result.errors.push_back(*broken);
+  }
+  if (!result.errors.empty()) return result;
   for (const FileReport* report : files) {
     if (report->edits.empty()) continue;
     const SourceFile& source = report->file->source;

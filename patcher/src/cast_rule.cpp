@@ -285,7 +285,8 @@ private:
     if (form.kind == KvPlanForm::Kind::CacheDtypeOnlyFor) return guarded(f, call, form.only_for);
     try {
       const bool self_cast = assigned && is(object, "identifier") && facts_.text(object) == f.variable;
-      f.fix = self_cast ? remove_statement(source_, syntax::parent(parent), rule_.id)
+      if (self_cast) f.removed_statement = syntax::parent(parent);
+      f.fix = self_cast ? remove_statement(source_, f.removed_statement, rule_.id)
                         : std::vector<Edit>{unwrap_method_call(call, rule_.id)};
     } catch (const EditNotPossible& e) {
       f.redundant = false;

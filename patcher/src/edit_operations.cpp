@@ -1,5 +1,7 @@
 #include "kvpatch/edit_operations.h"
 
+#include <algorithm>
+
 namespace kvpatch {
 using syntax::field;
 using syntax::is;
@@ -171,14 +173,24 @@ bool is_last_clause(TSNode clause) {
 }
 }  // namespace
 
-std::vector<Edit> remove_statement(const SourceFile& source, TSNode statement, const std::string& rule) {
+std::vector<Edit> remove_statement(const SourceFile& source, TSNode statement, const std::string& rule,
+                                   const std::vector<TSNode>& going) {
   TSNode block = syntax::parent(statement);
   TSNode owner = syntax::parent(block);
-  const bool alone = syntax::statements(block).size() == 1;
-  if (!alone) {
-    if (starts_line(source, statement) && ends_line(source, statement)) return {delete_lines(source, statement, rule)};
+  const std::vector<TSNode> statements = syntax::statements(block);
+  const bool empties_block = std::all_of(statements.begin(), statements.end(), [&](TSNode s) {
+    return syntax::same(s, statement) ||
+           std::any_of(going.begin(), going.end(), [&](TSNode g) { return syntax::same(s, g); });
+  });
+  const bool first = syntax::same(statements.front(), statement);
+  // What a statement that the block keeps as `pass` (its first) or loses (the others) becomes.
+  auto removed_from = [&](bool keeps_pass) -> std::vector<Edit> {
+    if (!keeps_pass && starts_line(source, statement) && ends_line(source, statement)) {
+      return {delete_lines(source, statement, rule)};
+    }
     return {replace_with_pass(statement, rule)};
-  }
+  };
+  if (!empties_block) return removed_from(false);
   // A branch goes only when dropping it keeps every other branch's condition: a whole `if` with no
   // elif/else, or the last elif/else clause. Elsewhere `pass` keeps the branch, so no later clause
   // starts running in the case the cast handled.
@@ -186,13 +198,13 @@ std::vector<Edit> remove_statement(const SourceFile& source, TSNode statement, c
     if (syntax::is_null(field(owner, "alternative")) && starts_line(source, owner) && ends_line(source, owner)) {
       return {delete_lines(source, owner, rule)};
     }
-    return {replace_with_pass(statement, rule)};
+    return removed_from(first);
   }
   if ((is(owner, "elif_clause") || is(owner, "else_clause")) && is_last_clause(owner) && starts_line(source, owner) &&
       ends_line(source, owner)) {
     return {delete_lines(source, owner, rule)};
   }
-  return {replace_with_pass(statement, rule)};
+  return removed_from(first);
 }
 
 }  // namespace kvpatch

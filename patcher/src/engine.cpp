@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "kvpatch/edit_operations.h"
 #include "kvpatch/module_helper.h"
 #include "kvpatch/rule_engine.h"
 
@@ -19,6 +20,24 @@ std::string position_list(const std::vector<SourcePosition>& positions) {
   return out;
 }
 
+// Each removal is made as if it were the only one; two or more in one block can empty it (a guard written
+// `if k.dtype != q.dtype:` over two casts), which would leave an `if` with no body. Removals of the same block are
+// made again knowing each other.
+void remove_together(const SourceFile& source, std::vector<CastFinding>& casts) {
+  auto removing = [](const CastFinding& c) { return !syntax::is_null(c.removed_statement) && !c.fix.empty(); };
+  for (CastFinding& c : casts) {
+    if (!removing(c)) continue;
+    std::vector<TSNode> going;
+    const TSNode block = syntax::parent(c.removed_statement);
+    for (const CastFinding& other : casts) {
+      if (&other != &c && removing(other) && syntax::same(syntax::parent(other.removed_statement), block)) {
+        going.push_back(other.removed_statement);
+      }
+    }
+    if (!going.empty()) c.fix = remove_statement(source, c.removed_statement, c.rule, going);
+  }
+}
+
 // Every cast rule's findings; a cast two rules report is kept once, required winning over redundant.
 std::vector<CastFinding> casts_of(const RuleSet& rules, const ModuleFacts& facts, const std::vector<PlanSite>& sites,
                                   const std::vector<FieldFinding>& fields) {
@@ -34,6 +53,7 @@ std::vector<CastFinding> casts_of(const RuleSet& rules, const ModuleFacts& facts
       else if (same->redundant && !c.redundant) *same = std::move(c);
     }
   }
+  remove_together(facts.file().source, unique_casts);
   return unique_casts;
 }
 

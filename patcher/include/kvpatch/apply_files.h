@@ -20,7 +20,8 @@ struct ApplyResult {
   std::vector<FileError> errors;     // non-empty: nothing was written
 };
 
-// For every file with edits: writes the new content to a temporary file in the same directory
+// First, every file's edits must leave code Python compiles (edited_code_check.h); if one does not, nothing is
+// written. Then, for every file with edits: writes the new content to a temporary file in the same directory
 // (flushed, synced, with the original mode, and its owner and group where this process may set them),
 // then checks the original is unchanged since it was
 // read (content and modification time) and renames every temporary over its original. If any step

@@ -102,6 +102,8 @@ struct CastFinding {
   // other caches (to the model dtype the plan then names), now under a guard or, after its fix, under one.
   std::string guard_dtype;
   std::vector<Edit> fix;
+  // The statement the fix removes (`k = k.to(...)` goes whole); null when the fix unwraps the call or guards it.
+  TSNode removed_statement{};
   // A required cast one of whose consumers' wrappers has no plan site in this file: that consumer
   // ("decode_wrapper.run at 34:13"); "" otherwise. The wrapper may be planned in another file (cross_file.h).
   std::string unplanned_consumer;

@@ -97,6 +97,26 @@ TEST_SUITE("apply_files") {
     CHECK(temporaries_in(s.second.parent_path()) == 0);
   }
 
+  TEST_CASE("edits that would leave code Python does not compile stop every write, and say whose bug it is") {
+    Scratch s;
+    Run run = s.analyse();
+    REQUIRE(run.files.size() == 2);
+    // Stand-in for a faulty combination of edits: a header with no body before the first line.
+    run.files[1].edits.add({0, 0, "if ready:\n", "r"});
+    const ApplyResult result = apply_files(pointers(run));
+    REQUIRE(result.errors.size() == 1);
+    CHECK(result.errors[0].file == "second/flashinfer_mla_backend.py");
+    CHECK(result.errors[0].message.find("kvpatch's edits would leave code Python does not compile (line 1 of the "
+                                        "patched text: ") != std::string::npos);
+    CHECK(result.errors[0].message.find("this is a kvpatch bug") != std::string::npos);
+    CHECK(result.errors[0].remedy.find("nothing was written") == 0);
+    CHECK(result.patched.empty());
+    CHECK(test::read_file(s.first) == kBackend);
+    CHECK(test::read_file(s.second) == kBackend);
+    CHECK(temporaries_in(s.first.parent_path()) == 0);
+    CHECK(temporaries_in(s.second.parent_path()) == 0);
+  }
+
   TEST_CASE("a file that cannot be written stops every write") {
     Scratch s;
     const Run run = s.analyse();

@@ -158,6 +158,31 @@ TEST_SUITE("edit_operations") {
           "def f(k, q):\n    pass\n");
   }
 
+  TEST_CASE("statements removed together never leave an empty block") {
+    // Both casts go in one run: each removal is told of the other, and together they make the edits of
+    // removing a branch's only statement (the first of them as `pass`, when the branch must stay).
+    auto removed_together = [](const std::string& code) {
+      auto file = test::parse(code);
+      const TSNode a = statement_of(*file, "k = k.to(q.dtype)");
+      const TSNode b = statement_of(*file, "k = k.to(torch.bfloat16)");
+      std::vector<Edit> edits = remove_statement(file->source, a, "r", {b});
+      for (const Edit& e : remove_statement(file->source, b, "r", {a})) edits.push_back(e);
+      return edited(*file, edits);
+    };
+    CHECK(removed_together("def f(k, q):\n    if k.dtype != q.dtype:\n        k = k.to(q.dtype)\n"
+                           "        k = k.to(torch.bfloat16)\n    return k\n") == "def f(k, q):\n    return k\n");
+    CHECK(removed_together("def f(k, q):\n    if k.dtype != q.dtype:\n        k = k.to(q.dtype)\n"
+                           "        k = k.to(torch.bfloat16)\n    else:\n        k = g(k)\n") ==
+          "def f(k, q):\n    if k.dtype != q.dtype:\n        pass\n    else:\n        k = g(k)\n");
+    CHECK(removed_together("def f(k, q):\n    if k.dtype != q.dtype: k = k.to(q.dtype); k = k.to(torch.bfloat16)\n"
+                           "    return k\n") == "def f(k, q):\n    return k\n");
+    CHECK(removed_together("def f(k, q):\n    k = k.to(q.dtype)\n    k = k.to(torch.bfloat16)\n") ==
+          "def f(k, q):\n    pass\n");
+    // A third statement stays: each goes on its own, as before.
+    CHECK(removed_together("def f(k, q):\n    if c:\n        k = k.to(q.dtype)\n        log(k)\n"
+                           "        k = k.to(torch.bfloat16)\n") == "def f(k, q):\n    if c:\n        log(k)\n");
+  }
+
   TEST_CASE("insert a block after an anchor: header at its indentation, body one step deeper") {
     auto block = [](const std::string& code) {
       auto file = test::parse(code);
