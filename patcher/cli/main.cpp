@@ -45,6 +45,9 @@ struct Options {
   std::string config;     // --config: the configuration file, instead of the one found
   bool isolated = false;  // --isolated: no configuration file
   bool show_settings = false;  // --show-settings: print what would be used, analyse nothing
+  std::vector<std::string> exclude;         // --exclude: instead of the settings file's `exclude`
+  std::vector<std::string> extend_exclude;  // --extend-exclude: besides it
+  bool exit_zero = false;                   // --exit-zero: findings do not fail the command
   std::string rule_id;  // rule: the finding id to explain
   std::string repo;   // pre-commit, install-hook, uninstall-hook
   bool all = false;   // pre-commit: every tracked file, not only the changed ones
@@ -118,6 +121,25 @@ void add_config_options(CLI::App* command, Options& options) {
       "read kvpatch settings from this file (.kvpatch.toml, kvpatch.toml or a pyproject.toml with [tool.kvpatch]) "
       "instead of the one found in or above the checked directory; options given on the command line win");
   command->add_flag("--isolated", options.isolated, "read no configuration file")->excludes(config);
+}
+
+// ruff's --exclude and --extend-exclude: patterns as the settings file's `exclude` takes them, relative to the
+// current directory.
+void add_exclude_options(CLI::App* command, Options& options) {
+  command->add_option("--exclude", options.exclude,
+                      "leave out files matching PATTERN (repeatable, or comma-separated), relative to the current directory, instead of "
+                      "the settings file's exclude list; a file named as PATH is read anyway")
+      ->allow_extra_args(false)  // one pattern per use, so that a PATH after it stays a PATH
+      ->delimiter(',');
+  command->add_option("--extend-exclude", options.extend_exclude,
+                      "leave out files matching PATTERN (repeatable, or comma-separated) besides the settings file's exclude list")
+      ->allow_extra_args(false)
+      ->delimiter(',');
+}
+
+// ruff's --exit-zero: report, but let a CI step or a hook pass; input errors still exit 2.
+void add_exit_zero_option(CLI::App* command, Options& options, const std::string& what) {
+  command->add_flag("--exit-zero", options.exit_zero, "exit 0 even when " + what + " (errors still exit 2)");
 }
 
 void add_show_settings_option(CLI::App* command, Options& options) {
@@ -194,7 +216,31 @@ struct Loaded {
   RuleSet rules;
   std::optional<ProjectConfig> config;
   std::string rules_source;  // where the rules directory was chosen
+  std::vector<ExcludePatterns> exclude;  // the settings file's (unless --exclude), --exclude's, --extend-exclude's
 };
+
+// What the run leaves out: --exclude instead of the settings file's list, --extend-exclude besides it. Throws
+// InputError for a pattern that is empty or absolute.
+std::vector<ExcludePatterns> exclude_patterns(const Options& options, const std::optional<ProjectConfig>& config) {
+  std::vector<ExcludePatterns> out;
+  if (options.exclude.empty() && config && !config->exclude.empty()) {
+    out.push_back({std::filesystem::absolute(config->file).parent_path(), config->exclude, config->file.string()});
+  }
+  for (const auto& [option, given] : {std::pair{"--exclude", &options.exclude},
+                                      std::pair{"--extend-exclude", &options.extend_exclude}}) {
+    ExcludePatterns set{std::filesystem::current_path(), {}, option};
+    for (const std::string& p : *given) {
+      const std::optional<std::string> kept = exclude_pattern(p);
+      if (!kept) {
+        throw InputError(std::string(option) + " " + p, 0, "the pattern is empty or absolute",
+                         "give it relative to the current directory, e.g. " + std::string(option) + " test");
+      }
+      set.patterns.push_back(*kept);
+    }
+    if (!set.patterns.empty()) out.push_back(std::move(set));
+  }
+  return out;
+}
 
 // The grammar check and the rule set every analysing command starts from, with the settings of the configuration
 // file found from `start`; nullopt after an error. The rules directory: --rules, the configuration's, then the
@@ -215,7 +261,8 @@ std::optional<Loaded> load_rules(const Options& options, const std::filesystem::
       dir = {config->rules_dir.string(), config->file.string()};
     }
     if (dir.first.empty()) dir = default_rules_dir(options);
-    return Loaded{load_rule_set(dir.first, *overrides), config, dir.second};
+    std::vector<ExcludePatterns> exclude = exclude_patterns(options, config);
+    return Loaded{load_rule_set(dir.first, *overrides), config, dir.second, std::move(exclude)};
   } catch (const InputError& e) {
     print_error(e.formatted());
     return std::nullopt;
@@ -231,8 +278,10 @@ void print_settings(const Loaded& loaded, const Options& options, const std::fil
             << "\n";
   std::cout << "rules: " << loaded.rules.directory.string() << " (" << loaded.rules_source << ")\n";
   std::string exclude;
-  if (loaded.config) {
-    for (const std::string& p : loaded.config->exclude) exclude += (exclude.empty() ? "" : ", ") + p;
+  for (const ExcludePatterns& set : loaded.exclude) {
+    std::string patterns;
+    for (const std::string& p : set.patterns) patterns += (patterns.empty() ? "" : ", ") + p;
+    exclude += (exclude.empty() ? "" : "; ") + patterns + "  [" + set.origin + ", relative to " + set.base.string() + "]";
   }
   std::cout << "exclude: " << (exclude.empty() ? "none" : exclude) << "\n";
   std::cout << "parameters (the rules' values unless a source is named):\n";
@@ -305,11 +354,11 @@ int run_pre_commit(const Options& options) {
         return std::binary_search(staged.files.begin(), staged.files.end(), f, by_path);
       });
     }
-    if (loaded->config) {
-      auto is_excluded = [&](const StagedFile& f) { return excluded(*loaded->config, repo.work_tree() / f.path); };
-      std::erase_if(staged.files, is_excluded);
-      std::erase_if(context.files, is_excluded);
-    }
+    auto is_excluded = [&](const StagedFile& f) {
+      return excluded_by(loaded->exclude, repo.work_tree() / f.path) != nullptr;
+    };
+    std::erase_if(staged.files, is_excluded);
+    std::erase_if(context.files, is_excluded);
     run = analyze_staged(loaded->rules, repo, staged, context);
   } catch (const InputError& e) {
     print_error(e.formatted());
@@ -342,8 +391,9 @@ int run_pre_commit(const Options& options) {
   if (remedy.empty()) remedy = "fix them by hand";
   std::cout << std::flush;  // the report first, then the remedy, when both go to one terminal
   std::cerr << "kvpatch: the staged content has findings; " << remedy
-            << " (or skip this check once with `git commit --no-verify`)\n";
-  return kFindings;
+            << (options.exit_zero ? " (--exit-zero: the commit goes ahead)\n"
+                                  : " (or skip this check once with `git commit --no-verify`)\n");
+  return options.exit_zero ? kClean : kFindings;
 }
 
 // The first sentence of a rule's description, for the list.
@@ -419,8 +469,7 @@ int run_hook_command(const std::string& command, const Options& options) {
 // A PATH that yields no file a rule selects would pass silently; a CI user should see that nothing was checked,
 // and why when the project's `exclude` left files out there.
 void warn_unselected_paths(const std::vector<std::string>& paths, const Run& run,
-                           const std::vector<InputFile>& left_out,
-                           const std::optional<ProjectConfig>& config) {
+                           const std::vector<InputFile>& left_out, const std::vector<ExcludePatterns>& exclude) {
   for (const std::string& p : paths) {
     std::error_code ec;
     const std::filesystem::path given = std::filesystem::weakly_canonical(std::filesystem::absolute(p, ec), ec);
@@ -430,12 +479,14 @@ void warn_unselected_paths(const std::vector<std::string>& paths, const Run& run
       return !rel.empty() && *rel.begin() != "..";
     });
     if (!selected) {
-      const bool any_left_out = std::any_of(left_out.begin(), left_out.end(), [&](const InputFile& f) {
+      const auto first_left_out = std::find_if(left_out.begin(), left_out.end(), [&](const InputFile& f) {
         const std::filesystem::path rel = f.path.lexically_relative(given);
         return !rel.empty() && *rel.begin() != "..";
       });
+      const ExcludePatterns* by =
+          first_left_out == left_out.end() ? nullptr : excluded_by(exclude, first_left_out->path);
       std::cerr << "kvpatch: warning: " << p << ": no file here uses BatchMLAPagedAttentionWrapper"
-                << (any_left_out ? " outside those excluded by " + config->file.string() : std::string())
+                << (by != nullptr ? " outside those excluded by " + by->origin : std::string())
                 << "; nothing checked\n";
     }
   }
@@ -490,18 +541,18 @@ std::filesystem::path common_directory(const std::vector<std::string>& paths) {
 
 // The inputs the PATHs name, less the files the project's `exclude` leaves out of the directories walked (a file
 // named on the command line is read anyway, as ruff does); `left_out` gets those.
-InputSet project_inputs(const Options& options, const std::optional<ProjectConfig>& config, bool repository_paths,
+InputSet project_inputs(const Options& options, const std::vector<ExcludePatterns>& exclude, bool repository_paths,
                         std::vector<InputFile>* left_out = nullptr) {
   const std::optional<std::filesystem::path> root =
       options.root.empty() ? std::nullopt : std::optional<std::filesystem::path>(options.root);
   InputSet inputs = collect_inputs(options.paths, root, repository_paths);
-  if (!config) return inputs;
+  if (exclude.empty()) return inputs;
   std::erase_if(inputs.files, [&](const InputFile& f) {
-    const bool out = !f.named && excluded(*config, f.path);
+    const bool out = !f.named && excluded_by(exclude, f.path) != nullptr;
     if (out && left_out != nullptr) left_out->push_back(f);
     return out;
   });
-  std::erase_if(inputs.context, [&](const InputFile& f) { return excluded(*config, f.path); });
+  std::erase_if(inputs.context, [&](const InputFile& f) { return excluded_by(exclude, f.path) != nullptr; });
   return inputs;
 }
 
@@ -516,18 +567,18 @@ int run_command(const std::string& command, const Options& options) {
   const RuleSet& rules = loaded->rules;
   const bool repository_paths = options.format == "github" || options.format == "sarif";
   std::vector<InputFile> left_out;
-  const InputSet inputs = project_inputs(options, loaded->config, repository_paths, &left_out);
+  const InputSet inputs = project_inputs(options, loaded->exclude, repository_paths, &left_out);
   const Run run = analyze_inputs(rules, inputs);
   print_errors(run.errors);
   const bool input_errors = !run.errors.empty();
-  if (!input_errors) warn_unselected_paths(options.paths, run, left_out, loaded->config);
+  if (!input_errors) warn_unselected_paths(options.paths, run, left_out, loaded->exclude);
   const bool nearer = report_nearer_settings(run, options, loaded->config,
                                              command == "apply" ? SettingsUse::Apply : SettingsUse::Report);
 
   if (command == "check") {
     print_report(run, rules, options, true);
     if (input_errors) return kUsageOrInput;
-    return has_findings(summarize(run)) ? kFindings : kClean;
+    return has_findings(summarize(run)) && !options.exit_zero ? kFindings : kClean;
   }
   if (command == "diff") {
     // diff prints what apply would write, and apply writes nothing while an input cannot be read: a partial diff
@@ -555,7 +606,7 @@ int run_command(const std::string& command, const Options& options) {
       any |= !diff.empty();
       std::cout << (color ? cli::colorize_diff(diff) : diff);
     }
-    return any ? kFindings : kClean;
+    return any && !options.exit_zero ? kFindings : kClean;
   }
   // apply: nothing is written unless every input is readable, every file can be patched, and by its own settings.
   if (input_errors || nearer) {
@@ -577,13 +628,13 @@ int run_command(const std::string& command, const Options& options) {
   if (result.patched.empty()) std::cerr << "kvpatch: nothing to patch\n";
   note_where_the_plan_runs(run, rules);
   // What apply cannot fix (unknown sites, sites blocked by required casts or run() inputs) is still a finding.
-  const Run after = result.patched.empty() ? run : analyze_inputs(rules, project_inputs(options, loaded->config, false));
+  const Run after = result.patched.empty() ? run : analyze_inputs(rules, project_inputs(options, loaded->exclude, false));
   const Summary left = summarize(after);
   if (!has_findings(left)) return kClean;
   const int count = finding_count(left);
   std::cerr << "kvpatch: " << count << (count == 1 ? " finding remains" : " findings remain")
             << " that apply cannot fix; run kvpatch check to see them\n";
-  return kFindings;
+  return options.exit_zero ? kClean : kFindings;
 }
 }  // namespace
 
@@ -602,6 +653,10 @@ int run_main(int argc, char** argv) {
     add_common_options(command, options);
     add_show_settings_option(command, options);
   }
+  for (CLI::App* command : {check, diff, apply}) add_exclude_options(command, options);
+  add_exit_zero_option(check, options, "findings remain");
+  add_exit_zero_option(diff, options, "there are edits");
+  add_exit_zero_option(apply, options, "findings remain that it cannot fix");
   check->add_option("--format", options.format, kFormatHelp)->check(CLI::IsMember(kFormats));
   add_color_option(check, options, "the text report's status words");
   add_color_option(diff, options, "the diff as git does");
@@ -622,6 +677,8 @@ int run_main(int argc, char** argv) {
   pre_commit->add_option("--format", options.format, kFormatHelp)->check(CLI::IsMember(kFormats));
   add_color_option(pre_commit, options, "the text report's status words");
   pre_commit->add_flag("--all", options.all, "check every tracked *.py in the index, not only the staged changes");
+  add_exclude_options(pre_commit, options);
+  add_exit_zero_option(pre_commit, options, "the staged content has findings (report only; the commit goes ahead)");
   CLI::App* rule = app.add_subcommand("rule", "explain a finding id from a report (all of them, one line each, without ID)");
   rule->add_option("ID", options.rule_id, "a finding id, e.g. flashinfer-mla-kv-run-input");
   rule->add_option("--rules", options.rules_dir, "rules directory (default: as for check)");

@@ -1,7 +1,5 @@
 #include "kvpatch/project_config.h"
 
-#include <fnmatch.h>
-
 #include <algorithm>
 #include <fstream>
 #include <sstream>
@@ -87,11 +85,12 @@ public:
         }
         for (const toml::node& p : *patterns) {
           const std::string pattern = string_value(file_, "exclude", p);
-          if (pattern.empty() || pattern.front() == '/') {
+          const std::optional<std::string> kept = exclude_pattern(pattern);
+          if (!kept) {
             throw InputError(file_.string(), line_of(p), "exclude pattern '" + pattern + "' is empty or absolute",
                              "write it relative to this file's directory, e.g. \"test\"");
           }
-          config_.exclude.push_back(pattern.back() == '/' ? pattern.substr(0, pattern.size() - 1) : pattern);
+          config_.exclude.push_back(*kept);
         }
       } else if (name == "parameters") {
         const toml::table* table = node.as_table();
@@ -147,51 +146,8 @@ std::optional<fs::path> find_project_config(const fs::path& start) {
   }
 }
 
-namespace {
-// Whether path segments [j..] match pattern segments [i..]: a segment "**" matches any number of whole
-// segments (none included), as in ruff's and git's globs; any other segment is an fnmatch pattern for one.
-bool segments_match(const std::vector<std::string>& pattern, std::size_t i, const std::vector<std::string>& path,
-                    std::size_t j) {
-  if (i == pattern.size()) return j == path.size();
-  if (pattern[i] == "**") {
-    for (std::size_t k = j; k <= path.size(); ++k) {
-      if (segments_match(pattern, i + 1, path, k)) return true;
-    }
-    return false;
-  }
-  return j < path.size() && fnmatch(pattern[i].c_str(), path[j].c_str(), 0) == 0 &&
-         segments_match(pattern, i + 1, path, j + 1);
-}
-
-std::vector<std::string> split_segments(const std::string& text) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  for (std::size_t slash; (slash = text.find('/', start)) != std::string::npos; start = slash + 1) {
-    parts.push_back(text.substr(start, slash - start));
-  }
-  parts.push_back(text.substr(start));
-  return parts;
-}
-}  // namespace
-
 bool excluded(const ProjectConfig& config, const fs::path& file) {
-  if (config.exclude.empty()) return false;
-  std::error_code ec;
-  const fs::path base = fs::weakly_canonical(fs::absolute(config.file, ec), ec).parent_path();
-  const fs::path rel = fs::weakly_canonical(fs::absolute(file, ec), ec).lexically_relative(base);
-  if (rel.empty() || *rel.begin() == "..") return false;
-  // The path and each directory above it within the configuration's directory: a pattern naming a directory
-  // excludes what is under it.
-  std::vector<std::vector<std::string>> patterns;
-  for (const std::string& pattern : config.exclude) patterns.push_back(split_segments(pattern));
-  std::vector<std::string> prefix;
-  for (const fs::path& part : rel) {
-    prefix.push_back(part.string());
-    for (const auto& pattern : patterns) {
-      if (segments_match(pattern, 0, prefix, 0)) return true;
-    }
-  }
-  return false;
+  return excluded(ExcludePatterns{fs::absolute(config.file).parent_path(), config.exclude, config.file.string()}, file);
 }
 
 ProjectConfig read_project_config(const fs::path& file) {

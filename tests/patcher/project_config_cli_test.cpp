@@ -150,6 +150,68 @@ TEST_SUITE("project_config_cli") {
     CHECK(apply.out == "patched python/sglang/flashinfer_mla_backend.py (9 edits)\n");
     CHECK(read_bytes(test_file) == unpatched_backend());
   }
+
+  TEST_CASE("--exclude replaces the settings file's list, --extend-exclude adds to it; both relative to the current directory") {
+    const Project project(".kvpatch.toml", "exclude = [\"test\"]\n");
+    const fs::path test_file = project.scratch.path() / "proj" / "test" / "test_mla.py";
+    const fs::path bench_file = project.scratch.path() / "proj" / "bench" / "bench_mla.py";
+    for (const fs::path& f : {test_file, bench_file}) {
+      fs::create_directories(f.parent_path());
+      write_bytes(f, unpatched_backend());
+    }
+    auto plan_sites = [&](const std::vector<std::string>& args) {
+      const ProcessResult r = project.run(args);
+      const std::size_t at = r.out.find(" plan sites:");
+      return at == std::string::npos ? std::string("none: ") + r.err : r.out.substr(r.out.rfind('\n', at) + 1, at - r.out.rfind('\n', at) - 1);
+    };
+    CHECK(plan_sites({"check", "proj"}) == "6");                                        // backend and bench
+    CHECK(plan_sites({"check", "--exclude", "proj/bench", "proj"}) == "6");             // backend and test
+    CHECK(plan_sites({"check", "--extend-exclude", "proj/bench", "proj"}) == "3");      // the backend alone
+    CHECK(plan_sites({"check", "--extend-exclude", "./proj/bench/", "proj"}) == "3");   // as a shell completes it
+    CHECK(plan_sites({"check", "--exclude", "proj/test,proj/bench", "proj"}) == "3");   // comma-separated
+    CHECK(plan_sites({"check", "--exclude", "proj/test", "--exclude", "proj/bench", "proj"}) == "3");
+    CHECK(plan_sites({"check", "--isolated", "--exclude", "**/bench_*.py", "proj"}) == "6");
+    // Relative to the current directory, not to the settings file: `bench` names nothing from the scratch top.
+    CHECK(plan_sites({"check", "--extend-exclude", "bench", "proj"}) == "6");
+    CHECK(run_kvpatch({"check", "--extend-exclude", "bench", "."}, project.scratch.path() / "proj").out.find("3 plan sites") !=
+          std::string::npos);
+    // One pattern per use: what follows is a PATH.
+    CHECK(plan_sites({"check", "--extend-exclude", "proj/bench", "proj/bench", "proj/python"}) == "3");
+    const ProcessResult left_out = project.run({"check", "--extend-exclude", "proj/bench", "proj/bench"});
+    CHECK(left_out.exit_code == 0);
+    CHECK(left_out.err == "kvpatch: warning: proj/bench: no file here uses BatchMLAPagedAttentionWrapper outside those "
+                          "excluded by --extend-exclude; nothing checked\n");
+    const ProcessResult settings = project.run({"check", "--show-settings", "--extend-exclude", "proj/bench", "proj"});
+    CHECK(contains(settings.out, "\nexclude: test  [" + (project.scratch.path() / "proj" / ".kvpatch.toml").string() +
+                                     ", relative to " + (project.scratch.path() / "proj").string() +
+                                     "]; proj/bench  [--extend-exclude, relative to " + project.scratch.path().string() +
+                                     "]\n"));
+    const ProcessResult absolute = project.run({"apply", "--exclude", "/proj/bench", "proj"});
+    CHECK(absolute.exit_code == 2);
+    CHECK(absolute.err == "kvpatch: error: --exclude /proj/bench: the pattern is empty or absolute; give it relative "
+                          "to the current directory, e.g. --exclude test\n");
+    CHECK(project.backend() == unpatched_backend());
+    // apply leaves what --extend-exclude names as it was.
+    CHECK(project.run({"apply", "--extend-exclude", "proj/bench", "proj"}).exit_code == 0);
+    CHECK(read_bytes(bench_file) == unpatched_backend());
+    CHECK(project.backend() != unpatched_backend());
+  }
+
+  TEST_CASE("--exit-zero: findings and edits exit 0, errors still exit 2") {
+    const Project project;
+    const ProcessResult check = project.run({"check", "--exit-zero", "proj"});
+    CHECK(check.exit_code == 0);
+    CHECK(contains(check.out, "3 plan sites: 0 threaded, 3 missing"));
+    CHECK(project.run({"check", "proj"}).exit_code == 1);
+    const ProcessResult diff = project.run({"diff", "--exit-zero", "proj"});
+    CHECK(diff.exit_code == 0);
+    CHECK(diff.out == project.run({"diff", "proj"}).out);
+    CHECK(project.run({"check", "--exit-zero", "proj/missing.py"}).exit_code == 2);
+    write_bytes(project.scratch.path() / "proj" / "broken.py", "from flashinfer import BatchMLAPagedAttentionWrapper\nif x\n");
+    CHECK(project.run({"check", "--exit-zero", "proj"}).exit_code == 2);
+    CHECK(project.run({"apply", "--exit-zero", "proj"}).exit_code == 2);
+    CHECK(project.backend() == unpatched_backend());
+  }
   TEST_CASE("a checked file with nearer settings than the run's: check and diff warn, apply refuses; both files named") {
     // The team keeps [tool.kvpatch] in python/pyproject.toml, next to the package, and the top has its own file.
     const Project project(".kvpatch.toml", "kv-dtype-form = \"upstream\"\n");

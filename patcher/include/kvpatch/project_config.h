@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kvpatch/exclude_patterns.h"
 #include "kvpatch/rule_set.h"
 
 namespace kvpatch {

@@ -430,7 +430,17 @@ TEST_SUITE("pre_commit") {
     const ProcessResult all_excluded = repo.kvpatch({"pre-commit", "--all"});
     CHECK(all_excluded.exit_code == 0);
     CHECK(all_excluded.out.empty());
+    // --exclude replaces that list (relative to the current directory, the work tree's top in a hook).
+    CHECK(repo.kvpatch({"pre-commit", "--all", "--exclude", "nothing-here"}).exit_code == 1);
+    repo.write(".kvpatch.toml", "");
+    CHECK(repo.kvpatch({"pre-commit", "--all", "--extend-exclude", "python"}).exit_code == 0);
+    // --exit-zero reports and lets the commit through.
+    const ProcessResult report_only = repo.kvpatch({"pre-commit", "--exit-zero"});
+    CHECK(report_only.exit_code == 0);
+    CHECK(contains(report_only.out, "fix: kv_data_type=self.kv_data_type"));
+    CHECK(contains(report_only.err, "(--exit-zero: the commit goes ahead)\n"));
     repo.write(".kvpatch.toml", "kv-dtype-form = 1\n");
+    CHECK(repo.kvpatch({"pre-commit", "--exit-zero"}).exit_code == 2);
     const ProcessResult bad = repo.kvpatch({"pre-commit"});
     CHECK(bad.exit_code == 2);
     CHECK(bad.err == "kvpatch: error: " + (repo.work_tree() / ".kvpatch.toml").string() +
