@@ -120,6 +120,23 @@ TEST_SUITE("project_config") {
     CHECK_FALSE(excluded(read_project_config(dir.write("other/kvpatch.toml", "")), proj / "test" / "a.py"));
   }
 
+  TEST_CASE("exclude patterns as given: ./ and a trailing / dropped; empty, . and absolute refused; by the first set") {
+    CHECK(exclude_pattern("./test/") == "test");
+    CHECK(exclude_pattern("././a/b//") == "a/b");
+    CHECK(exclude_pattern("**") == "**");
+    CHECK_FALSE(exclude_pattern(""));
+    CHECK_FALSE(exclude_pattern("./"));
+    CHECK_FALSE(exclude_pattern("."));
+    CHECK_FALSE(exclude_pattern("/abs"));
+    test::ScratchDir dir;
+    const std::vector<ExcludePatterns> sets{{dir.path() / "proj", {"test"}, "settings"},
+                                            {dir.path(), {"proj/bench", "test"}, "--extend-exclude"}};
+    CHECK(excluded_by(sets, dir.path() / "proj" / "test" / "a.py")->origin == "settings");
+    CHECK(excluded_by(sets, dir.path() / "proj" / "bench" / "a.py")->origin == "--extend-exclude");
+    CHECK(excluded_by(sets, dir.path() / "test" / "a.py")->origin == "--extend-exclude");  // outside proj/
+    CHECK(excluded_by(sets, dir.path() / "proj" / "python" / "a.py") == nullptr);
+  }
+
   TEST_CASE("exclude: ** matches any number of whole directories, none included") {
     test::ScratchDir dir;
     const fs::path file = dir.write("proj/.kvpatch.toml",
