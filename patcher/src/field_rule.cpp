@@ -20,8 +20,33 @@ std::vector<FieldFinding> check_fields(const FieldRule& rule, const PlanSiteRule
                      [&](const std::string& p) { return glob_match(p, cls.name); })) {
       continue;
     }
-    const std::vector<const Assignment*> anchors = facts.local_assignments(*init, rule.anchor);
-    if (anchors.empty()) continue;
+    // The rule writes its anchor and field through `self`; __init__ reaches them through its own instance
+    // parameter, whatever it is named (one whose first parameter is not the instance has no fields to extend).
+    const std::string self = self_name(*init);
+    auto through_self = [&](const std::string& name) {
+      const std::size_t dot = name.find('.');
+      return dot == std::string::npos ? name : self + name.substr(dot);
+    };
+    if (self.empty()) continue;
+    const std::string anchor_name = through_self(rule.anchor);
+    const std::string field_name = through_self(rule.field);
+    const std::vector<const Assignment*> anchors = facts.local_assignments(*init, anchor_name);
+    if (anchors.empty()) {
+      // `self.data_type = ...` in an __init__ whose instance is named otherwise sets no field of the instance
+      // (and fails when it runs): no place for the field, and the class's plan sites say why.
+      const std::vector<const Assignment*> literal = facts.local_assignments(*init, rule.anchor);
+      if (literal.empty() || anchor_name == rule.anchor) continue;
+      FieldFinding finding;
+      finding.rule = rule.id;
+      finding.class_name = cls.name;
+      const SourcePosition at = source.position(ts_node_start_byte(literal.front()->statement));
+      finding.line = at.line;
+      finding.column = at.column;
+      finding.reason = cls.name + ".__init__ assigns " + rule.anchor + ", but its instance parameter is " + self +
+                       ", so that sets no field of the instance; fix __init__ first";
+      out.push_back(std::move(finding));
+      continue;
+    }
     std::optional<std::string> suppressed;
     for (const Assignment* a : anchors) {
       if (!suppressed) suppressed = suppression(source, a->statement, rule.id);
@@ -38,10 +63,10 @@ std::vector<FieldFinding> check_fields(const FieldRule& rule, const PlanSiteRule
     finding.class_name = cls.name;
     // The field itself, or an equivalent one: any `self.X = ...` in __init__ that holds the KV-cache dtype.
     const Assignment* existing = nullptr;
-    const std::string self_prefix = self_name(*init) + ".";
+    const std::string self_prefix = self + ".";
     for (const Assignment& a : facts.assignments()) {
       if (a.function != facts.index_of(init) || a.kind != AssignmentKind::Plain || syntax::is_null(a.value)) continue;
-      if (a.target == rule.field) {
+      if (a.target == field_name) {
         existing = &a;
         break;
       }
@@ -80,23 +105,23 @@ std::vector<FieldFinding> check_fields(const FieldRule& rule, const PlanSiteRule
       finding.ignored = true;
       finding.reason = suppressed->empty() ? "suppressed by a kvpatch: ignore comment" : *suppressed;
     } else if (anchor == nullptr && unpacked != nullptr) {
-      finding.reason = rule.anchor + " is assigned in " + cls.name + ".__init__ only " +
+      finding.reason = anchor_name + " is assigned in " + cls.name + ".__init__ only " +
                        (unpacked->kind == AssignmentKind::Augmented ? "in place" : "by unpacking") + " (`" +
                        one_line(facts.text(unpacked->statement)) + "`), which kvpatch does not extend; add " +
-                       rule.field + " by hand";
+                       field_name + " by hand";
     } else if (anchor == nullptr) {
-      finding.reason = rule.anchor + " is only assigned inside a branch of " + cls.name +
-                       ".__init__; add " + rule.field + " by hand";
+      finding.reason = anchor_name + " is only assigned inside a branch of " + cls.name +
+                       ".__init__; add " + field_name + " by hand";
     } else if (!unbound.empty()) {
-      finding.reason = rule.field + " = " + rule.value + " reads " + unbound.front() + ", which " + cls.name +
+      finding.reason = field_name + " = " + rule.value + " reads " + unbound.front() + ", which " + cls.name +
                        ".__init__ does not have; set --set kv_dtype_expr=... to an expression it can evaluate";
     } else {
       try {
-        finding.fix = insert_statement_after(source, syntax::parent(anchor->statement), rule.field + " = " + rule.value,
+        finding.fix = insert_statement_after(source, syntax::parent(anchor->statement), field_name + " = " + rule.value,
                                              rule.id);
-        finding.field_text = rule.field;
+        finding.field_text = field_name;
       } catch (const EditNotPossible& e) {
-        finding.reason = std::string(e.what()) + " in " + cls.name + ".__init__; add " + rule.field + " by hand";
+        finding.reason = std::string(e.what()) + " in " + cls.name + ".__init__; add " + field_name + " by hand";
       }
     }
     out.push_back(std::move(finding));
