@@ -249,10 +249,20 @@ void statement_forms(const ParsedFile& file, TSNode node, const Report& report) 
       report(node, argument ? "Generator expression must be parenthesized"
                             : "invalid syntax: the iterable after 'in' must be parenthesized");
     }
-  } else if (type == "import_from_statement") {
+  } else if (type == "import_from_statement" || type == "future_import_statement") {
     const uint32_t n = ts_node_child_count(node);
     if (n > 0 && is(ts_node_child(node, n - 1), ",") && !has_token(node, "(")) {
       report(ts_node_child(node, n - 1), "trailing comma not allowed without surrounding parentheses");
+    }
+    // `from m import (a, b.c)`: the grammar takes a dotted name where Python takes a name (mutation seed 80838).
+    // (Every named child but the module is a name; Debian's tree-sitter 0.20.7 names no child's field here.)
+    const TSNode module_name = syntax::field(node, "module_name");
+    for (TSNode name : syntax::named_children(node)) {
+      if (syntax::same(name, module_name)) continue;
+      if (is(name, "aliased_import")) name = syntax::field(name, "name");
+      if (is(name, "dotted_name") && ts_node_named_child_count(name) > 1) {
+        report(name, "invalid syntax: a name imported with 'from' cannot be dotted");
+      }
     }
   } else if (type == "argument_list" || type == "parameters" || type == "lambda_parameters") {
     if (has_token(node, ",") && named_count(node) == 0) report(node, "invalid syntax: a lone comma");

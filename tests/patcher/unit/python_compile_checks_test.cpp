@@ -160,6 +160,12 @@ TEST_SUITE("python_compile_checks") {
         {"from torch import a,\n", "1: Python would not compile this file: trailing comma not allowed without "
                                    "surrounding parentheses"},
         {"f(,)\n", "1: Python would not compile this file: invalid syntax: a lone comma"},
+        {"from m import (\n    a,\n    self.data_type,\n)\n",
+         "3: Python would not compile this file: invalid syntax: a name imported with 'from' cannot be dotted"},
+        {"from m import b.c as d\n", "1: Python would not compile this file: invalid syntax: a name imported with "
+                                      "'from' cannot be dotted"},
+        {"from .m import (x, y.z as w)\n", "1: Python would not compile this file: invalid syntax: a name "
+                                            "imported with 'from' cannot be dotted"},
         {"x = b\"\xc3\xa9\"\n", "1: Python would not compile this file: bytes can only contain ASCII literal characters"},
         {"x = b\"a\" \"b\"\n", "1: Python would not compile this file: cannot mix bytes and nonbytes literals"},
         {"A[:*b]\n", "1: Python would not compile this file: invalid syntax: a starred expression in a slice"},
@@ -267,6 +273,7 @@ TEST_SUITE("python_compile_checks") {
   TEST_CASE("the valid forms next to each refused one are accepted") {
     const std::vector<std::string> valid = {
         "if a: x = 1; y = 2\nz = 3\n",
+        "from .a.b import (c, d as e)\nimport a.b.c as d\nimport a.b, c\nfrom . import x\n",
         "def f(a, /, b=1, *args, c, d=2, **kw):\n    return f(a, *args, b=1, *kw, **kw)\n",
         "def f(a, *, b=1, c):\n    pass\n",
         "def f(a: int = 1, *args: int, b: str, **kw: int) -> None:\n    pass\n",
