@@ -10,6 +10,10 @@
       must refuse it naming every prefill plan site, and accept the full patch.
       ENTRY is a release (0.5.6: checked with the FlashInfer its wheel pins) or a release with its
       FlashInfer pin raised, as a user who upgraded FlashInfer has it (0.5.6+flashinfer0.6.14).
+  check_release.py mutate --releases FILE --cache DIR --kvpatch BIN [MUTATION_TEST_OPTION...]
+      take each pinned release's flashinfer_mla_backend.py from its cached wheel and run
+      tests/patcher/mutation_test.py --sources over them with the options given after it (seeds,
+      --forms, --split): the fixtures are files we wrote, these are SGLang's own shapes.
 
 Exit codes: 0 pass, 1 an expectation failed, 2 usage or input error (bad releases file, no wheel).
 """
@@ -385,18 +389,38 @@ def check(entry, releases, cache, kvpatch):
     return 0
 
 
+def mutate(releases, cache, kvpatch, options):
+    """mutation_test.py --sources over every pinned release's backend, one directory per release."""
+    with tempfile.TemporaryDirectory(prefix="kvpatch-sglang-mutations-") as sources:
+        for version in dict.fromkeys(split_entry(entry)[0] for entry in releases):
+            archive = cached_archive(cache, version)
+            if archive is None:
+                raise InputError(f"no wheel of sglang {version} in {cache}; run the download command first")
+            os.makedirs(os.path.join(sources, version))
+            with open(os.path.join(sources, version, "flashinfer_mla_backend.py"), "wb") as f:
+                f.write(extract_backend(archive))
+        script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "mutation_test.py")
+        cmd = [sys.executable, script, "--kvpatch", kvpatch, "--sources", sources, *options]
+        return subprocess.run(cmd, check=False).returncode
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=("download", "check"))
+    parser.add_argument("command", choices=("download", "check", "mutate"))
     parser.add_argument("version", nargs="?")
     parser.add_argument("--releases", required=True)
     parser.add_argument("--cache", required=True)
     parser.add_argument("--kvpatch")
-    args = parser.parse_args()
+    args, rest = parser.parse_known_args()
     try:
         releases = load_releases(args.releases)
         if args.command == "download":
             return download(releases, args.cache)
+        if args.command == "mutate":
+            if not args.kvpatch:
+                raise InputError("mutate needs --kvpatch")
+            options = [args.version, *rest] if args.version else rest  # all of them mutation_test.py's
+            return mutate(releases, args.cache, os.path.abspath(args.kvpatch), options)
         if not args.version or not args.kvpatch:
             raise InputError("check needs VERSION and --kvpatch")
         return check(args.version, releases, args.cache, os.path.abspath(args.kvpatch))  # runs in scratch dirs
