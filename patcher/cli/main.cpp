@@ -221,11 +221,9 @@ struct Loaded {
 
 // What the run leaves out: --exclude instead of the settings file's list, --extend-exclude besides it. Throws
 // InputError for a pattern that is empty or absolute.
-std::vector<ExcludePatterns> exclude_patterns(const Options& options, const std::optional<ProjectConfig>& config) {
+std::vector<ExcludePatterns> run_exclude_patterns(const Options& options, const std::optional<ProjectConfig>& config) {
   std::vector<ExcludePatterns> out;
-  if (options.exclude.empty() && config && !config->exclude.empty()) {
-    out.push_back({std::filesystem::absolute(config->file).parent_path(), config->exclude, config->file.string()});
-  }
+  if (options.exclude.empty() && config && !config->exclude.empty()) out.push_back(config_exclude_patterns(*config));
   for (const auto& [option, given] : {std::pair{"--exclude", &options.exclude},
                                       std::pair{"--extend-exclude", &options.extend_exclude}}) {
     ExcludePatterns set{std::filesystem::current_path(), {}, option};
@@ -261,7 +259,7 @@ std::optional<Loaded> load_rules(const Options& options, const std::filesystem::
       dir = {config->rules_dir.string(), config->file.string()};
     }
     if (dir.first.empty()) dir = default_rules_dir(options);
-    std::vector<ExcludePatterns> exclude = exclude_patterns(options, config);
+    std::vector<ExcludePatterns> exclude = run_exclude_patterns(options, config);
     return Loaded{load_rule_set(dir.first, *overrides), config, dir.second, std::move(exclude)};
   } catch (const InputError& e) {
     print_error(e.formatted());
@@ -591,9 +589,7 @@ int run_command(const std::string& command, const Options& options) {
     // Nor a diff that would break a file: `git apply` would write what apply refuses to (edited_code_check.h).
     bool broken = false;
     for (const FileReport& f : run.files) {
-      if (auto error = code_broken_by_edits(f)) {
-        error->remedy = "no diff was printed; report it with this file, and make the fix by hand until it is fixed "
-                        "(kvpatch check lists what to change)";
+      if (auto error = code_broken_by_edits(f, "no diff was printed")) {
         print_errors({*error});
         broken = true;
       }

@@ -119,7 +119,7 @@ ApplyResult apply_files(const std::vector<const FileReport*>& files) {
     for (const Prepared& p : prepared) fs::remove(p.temporary, ec);
   };
   for (const FileReport* report : files) {
-    if (auto broken = code_broken_by_edits(*report)) result.errors.push_back(*broken);
+    if (auto broken = code_broken_by_edits(*report, "nothing was written")) result.errors.push_back(*broken);
   }
   if (!result.errors.empty()) return result;
   for (const FileReport* report : files) {

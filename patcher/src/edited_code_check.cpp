@@ -1,13 +1,11 @@
 #include "kvpatch/edited_code_check.h"
 
-#include <string>
-
 #include "kvpatch/input_error.h"
 #include "kvpatch/python_syntax.h"
 
 namespace kvpatch {
 
-std::optional<FileError> code_broken_by_edits(const FileReport& report) {
+std::optional<FileError> code_broken_by_edits(const FileReport& report, const std::string& outcome) {
   if (report.edits.empty()) return std::nullopt;
   const SourceFile& source = report.file->source;
   try {
@@ -20,8 +18,8 @@ std::optional<FileError> code_broken_by_edits(const FileReport& report) {
     return FileError{source.display_path(), 0, 0,
                      "kvpatch's edits would leave code Python does not compile (line " + std::to_string(e.line()) +
                          " of the patched text: " + problem + "); this is a kvpatch bug",
-                     "nothing was written; report it with this file, and make the fix by hand until it is fixed "
-                     "(kvpatch check lists what to change)"};
+                     outcome + "; report it with this file, and make the fix by hand until it is fixed "
+                               "(kvpatch check lists what to change)"};
   }
   return std::nullopt;
 }

@@ -23,13 +23,9 @@ std::vector<FieldFinding> check_fields(const FieldRule& rule, const PlanSiteRule
     // The rule writes its anchor and field through `self`; __init__ reaches them through its own instance
     // parameter, whatever it is named (one whose first parameter is not the instance has no fields to extend).
     const std::string self = self_name(*init);
-    auto through_self = [&](const std::string& name) {
-      const std::size_t dot = name.find('.');
-      return dot == std::string::npos ? name : self + name.substr(dot);
-    };
     if (self.empty()) continue;
-    const std::string anchor_name = through_self(rule.anchor);
-    const std::string field_name = through_self(rule.field);
+    const std::string anchor_name = through_instance(self, rule.anchor);
+    const std::string field_name = through_instance(self, rule.field);
     const std::vector<const Assignment*> anchors = facts.local_assignments(*init, anchor_name);
     if (anchors.empty()) {
       // `self.data_type = ...` in an __init__ whose instance is named otherwise sets no field of the instance

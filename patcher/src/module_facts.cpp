@@ -351,6 +351,11 @@ std::vector<std::string> names_not_visible(const std::string& expression, const 
   return out;
 }
 
+std::string through_instance(const std::string& self, const std::string& dotted) {
+  const std::size_t dot = dotted.find('.');
+  return dot == std::string::npos ? dotted : self + dotted.substr(dot);
+}
+
 std::string self_name(const FunctionFacts& function) {
   if (function.class_name.empty() || function.unbound || function.signature.parameters.empty()) return "";
   const Parameter& first = function.signature.parameters.front();

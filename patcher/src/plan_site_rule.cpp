@@ -354,15 +354,14 @@ void plan_site_fixes(const PlanSiteRule& rule, const ModuleFacts& facts, const s
       // class method, or one without parameters, has none.
       const FunctionFacts* method = holding_method(facts, site_function);
       const std::string self = method != nullptr ? self_name(*method) : "";
-      const std::size_t dot = site.fix_text.find('.');
-      if (self.empty() || dot == std::string::npos) {
+      if (self.empty() || site.fix_text.find('.') == std::string::npos) {
         site.reason = (method != nullptr ? "the call's method " + method->name + " takes no instance"
                                          : std::string("the call is in the class body, outside any method")) +
                       ", so the KV dtype field " + site.fix_text + " is out of its reach; pass the KV dtype by hand";
         site.fix_text.clear();
         continue;
       }
-      site.fix_text = self + site.fix_text.substr(dot);
+      site.fix_text = through_instance(self, site.fix_text);
     }
     if (site.kv_argument) {
       site.fix = replace_argument_value(*site.kv_argument, site.fix_text, rule.id);

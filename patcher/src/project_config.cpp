@@ -146,8 +146,8 @@ std::optional<fs::path> find_project_config(const fs::path& start) {
   }
 }
 
-bool excluded(const ProjectConfig& config, const fs::path& file) {
-  return excluded(ExcludePatterns{fs::absolute(config.file).parent_path(), config.exclude, config.file.string()}, file);
+ExcludePatterns config_exclude_patterns(const ProjectConfig& config) {
+  return {fs::absolute(config.file).parent_path(), config.exclude, config.file.string()};
 }
 
 ProjectConfig read_project_config(const fs::path& file) {

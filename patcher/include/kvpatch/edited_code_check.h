@@ -5,13 +5,14 @@
 // patched text of every file is parsed and checked as an input would be before apply writes it or diff prints it;
 // a failure there is kvpatch's bug, reported as such, and nothing is written.
 #include <optional>
+#include <string>
 
 #include "kvpatch/findings.h"
 
 namespace kvpatch {
 
 // nullopt when the file's edits leave code Python would compile (or there are none); else the error, naming the
-// line of the patched text and what is wrong there.
-std::optional<FileError> code_broken_by_edits(const FileReport& report);
+// line of the patched text and what is wrong there; its remedy starts with `outcome` ("nothing was written").
+std::optional<FileError> code_broken_by_edits(const FileReport& report, const std::string& outcome);
 
 }  // namespace kvpatch

@@ -94,6 +94,10 @@ private:
 // The receiver name that a method of this function binds (its first parameter), "" when none.
 std::string self_name(const FunctionFacts& function);
 
+// A rule's `self.x` as a method whose instance parameter is `self` reaches it (`this.x`); a name without a dot
+// stays as it is.
+std::string through_instance(const std::string& self, const std::string& dotted);
+
 // The free names of a Python expression (given as text) that code in the function cannot see: not its
 // (or an enclosing function's) parameters or locals, not bound at module level, not common builtins.
 std::vector<std::string> names_not_visible(const std::string& expression, const FunctionFacts& function,

@@ -25,9 +25,8 @@ struct ProjectConfig {
   std::vector<std::string> exclude;
 };
 
-// Whether `exclude` leaves `file` out (absolute or relative to the current directory). A file outside the
-// configuration's directory is never excluded.
-bool excluded(const ProjectConfig& config, const std::filesystem::path& file);
+// The file's `exclude` list, relative to the directory the file was found in (not a symlink's target).
+ExcludePatterns config_exclude_patterns(const ProjectConfig& config);
 
 // The configuration file that holds kvpatch settings for `start` (a directory): in start or the nearest
 // directory above it that has one, checking `.kvpatch.toml`, `kvpatch.toml`, then a pyproject.toml with a

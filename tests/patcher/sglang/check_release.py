@@ -412,6 +412,8 @@ def main():
     parser.add_argument("--cache", required=True)
     parser.add_argument("--kvpatch")
     args, rest = parser.parse_known_args()
+    if rest and args.command != "mutate":
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")  # only mutate passes options on
     try:
         releases = load_releases(args.releases)
         if args.command == "download":
@@ -419,8 +421,9 @@ def main():
         if args.command == "mutate":
             if not args.kvpatch:
                 raise InputError("mutate needs --kvpatch")
-            options = [args.version, *rest] if args.version else rest  # all of them mutation_test.py's
-            return mutate(releases, args.cache, os.path.abspath(args.kvpatch), options)
+            if args.version:
+                raise InputError("mutate takes no ENTRY: it mutates every pinned release")
+            return mutate(releases, args.cache, os.path.abspath(args.kvpatch), rest)
         if not args.version or not args.kvpatch:
             raise InputError("check needs VERSION and --kvpatch")
         return check(args.version, releases, args.cache, os.path.abspath(args.kvpatch))  # runs in scratch dirs

@@ -110,14 +110,14 @@ TEST_SUITE("project_config") {
     const ProjectConfig config = read_project_config(file);
     CHECK(config.exclude == std::vector<std::string>{"test", "benchmark/*.py", "3rdparty"});
     const fs::path proj = dir.path() / "proj";
-    CHECK(excluded(config, proj / "test" / "srt" / "test_mla.py"));
-    CHECK(excluded(config, proj / "benchmark" / "bench_mla.py"));
-    CHECK_FALSE(excluded(config, proj / "benchmark" / "kernels" / "bench_mla.py"));  // `*` stops at `/`
-    CHECK(excluded(config, proj / "3rdparty" / "flashinfer" / "x.py"));
-    CHECK_FALSE(excluded(config, proj / "python" / "sglang" / "test" / "flashinfer_mla_backend.py"));
-    CHECK_FALSE(excluded(config, proj / "tests" / "a.py"));
-    CHECK_FALSE(excluded(config, dir.path() / "test" / "a.py"));  // outside proj/
-    CHECK_FALSE(excluded(read_project_config(dir.write("other/kvpatch.toml", "")), proj / "test" / "a.py"));
+    CHECK(excluded(config_exclude_patterns(config), proj / "test" / "srt" / "test_mla.py"));
+    CHECK(excluded(config_exclude_patterns(config), proj / "benchmark" / "bench_mla.py"));
+    CHECK_FALSE(excluded(config_exclude_patterns(config), proj / "benchmark" / "kernels" / "bench_mla.py"));  // `*` stops at `/`
+    CHECK(excluded(config_exclude_patterns(config), proj / "3rdparty" / "flashinfer" / "x.py"));
+    CHECK_FALSE(excluded(config_exclude_patterns(config), proj / "python" / "sglang" / "test" / "flashinfer_mla_backend.py"));
+    CHECK_FALSE(excluded(config_exclude_patterns(config), proj / "tests" / "a.py"));
+    CHECK_FALSE(excluded(config_exclude_patterns(config), dir.path() / "test" / "a.py"));  // outside proj/
+    CHECK_FALSE(excluded(config_exclude_patterns(read_project_config(dir.write("other/kvpatch.toml", ""))), proj / "test" / "a.py"));
   }
 
   TEST_CASE("exclude patterns as given: ./ and a trailing / dropped; empty, . and absolute refused; by the first set") {
@@ -143,16 +143,16 @@ TEST_SUITE("project_config") {
                                     "exclude = [\"**/test_*.py\", \"bench/**/gen\", \"docs/**\", \"a**b.py\"]\n");
     const ProjectConfig config = read_project_config(file);
     const fs::path proj = file.parent_path();
-    CHECK(excluded(config, proj / "test_top.py"));                      // ** matching no directory
-    CHECK(excluded(config, proj / "python" / "sglang" / "test_mla.py"));  // ... and two
-    CHECK_FALSE(excluded(config, proj / "python" / "sglang" / "mla_test.py"));
-    CHECK(excluded(config, proj / "bench" / "gen" / "x.py"));
-    CHECK(excluded(config, proj / "bench" / "a" / "b" / "gen" / "x.py"));
-    CHECK_FALSE(excluded(config, proj / "bench" / "a" / "gen.py"));
-    CHECK(excluded(config, proj / "docs" / "conf.py"));
-    CHECK_FALSE(excluded(config, proj / "docsite" / "conf.py"));
-    CHECK(excluded(config, proj / "axxb.py"));  // ** inside a segment is fnmatch's *: it stops at /
-    CHECK_FALSE(excluded(config, proj / "ax" / "xb.py"));
+    CHECK(excluded(config_exclude_patterns(config), proj / "test_top.py"));                      // ** matching no directory
+    CHECK(excluded(config_exclude_patterns(config), proj / "python" / "sglang" / "test_mla.py"));  // ... and two
+    CHECK_FALSE(excluded(config_exclude_patterns(config), proj / "python" / "sglang" / "mla_test.py"));
+    CHECK(excluded(config_exclude_patterns(config), proj / "bench" / "gen" / "x.py"));
+    CHECK(excluded(config_exclude_patterns(config), proj / "bench" / "a" / "b" / "gen" / "x.py"));
+    CHECK_FALSE(excluded(config_exclude_patterns(config), proj / "bench" / "a" / "gen.py"));
+    CHECK(excluded(config_exclude_patterns(config), proj / "docs" / "conf.py"));
+    CHECK_FALSE(excluded(config_exclude_patterns(config), proj / "docsite" / "conf.py"));
+    CHECK(excluded(config_exclude_patterns(config), proj / "axxb.py"));  // ** inside a segment is fnmatch's *: it stops at /
+    CHECK_FALSE(excluded(config_exclude_patterns(config), proj / "ax" / "xb.py"));
   }
 
   TEST_CASE("exclude errors: not a list, not a string, empty or absolute") {
