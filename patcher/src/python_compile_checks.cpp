@@ -179,6 +179,8 @@ private:
       block(node, parent);
     } else if (is_clause(type) && type != "case_clause") {
       clause(node, parent);
+    } else if (type == "decorated_definition") {
+      decorated(node);
     } else if (type == "argument_list") {
       arguments(node);
     } else if (type == "parameters" || type == "lambda_parameters") {
@@ -257,6 +259,26 @@ private:
                              std::to_string(level.tab1) + " for the block's other statements");
       }
       return report(s, "inconsistent use of tabs and spaces in indentation");
+    }
+  }
+
+  // Each decorator and the definition line up with the first decorator: the grammar reads `@dec` followed by a
+  // deeper `def` as one definition, where Python's tokenizer sees an unexpected indent (mutation seed 102021).
+  void decorated(TSNode node) {
+    const Width level = line_width(node);
+    std::vector<TSNode> parts;
+    for (TSNode d : syntax::named_children(node)) {
+      if (is(d, "decorator")) parts.push_back(d);
+    }
+    parts.push_back(syntax::field(node, "definition"));
+    for (TSNode part : parts) {
+      const auto lead = lead_if_first(part);
+      if (!lead) continue;
+      const Width w = width_of(*lead);
+      if (w == level) continue;
+      if (w.deeper_than(level)) return report(part, "unexpected indent: not indented as the decorator above it");
+      if (level.deeper_than(w)) return report(part, "unindent does not match the decorator above it");
+      return report(part, "inconsistent use of tabs and spaces in indentation");
     }
   }
 

@@ -55,6 +55,15 @@ TEST_SUITE("python_compile_checks") {
         {"def f():\n\tx = 1\n        y = 2\n",
          "3: Python would not compile this file: inconsistent use of tabs and spaces in indentation; the file is not "
          "edited"},
+        // a definition deeper than its decorator, read by the grammar as one definition (mutation seed 102021)
+        {"class A:\n    def __init__(self):\n        pass\n@dataclass\n\n    def update(self):\n        pass\n",
+         "6: Python would not compile this file: unexpected indent: not indented as the decorator above it"},
+        {"class A:\n    @dec\n    @d2\n        def f(self):\n            pass\n",
+         "4: Python would not compile this file: unexpected indent: not indented as the decorator above it"},
+        {"@dec\n  @d2\ndef f():\n    pass\n",
+         "2: Python would not compile this file: unexpected indent: not indented as the decorator above it"},
+        {"class A:\n    @dec\n\tdef f(self):\n        pass\n",
+         "3: Python would not compile this file: inconsistent use of tabs and spaces in indentation"},
     };
     for (const auto& c : cases) {
       CAPTURE(c.first);
@@ -287,6 +296,7 @@ TEST_SUITE("python_compile_checks") {
         "t = f'{a}\\n{b}'\n",
         "class A:\n    '''Doc\n    string.'''\n\n    # a comment at any indentation\n  # even here\n    x = 1\n",
         "@decorator(\n    arg)\n@other\ndef f():\n    pass\n",
+        "class A:\n    @dec  # c\n\n    # a comment\n    @d2\n    def f(self):\n        pass\n",
         "def f():\n\tif a:\n\t\treturn 1\n\telse:\n\t\treturn 2\n",
         "try:\n    pass\nexcept (A,\n        B) as e:\n    pass\nelse:\n    pass\nfinally:\n    pass\n",
         "with (open(a) as f,\n      open(b) as g):\n    pass\n",
