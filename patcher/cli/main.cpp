@@ -329,6 +329,17 @@ std::optional<std::filesystem::path> repo_option(const Options& options) {
   return options.repo.empty() ? std::nullopt : std::optional<std::filesystem::path>(options.repo);
 }
 
+// Ignore comments that suppress nothing (ignore_comments.h): warnings, as ruff's unused-noqa is off by default and
+// an exit code is what CI and hooks act on; the JSON report lists them too.
+void warn_ignore_comments(const Run& run) {
+  for (const FileReport& f : run.files) {
+    for (const IgnoreProblem& p : f.ignore_problems) {
+      std::cerr << "kvpatch: warning: " << f.file->source.display_path() << ":" << p.line << ":" << p.column << ": "
+                << p.message << "\n";
+    }
+  }
+}
+
 int run_pre_commit(const Options& options) {
   Run run;
   std::optional<Loaded> loaded;
@@ -363,6 +374,7 @@ int run_pre_commit(const Options& options) {
     return kUsageOrInput;
   }
   print_errors(run.errors);
+  warn_ignore_comments(run);
   report_nearer_settings(run, options, loaded->config, SettingsUse::Hook);
   // Text stays quiet when the commit holds no file the rules select, as hooks should.
   print_report(run, loaded->rules, options, !run.files.empty());
@@ -570,6 +582,7 @@ int run_command(const std::string& command, const Options& options) {
   print_errors(run.errors);
   const bool input_errors = !run.errors.empty();
   if (!input_errors) warn_unselected_paths(options.paths, run, left_out, loaded->exclude);
+  warn_ignore_comments(run);
   const bool nearer = report_nearer_settings(run, options, loaded->config,
                                              command == "apply" ? SettingsUse::Apply : SettingsUse::Report);
 

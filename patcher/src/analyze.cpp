@@ -111,6 +111,7 @@ Run analyze_inputs(const RuleSet& rules, const InputSet& inputs) {
     }
   }
   link_files(rules, run, std::move(context));
+  judge_ignore_comments(rules, run);  // after every rule, the cross-file ones too, has looked its comments up
   return run;
 }
 

@@ -99,6 +99,7 @@ Run analyze_staged(const RuleSet& rules, const GitRepository& repo, const Staged
   std::vector<FileReport> linkable;
   if (!run.files.empty()) linkable = linkable_context(rules, repo, context, run.errors, lookup);
   link_files(rules, run, std::move(linkable));
+  judge_ignore_comments(rules, run);
   return run;
 }
 

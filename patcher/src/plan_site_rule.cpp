@@ -395,36 +395,4 @@ std::vector<std::size_t> sites_planning(const Fp8Consumer& consumer, const std::
   return out;
 }
 
-std::optional<std::string> suppression(const SourceFile& source, TSNode node, const std::string& rule_id) {
-  const int first = source.position(ts_node_start_byte(node)).line;
-  const int last = source.position(ts_node_end_byte(node)).line;
-  for (int line = first; line <= last; ++line) {
-    const std::string_view text = source.line_text(line);
-    const std::size_t hash = text.find('#');
-    if (hash == std::string_view::npos) continue;
-    const std::size_t mark = text.find("kvpatch: ignore[", hash);
-    if (mark == std::string_view::npos) continue;
-    const std::size_t open = mark + std::string_view("kvpatch: ignore[").size();
-    const std::size_t close = text.find(']', open);
-    if (close == std::string_view::npos) continue;
-    const std::string_view ids = text.substr(open, close - open);
-    std::size_t start = 0;
-    bool named = false;
-    while (start <= ids.size()) {
-      std::size_t comma = ids.find(',', start);
-      if (comma == std::string_view::npos) comma = ids.size();
-      std::string_view id = ids.substr(start, comma - start);
-      while (!id.empty() && id.front() == ' ') id.remove_prefix(1);
-      while (!id.empty() && id.back() == ' ') id.remove_suffix(1);
-      named |= id == rule_id;
-      start = comma + 1;
-    }
-    if (!named) continue;
-    std::string reason(text.substr(close + 1));
-    const std::size_t begin = reason.find_first_not_of(" \t");
-    return begin == std::string::npos ? std::string() : reason.substr(begin);
-  }
-  return std::nullopt;
-}
-
 }  // namespace kvpatch

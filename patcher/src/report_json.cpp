@@ -109,6 +109,18 @@ std::string json_report(const Run& run) {
   report["run_inputs"] = std::move(run_inputs);
   report["fields"] = std::move(fields);
   report["run_scales"] = std::move(run_scales);
+  json ignore_comments = json::array();
+  for (const FileReport& f : run.files) {
+    for (const IgnoreProblem& p : f.ignore_problems) {
+      ignore_comments.push_back({{"file", f.file->source.display_path()},
+                                 {"line", p.line},
+                                 {"column", p.column},
+                                 {"rule", p.rule},
+                                 {"problem", p.problem},
+                                 {"message", p.message}});
+    }
+  }
+  report["ignore_comments"] = std::move(ignore_comments);
   json errors = json::array();
   for (const FileError& e : run.errors) {
     errors.push_back({{"file", e.file},

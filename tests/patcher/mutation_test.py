@@ -4,10 +4,10 @@
   mutation_test.py --kvpatch BIN (--fixtures DIR | --sources DIR) [--count N] [--first-seed S]
                    [--keep DIR] [--forms] [--split]
 
-Each mutation deletes, doubles, swaps, re-indents, cuts a character from, or swaps a name in one to
-three lines of one backend: the slips a hand edit makes. The backends are the fixtures' (every
-fixtures/*/flashinfer_mla_backend.py that compiles) or, with --sources, every .py that compiles
-under DIR (for example real SGLang backends; not a CTest). Most results no longer compile; some
+Each mutation deletes, doubles, swaps, re-indents, cuts a character from, swaps a name in, or appends a
+`# kvpatch: ignore[...]` comment to one to three lines of one backend: the slips a hand edit makes. The
+backends are the fixtures' (every fixtures/*/flashinfer_mla_backend.py that compiles) or, with --sources,
+every .py that compiles under DIR (for example real SGLang backends; not a CTest). Most results no longer compile; some
 still do and hold other plan() sites and casts. For each, kvpatch must:
   - exit 0, 1 or 2 from check, diff and apply, and never report an internal error;
   - refuse (exit 2) every file that Python does not compile, of those its rules select;
@@ -15,7 +15,10 @@ still do and hold other plan() sites and casts. For each, kvpatch must:
   - when apply writes: leave files `compile()` accepts, equal to the diff applied by `git apply`,
     which a second apply does not change;
   - add no finding: after apply, check finds no more of any kind (missing, unknown, unbuildable,
-    unsafe run() inputs, missing scales, errors) than before it, and exits as apply did.
+    unsafe run() inputs, missing scales, errors, ignore comments that suppress nothing) than before it,
+    and exits as apply did;
+  - lose sight of nothing: after apply, check reports as many plan sites and updater fields as before,
+    no fewer threaded and gated sites, and no more casts.
 --forms runs each seed under one of the three --kv-dtype-form values (drawn from the seed), not
 only the default. --split cuts the backend in two modules before the mutation, at its first
 top-level class whose name holds "IndicesUpdater": the run() calls and casts in one, the updaters
@@ -40,9 +43,14 @@ UPDATERS = "flashinfer_mla_updaters.py"
 NAMES = ["kv_data_type", "q_data_type", "data_type", "plan", "run", "to", "float8_e4m3fn", "bfloat16", "self",
          "wrapper", "dtype", "kv_cache_dtype", "torch", "decode_wrapper", "prefill_wrapper_paged", "ckv_cache"]
 FORMS = ["original", "upstream", "sm90"]
+# The ids an added ignore comment names: every rule's, and one no rule has.
+IGNORED = ["flashinfer-mla-plan-kv-dtype", "flashinfer-mla-kv-field", "flashinfer-mla-kv-cast", "fa3-kv-cast",
+           "flashinfer-mla-kv-run-input", "flashinfer-mla-run-kv-scales", "flashinfer-mla-plan-kv-dtyp"]
 # The summary counts that are findings: apply may lower each, never raise it. A `required` cast is a verdict,
 # not a finding, and the upstream and sm90 forms turn redundant casts into guarded ones that count so.
 FINDINGS = ["missing", "unknown", "unbuildable", "run_inputs_converted", "run_inputs_unknown", "run_scales_missing"]
+# The counts apply leaves as they were: the plan() calls it threads, the updaters' fields (present or missing).
+KEPT = ["plan_sites", "fields"]
 
 
 def compiles(text, name=BACKEND):
@@ -59,7 +67,7 @@ def mutate(text, rng):
     lines = text.split("\n")
     for _ in range(rng.randint(1, 3)):
         i = rng.randrange(len(lines))
-        op = rng.randrange(7)
+        op = rng.randrange(8)
         if op == 0:
             del lines[i]
         elif op == 1:
@@ -76,6 +84,8 @@ def mutate(text, rng):
             lines[i] = lines[i][:j] + lines[i][j + 1:]
         elif op == 6:
             lines.insert(i, lines[rng.randrange(len(lines))])  # a line moved into another method
+        elif op == 7:
+            lines[i] += f"  # kvpatch: ignore[{rng.choice(IGNORED)}] fuzz"  # a suppression, fitting or not
     return "\n".join(lines)
 
 
@@ -128,13 +138,16 @@ def split_backend(text):
 
 
 def summary(result):
-    """The JSON report's summary counts, with the errors as one more; None when stdout is no report."""
+    """The JSON report's summary counts, with the errors, the fields and the ignore comments' problems as three
+    more; None when stdout is no report."""
     try:
         report = json.loads(result.stdout)
     except json.JSONDecodeError:
         return None
     counts = dict(report["summary"])
     counts["errors"] = len(report.get("errors", []))
+    counts["fields"] = len(report.get("fields", []))
+    counts["ignore_comments"] = len(report.get("ignore_comments", []))
     return counts
 
 
@@ -205,10 +218,20 @@ def check_one(kvpatch, files, scratch, options):
         if before is None or after is None:
             failures.append("check --format json printed no report")
         else:
-            added = [f"{k} {before.get(k, 0)} -> {after.get(k, 0)}" for k in [*FINDINGS, "errors"]
+            added = [f"{k} {before.get(k, 0)} -> {after.get(k, 0)}" for k in [*FINDINGS, "errors", "ignore_comments"]
                      if after.get(k, 0) > before.get(k, 0)]
             if added:
                 failures.append("apply added findings: " + ", ".join(added))
+            # Apply edits plan() calls and fields, it never removes one, so the report must still see each (a
+            # site that fell out of view would leave `missing` lower for a wrong reason); nor does it add casts.
+            lost = [f"{k} {before.get(k, 0)} -> {after.get(k, 0)}" for k in KEPT if after.get(k, 0) != before.get(k, 0)]
+            planned = [c.get("threaded", 0) + c.get("gated", 0) for c in (before, after)]
+            if planned[1] < planned[0]:
+                lost.append(f"threaded and gated sites {planned[0]} -> {planned[1]}")
+            if after.get("casts", 0) > before.get("casts", 0):
+                lost.append(f"casts {before.get('casts', 0)} -> {after.get('casts', 0)}")
+            if lost:
+                failures.append("apply changed what check sees: " + ", ".join(lost))
         if recheck.returncode != apply.returncode:
             failures.append(f"apply exited {apply.returncode}, check after it {recheck.returncode}")
     return failures, (check.returncode, apply.returncode)

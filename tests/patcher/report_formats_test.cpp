@@ -88,11 +88,15 @@ TEST_SUITE("formats") {
     const json report = json::parse(as_json.out);
     const std::multiset<Finding> expected = json_findings(report);
 
-    SUBCASE("github: one workflow command per finding, at its place, then the text report's summary line") {
+    SUBCASE("github: one workflow command per finding and per ignore comment that suppresses nothing, at its place, "
+            "then the text report's summary line") {
       static const std::regex command(
           R"(^::(error|warning) file=([^,]*),line=(\d+),col=(\d+),title=kvpatch ([a-z-]+) \[([a-z0-9-]+)\]::(.+)$)");
       static const std::regex input_error(R"(^::error file=([^,]*),line=(\d+)(,col=\d+)?,title=kvpatch input error::.+$)");
+      static const std::regex ignore_comment(
+          R"(^::warning file=([^,]*),line=(\d+),col=(\d+),title=kvpatch ignore comment ([a-z-]+)::.+$)");
       std::multiset<Finding> annotated;
+      std::multiset<Finding> ignore_comments;
       int input_errors = 0;
       const std::vector<std::string> lines = lines_of(github.out);
       REQUIRE(!lines.empty());
@@ -103,12 +107,22 @@ TEST_SUITE("formats") {
           ++input_errors;
           continue;
         }
+        if (std::regex_match(lines[i], m, ignore_comment)) {
+          CHECK(m[1] == in_repository);
+          ignore_comments.insert({std::stoi(m[2]), std::stoi(m[3]), "", m[4]});
+          continue;
+        }
         REQUIRE_MESSAGE(std::regex_match(lines[i], m, command), "not a workflow command: ", lines[i]);
         CHECK(m[2] == in_repository);
         CHECK((m[1] == "warning") == is_warning(m[5]));
         annotated.insert({std::stoi(m[3]), std::stoi(m[4]), m[6], m[5]});
       }
       CHECK(annotated == expected);
+      std::multiset<Finding> listed;  // the JSON report's ignore_comments, which are warnings, not findings
+      for (const json& c : report["ignore_comments"]) {
+        listed.insert({c["line"].get<int>(), c["column"].get<int>(), "", c["problem"].get<std::string>()});
+      }
+      CHECK(ignore_comments == listed);
       CHECK((input_errors > 0) == fixture.refused());
       CHECK(lines.back() == lines_of(text.out).back());
     }

@@ -162,6 +162,15 @@ struct RunScaleFinding {
   std::optional<Edit> fix;
 };
 
+// A `# kvpatch: ignore[...]` comment, or one id in it, that suppresses nothing (ignore_comments.h).
+struct IgnoreProblem {
+  int line = 0;
+  int column = 0;       // of the id, or of the comment when it names none kvpatch can read
+  std::string rule;     // the id as written; "" for a comment that is not read as an ignore
+  std::string problem;  // unknown-rule, unused or malformed
+  std::string message;  // what is wrong and the remedy
+};
+
 struct ParsedFile;
 
 struct FileReport {
@@ -174,6 +183,7 @@ struct FileReport {
   std::vector<CastFinding> casts;
   std::vector<RunInputFinding> run_inputs;
   std::vector<RunScaleFinding> run_scales;
+  std::vector<IgnoreProblem> ignore_problems;  // filled once every rule has run (judge_ignore_comments())
   EditSet edits;
 };
 

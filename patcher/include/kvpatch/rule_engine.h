@@ -8,6 +8,7 @@
 #include "kvpatch/dtype_roles.h"
 #include "kvpatch/findings.h"
 #include "kvpatch/flashinfer_version.h"
+#include "kvpatch/ignore_comments.h"
 #include "kvpatch/module_facts.h"
 #include "kvpatch/rule_set.h"
 #include "kvpatch/wrapper_types.h"
@@ -49,9 +50,6 @@ std::vector<RunInputFinding> check_run_inputs(const CastRule& rule, const RuleSe
 std::vector<RunScaleFinding> check_run_scales(const CastRule& rule, const RuleSet& rules, const ModuleFacts& facts,
                                               const std::vector<PlanSite>& sites, const std::vector<CastFinding>& casts,
                                               const std::string& flashinfer);
-
-// `# kvpatch: ignore[RULE-ID] reason` on any line the node spans: the reason ("" when none is given).
-std::optional<std::string> suppression(const SourceFile& source, TSNode node, const std::string& rule_id);
 
 // Runs every rule that selects the file, in dependency order, and fills the edit set.
 // Throws OverlappingEdit when two rules ask for clashing edits.

@@ -2,8 +2,10 @@
 // One Python source file as bytes: the BOM kept apart, line starts indexed, line ending detected.
 #include <cstddef>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace kvpatch {
@@ -37,6 +39,12 @@ public:
   std::filesystem::file_time_type modified_time{};
   std::filesystem::perms permissions = std::filesystem::perms::unknown;
 
+  // The `# kvpatch: ignore[ID]` comments some rule has looked up (suppression()), as (line, id), so that one no
+  // rule looked up can be reported as suppressing nothing (ignore_comments.h). Recording a look-up leaves the
+  // file as it is, and rules see their file as const, hence mutable.
+  void note_ignore_looked_up(int line, const std::string& id) const { ignores_looked_up_.emplace(line, id); }
+  bool ignore_looked_up(int line, const std::string& id) const { return ignores_looked_up_.count({line, id}) > 0; }
+
 private:
   std::filesystem::path path_;
   std::string display_path_;
@@ -44,6 +52,7 @@ private:
   std::string text_;
   std::string line_ending_;
   std::vector<std::size_t> line_starts_;
+  mutable std::set<std::pair<int, std::string>> ignores_looked_up_;
 };
 
 inline constexpr std::size_t kMaxSourceBytes = std::size_t{4} * 1024 * 1024;

@@ -99,6 +99,37 @@ TEST_SUITE("pre_commit") {
     CHECK_FALSE(contains(result.out, kBackendPath + ":142:13:"));
   }
 
+  TEST_CASE("an ignore comment that suppresses nothing is warned about at its staged line; the exit code stays") {
+    GitSandbox repo;
+    std::string source = fixture_source("gen-b-unpatched");
+    const std::string site = "            wrapper.plan(\n";
+    REQUIRE(source.find(site) != std::string::npos);
+    // On a line of its own above the decode site at 139, where it marks nothing.
+    source.insert(source.find(site), "            # kvpatch: ignore[flashinfer-mla-plan-kv-dtype] replay plans BF16\n");
+    repo.stage(kBackendPath, source);
+    repo.write(kBackendPath, "# shifted\n" + source);  // the work tree's lines are not the ones reported
+    const ProcessResult result = repo.kvpatch({"pre-commit"});
+    CHECK(result.exit_code == 1);
+    CHECK(contains(result.out, kBackendPath + ":140:13: missing:"));
+    CHECK(contains(result.err, "kvpatch: warning: " + kBackendPath + ":139:31: # kvpatch: ignore[flashinfer-mla-plan-kv-dtype] "
+                               "suppresses nothing"));
+    CHECK(contains(result.err, "move it onto line 140"));
+    const ProcessResult json = repo.kvpatch({"pre-commit", "--format", "json"});
+    const auto report = nlohmann::json::parse(json.out);
+    REQUIRE(report["ignore_comments"].size() == 1);
+    CHECK(report["ignore_comments"][0]["problem"] == "unused");
+    CHECK(report["ignore_comments"][0]["line"] == 139);
+
+    // Moved onto the call's line it suppresses the site, and nothing is warned about.
+    std::string fixed = fixture_source("gen-b-unpatched");
+    fixed.replace(fixed.find(site), site.size(),
+                  "            wrapper.plan(  # kvpatch: ignore[flashinfer-mla-plan-kv-dtype] replay plans BF16\n");
+    repo.stage(kBackendPath, fixed);
+    const ProcessResult moved = repo.kvpatch({"pre-commit"});
+    CHECK_FALSE(contains(moved.err, "warning"));
+    CHECK(contains(moved.out, kBackendPath + ":139:13: ignored:"));
+  }
+
   TEST_CASE("only added and modified files are checked; --all checks every tracked file") {
     GitSandbox repo;
     repo.stage("old/backend.py", fixture_source("gen-b-unpatched"));

@@ -1,0 +1,41 @@
+#pragma once
+// `# kvpatch: ignore[RULE-ID, ...] reason`: reading the comments, looking one up for a finding, and reporting
+// those that suppress nothing. As ruff's unused-noqa check does: a comment left where no finding of its rule is
+// (the code it marked moved, or the id is mistyped) suppresses nothing today and would silently hide whatever
+// finding of that rule lands on its line later, which a completeness check must not allow.
+#include <tree_sitter/api.h>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kvpatch/report.h"
+#include "kvpatch/rule_set.h"
+#include "kvpatch/source_file.h"
+
+namespace kvpatch {
+
+struct IgnoreDirective {
+  struct Id {
+    std::string id;
+    std::size_t offset = 0;  // in the text given to ignore_directives()
+  };
+  std::vector<Id> ids;  // as written, spaces trimmed; may be empty (`ignore[]`)
+  std::string reason;   // the text after `]`, leading blanks dropped
+};
+
+// The directives in a line or a comment: each `#`, at the start or after a blank, then optional blanks, then
+// `kvpatch: ignore[`, up to the next `]`. A `#` inside other text (a quoted example in prose) starts none.
+std::vector<IgnoreDirective> ignore_directives(std::string_view text);
+
+// `# kvpatch: ignore[RULE-ID] reason` on any line the node spans, for that rule id: the reason ("" when none is
+// given), and the comment recorded as looked up.
+std::optional<std::string> suppression(const SourceFile& source, TSNode node, const std::string& rule_id);
+
+// The problems of each analysed file's ignore comments, once every rule has run (after link_files()): an id no
+// rule reports, an id no rule looked up on that line, a comment that mentions kvpatch ignore in another form.
+void judge_ignore_comments(const RuleSet& rules, Run& run);
+
+}  // namespace kvpatch
