@@ -6,8 +6,8 @@
 
 #include "kvpatch/report.h"
 
-// SARIF 2.1.0 (OASIS), the log format GitHub code scanning uploads and SARIF viewers open. Only what
-// makes a check exit 1 becomes a result; input errors go to the invocation's notifications, and
+// SARIF 2.1.0 (OASIS), the log format GitHub code scanning uploads and SARIF viewers open. What makes a
+// check exit 1 becomes a result, and so does an ignore comment that suppresses nothing, as a warning; input errors go to the invocation's notifications, and
 // executionSuccessful says whether every file could be read and parsed.
 namespace kvpatch {
 using json = nlohmann::ordered_json;
@@ -15,6 +15,7 @@ using json = nlohmann::ordered_json;
 namespace {
 constexpr const char* kSchema = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json";
 constexpr const char* kRootId = "SRCROOT";
+constexpr const char* kIgnoreCommentRule = "kvpatch-ignore-comment";
 
 // RFC 3986: unreserved characters and '/' stay, every other byte is percent-encoded.
 std::string uri_encode(const std::string& text) {
@@ -96,6 +97,28 @@ std::string sarif_report(const Run& run, const RuleSet& rules, const std::string
     r["locations"] = location(item.file, item.line, column);
     r["properties"] = {{"kvpatchStatus", item.status}};
     results.push_back(std::move(r));
+  }
+  // Ignore comments that suppress nothing (ignore_comments.h) are warnings under a rule of kvpatch's own, whose
+  // descriptor is listed only when a result uses it, so that logs without any stay as they were.
+  for (const FileReport& f : run.files) {
+    for (const IgnoreProblem& p : f.ignore_problems) {
+      if (rule_index.count(kIgnoreCommentRule) == 0) {
+        rule_index[kIgnoreCommentRule] = static_cast<int>(descriptors.size());
+        descriptors.push_back(
+            {{"id", kIgnoreCommentRule},
+             {"shortDescription", {{"text", "A # kvpatch: ignore[...] comment suppresses nothing."}}},
+             {"fullDescription",
+              {{"text", "A # kvpatch: ignore[...] comment names a rule id no rule reports, or one whose rule looks at "
+                        "nothing on its line, or is not in the form kvpatch reads. It suppresses nothing today and "
+                        "would hide a finding of that rule that lands on its line later."}}}});
+      }
+      const SourceFile& source = f.file->source;
+      json r = {{"ruleId", kIgnoreCommentRule}, {"ruleIndex", rule_index[kIgnoreCommentRule]}, {"level", "warning"}};
+      r["message"] = {{"text", "ignore comment " + p.problem + ": " + p.message}};
+      r["locations"] = location(source.display_path(), p.line, utf16_column(source.line_text(p.line), p.column));
+      r["properties"] = {{"kvpatchStatus", "ignore-comment-" + p.problem}};
+      results.push_back(std::move(r));
+    }
   }
   json notifications = json::array();
   for (const FileError& e : run.errors) {

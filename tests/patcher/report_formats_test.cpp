@@ -57,6 +57,15 @@ std::multiset<Finding> json_findings(const json& report) {
 }
 
 
+// The JSON report's ignore_comments (warnings, not findings), as (line, column, "", problem).
+std::multiset<Finding> ignore_comments(const json& report) {
+  std::multiset<Finding> out;
+  for (const json& c : report["ignore_comments"]) {
+    out.insert({c["line"].get<int>(), c["column"].get<int>(), "", c["problem"].get<std::string>()});
+  }
+  return out;
+}
+
 bool is_warning(const std::string& status) { return status == "unknown" || status == "run-input-unknown"; }
 
 std::vector<std::string> lines_of(const std::string& text) {
@@ -96,7 +105,7 @@ TEST_SUITE("formats") {
       static const std::regex ignore_comment(
           R"(^::warning file=([^,]*),line=(\d+),col=(\d+),title=kvpatch ignore comment ([a-z-]+)::.+$)");
       std::multiset<Finding> annotated;
-      std::multiset<Finding> ignore_comments;
+      std::multiset<Finding> ignore_comment_lines;
       int input_errors = 0;
       const std::vector<std::string> lines = lines_of(github.out);
       REQUIRE(!lines.empty());
@@ -109,7 +118,7 @@ TEST_SUITE("formats") {
         }
         if (std::regex_match(lines[i], m, ignore_comment)) {
           CHECK(m[1] == in_repository);
-          ignore_comments.insert({std::stoi(m[2]), std::stoi(m[3]), "", m[4]});
+          ignore_comment_lines.insert({std::stoi(m[2]), std::stoi(m[3]), "", m[4]});
           continue;
         }
         REQUIRE_MESSAGE(std::regex_match(lines[i], m, command), "not a workflow command: ", lines[i]);
@@ -118,16 +127,13 @@ TEST_SUITE("formats") {
         annotated.insert({std::stoi(m[3]), std::stoi(m[4]), m[6], m[5]});
       }
       CHECK(annotated == expected);
-      std::multiset<Finding> listed;  // the JSON report's ignore_comments, which are warnings, not findings
-      for (const json& c : report["ignore_comments"]) {
-        listed.insert({c["line"].get<int>(), c["column"].get<int>(), "", c["problem"].get<std::string>()});
-      }
-      CHECK(ignore_comments == listed);
+      CHECK(ignore_comment_lines == ignore_comments(report));
       CHECK((input_errors > 0) == fixture.refused());
       CHECK(lines.back() == lines_of(text.out).back());
     }
 
-    SUBCASE("sarif: a SARIF 2.1.0 log with one result per finding, rules indexed, errors as notifications") {
+    SUBCASE("sarif: a SARIF 2.1.0 log with one result per finding and per ignore comment that suppresses nothing, "
+            "rules indexed, errors as notifications") {
       const json log = json::parse(sarif.out);  // stdout holds the log alone, even for refused input
       CHECK(log["version"] == "2.1.0");
       REQUIRE(log["runs"].size() == 1);
@@ -137,18 +143,27 @@ TEST_SUITE("formats") {
             "file://" + fs::weakly_canonical(scratch.path()).string() + "/");
       const json& rules = run["tool"]["driver"]["rules"];
       std::multiset<Finding> results;
+      std::multiset<Finding> ignore_results;
       for (const json& r : run["results"]) {
         const json& where = r["locations"].at(0)["physicalLocation"];
         CHECK(where["artifactLocation"]["uri"] == in_repository);
         CHECK(where["artifactLocation"]["uriBaseId"] == "SRCROOT");
         CHECK(rules.at(r["ruleIndex"].get<std::size_t>())["id"] == r["ruleId"]);
         const std::string status = r["properties"]["kvpatchStatus"];
+        if (r["ruleId"] == "kvpatch-ignore-comment") {
+          CHECK(r["level"] == "warning");
+          CHECK(status.rfind("ignore-comment-", 0) == 0);
+          ignore_results.insert({where["region"]["startLine"].get<int>(), where["region"]["startColumn"].get<int>(), "",
+                                 status.substr(std::string_view("ignore-comment-").size())});
+          continue;
+        }
         CHECK(r["level"] == (is_warning(status) ? "warning" : "error"));
         // Every fixture's finding lines are ASCII up to the finding, so UTF-16 and byte columns agree.
         results.insert({where["region"]["startLine"].get<int>(), where["region"]["startColumn"].get<int>(),
                         r["ruleId"].get<std::string>(), status});
       }
       CHECK(results == expected);
+      CHECK(ignore_results == ignore_comments(report));
       const json& invocation = run["invocations"].at(0);
       CHECK(invocation["executionSuccessful"] == !fixture.refused());
       CHECK(invocation["toolExecutionNotifications"].empty() == !fixture.refused());
