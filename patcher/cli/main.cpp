@@ -19,6 +19,7 @@
 #include "kvpatch/edited_code_check.h"
 #include "kvpatch/git_hook.h"
 #include "kvpatch/git_pre_commit.h"
+#include "kvpatch/ignore_comments.h"
 #include "kvpatch/input_error.h"
 #include "kvpatch/nearer_settings.h"
 #include "kvpatch/project_config.h"
@@ -419,7 +420,8 @@ std::string summary_of(const std::string& description) {
 int run_rule_command(const Options& options) {
   const std::optional<Loaded> loaded = load_rules(options, std::filesystem::current_path());
   if (!loaded) return kUsageOrInput;
-  const auto ids = loaded->rules.finding_ids();
+  auto ids = loaded->rules.finding_ids();
+  ids.emplace_back(kIgnoreCommentRule, kIgnoreCommentDescription);  // kvpatch's own, for ignore comments
   if (options.rule_id.empty()) {
     for (const auto& [id, description] : ids) std::cout << id << "\n    " << summary_of(description) << "\n";
     return kClean;

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "kvpatch/ignore_comments.h"
 #include "kvpatch/report.h"
 
 // SARIF 2.1.0 (OASIS), the log format GitHub code scanning uploads and SARIF viewers open. What makes a
@@ -15,7 +16,6 @@ using json = nlohmann::ordered_json;
 namespace {
 constexpr const char* kSchema = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json";
 constexpr const char* kRootId = "SRCROOT";
-constexpr const char* kIgnoreCommentRule = "kvpatch-ignore-comment";
 
 // RFC 3986: unreserved characters and '/' stay, every other byte is percent-encoded.
 std::string uri_encode(const std::string& text) {
@@ -104,13 +104,9 @@ std::string sarif_report(const Run& run, const RuleSet& rules, const std::string
     for (const IgnoreProblem& p : f.ignore_problems) {
       if (rule_index.count(kIgnoreCommentRule) == 0) {
         rule_index[kIgnoreCommentRule] = static_cast<int>(descriptors.size());
-        descriptors.push_back(
-            {{"id", kIgnoreCommentRule},
-             {"shortDescription", {{"text", "A # kvpatch: ignore[...] comment suppresses nothing."}}},
-             {"fullDescription",
-              {{"text", "A # kvpatch: ignore[...] comment names a rule id no rule reports, or one whose rule looks at "
-                        "nothing on its line, or is not in the form kvpatch reads. It suppresses nothing today and "
-                        "would hide a finding of that rule that lands on its line later."}}}});
+        descriptors.push_back({{"id", kIgnoreCommentRule},
+                               {"shortDescription", {{"text", first_sentence(kIgnoreCommentDescription)}}},
+                               {"fullDescription", {{"text", kIgnoreCommentDescription}}}});
       }
       const SourceFile& source = f.file->source;
       json r = {{"ruleId", kIgnoreCommentRule}, {"ruleIndex", rule_index[kIgnoreCommentRule]}, {"level", "warning"}};

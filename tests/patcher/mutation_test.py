@@ -4,8 +4,8 @@
   mutation_test.py --kvpatch BIN (--fixtures DIR | --sources DIR) [--count N] [--first-seed S]
                    [--keep DIR] [--forms] [--split]
 
-Each mutation deletes, doubles, swaps, re-indents, cuts a character from, swaps a name in, or appends a
-`# kvpatch: ignore[...]` comment to one to three lines of one backend: the slips a hand edit makes. The
+Each mutation deletes, doubles, swaps, indents, dedents, joins, cuts a character from, swaps a name in, or
+appends a `# kvpatch: ignore[...]` comment to one to three lines of one backend: the slips a hand edit makes. The
 backends are the fixtures' (every fixtures/*/flashinfer_mla_backend.py that compiles) or, with --sources,
 every .py that compiles under DIR (for example real SGLang backends; not a CTest). Most results no longer compile; some
 still do and hold other plan() sites and casts. For each, kvpatch must:
@@ -67,7 +67,7 @@ def mutate(text, rng):
     lines = text.split("\n")
     for _ in range(rng.randint(1, 3)):
         i = rng.randrange(len(lines))
-        op = rng.randrange(8)
+        op = rng.randrange(10)
         if op == 0:
             del lines[i]
         elif op == 1:
@@ -86,6 +86,10 @@ def mutate(text, rng):
             lines.insert(i, lines[rng.randrange(len(lines))])  # a line moved into another method
         elif op == 7:
             lines[i] += f"  # kvpatch: ignore[{rng.choice(IGNORED)}] fuzz"  # a suppression, fitting or not
+        elif op == 8:
+            lines[i] = lines[i][min(4, len(lines[i]) - len(lines[i].lstrip(" "))) :]  # dedented by up to 4 columns
+        elif op == 9 and i + 1 < len(lines):
+            lines[i : i + 2] = [lines[i] + " " + lines[i + 1].lstrip()]  # two lines joined
     return "\n".join(lines)
 
 

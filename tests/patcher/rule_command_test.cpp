@@ -22,7 +22,7 @@ TEST_SUITE("rule_command") {
     const ProcessResult r = run_kvpatch({"rule"}, scratch.path());
     CHECK(r.exit_code == 0);
     for (const char* id : {"flashinfer-mla-plan-kv-dtype", "flashinfer-mla-kv-field", "fa3-kv-cast", "flashinfer-mla-kv-cast",
-                           "flashinfer-mla-kv-run-input", "flashinfer-mla-run-kv-scales"}) {
+                           "flashinfer-mla-kv-run-input", "flashinfer-mla-run-kv-scales", "kvpatch-ignore-comment"}) {
       CAPTURE(id);
       CHECK(contains(r.out, std::string(id) + "\n    "));
     }
@@ -43,6 +43,14 @@ TEST_SUITE("rule_command") {
     write_bytes(rules / "flashinfer-mla-kv-field.yaml", replace_all(field, "Each MLA indices updater", "Every MLA updater"));
     write_bytes(scratch.path() / "kvpatch.toml", "rules = \"my-rules\"\n");
     CHECK(contains(run_kvpatch({"rule", "flashinfer-mla-kv-field"}, scratch.path()).out, "Every MLA updater"));
+  }
+
+  TEST_CASE("kvpatch's own id for ignore comments that suppress nothing, as SARIF names it") {
+    TempDir scratch("kvpatch-rule");
+    const ProcessResult r = run_kvpatch({"rule", "kvpatch-ignore-comment"}, scratch.path());
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.rfind("kvpatch-ignore-comment\n\nA # kvpatch: ignore[...] comment suppresses nothing.", 0) == 0);
+    CHECK(contains(r.out, "they do not change the exit code"));
   }
 
   TEST_CASE("an unknown id: exit 2, naming the ids there are") {

@@ -17,6 +17,14 @@
 
 namespace kvpatch {
 
+// The id under which reports that have rules (SARIF; `kvpatch rule`) carry these problems, and what it means.
+inline constexpr const char* kIgnoreCommentRule = "kvpatch-ignore-comment";
+inline constexpr const char* kIgnoreCommentDescription =
+    "A # kvpatch: ignore[...] comment suppresses nothing. It names a rule id no rule reports, or one whose rule "
+    "looks at nothing on its line (the code it marked moved, or the comment sits on the line above its finding), "
+    "or it is not in the form kvpatch reads. Such a comment would hide a finding of that rule that lands on its "
+    "line later. These are warnings: they do not change the exit code.";
+
 struct IgnoreDirective {
   struct Id {
     std::string id;
