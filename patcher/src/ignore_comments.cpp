@@ -119,70 +119,104 @@ std::optional<std::string> suppression(const SourceFile& source, TSNode node, co
   return std::nullopt;
 }
 
-void judge_ignore_comments(const RuleSet& rules, Run& run) {
-  const auto known = rules.finding_ids();
-  std::string listed;
-  for (const auto& [id, description] : known) listed += (listed.empty() ? "" : ", ") + id;
-  const std::vector<ReportItem> items = report_items(run);
-  for (FileReport& report : run.files) {
+namespace {
+
+// Judges one file's ignore comments against the ids the rules report and the look-ups they made.
+class CommentJudge {
+public:
+  CommentJudge(const RuleSet& rules, const Run& run) : run_(run), known_(rules.finding_ids()) {
+    for (const auto& [id, description] : known_) listed_ += (listed_.empty() ? "" : ", ") + id;
+  }
+
+  void judge(FileReport& report) {
     report.ignore_problems.clear();
-    const SourceFile& source = report.file->source;
     syntax::walk(report.file->tree.root(), [&](TSNode node) {
       if (!syntax::is(node, "comment")) return true;
-      const std::string_view text = report.file->text(node);
-      const TSPoint start = ts_node_start_point(node);
-      const int line = static_cast<int>(start.row) + 1;
-      auto column = [&](std::size_t offset) { return static_cast<int>(start.column + offset) + 1; };
-      const std::vector<IgnoreDirective> directives = ignore_directives(text);
-      if (directives.empty()) {
-        for (std::size_t hash : directive_hashes(text)) {
-          const std::size_t end = after_ignore_word(text, hash + 1, true);
-          if (end == std::string_view::npos || (end < text.size() && std::isalpha(static_cast<unsigned char>(text[end])))) {
-            continue;  // prose such as "kvpatch ignores ..." is no attempt at the form
-          }
-          report.ignore_problems.push_back(
-              {line, column(hash), "", "malformed",
-               "this comment is not read as a kvpatch ignore comment, so it suppresses nothing; kvpatch reads "
-               "# kvpatch: ignore[RULE-ID] reason (`kvpatch rule` lists the ids)"});
-          break;
-        }
-        return false;
-      }
-      for (const IgnoreDirective& directive : directives) {
-        if (directive.ids.empty()) {
-          report.ignore_problems.push_back(
-              {line, column(0), "", "malformed",
-               "# kvpatch: ignore[] names no rule, so it suppresses nothing; name the rule ids of the findings it is "
-               "for (`kvpatch rule` lists them)"});
-        }
-        for (const IgnoreDirective::Id& id : directive.ids) {
-          const bool exists = std::any_of(known.begin(), known.end(), [&](const auto& k) { return k.first == id.id; });
-          if (!exists) {
-            const std::string nearest = nearest_id(id.id, known);
-            report.ignore_problems.push_back(
-                {line, column(id.offset), id.id, "unknown-rule",
-                 "# kvpatch: ignore[" + id.id + "] names a rule id that no rule reports, so it suppresses nothing; " +
-                     (nearest.empty() ? "" : "did you mean " + nearest + "? ") + "the ids are " + listed});
-          } else if (!source.ignore_looked_up(line, id.id)) {
-            // The usual slip: the comment put on a line of its own above the finding, as pylint's disable-next.
-            const auto below = std::find_if(items.begin(), items.end(), [&](const ReportItem& item) {
-              return item.file == source.display_path() && item.rule == id.id && item.line == line + 1;
-            });
-            const std::string remedy =
-                below != items.end() ? "move it onto line " + std::to_string(line + 1) + ", where the finding below "
-                                       "it is reported (a comment marks the line it is on)"
-                                     : "remove it, or move it onto the line its finding is reported at";
-            report.ignore_problems.push_back(
-                {line, column(id.offset), id.id, "unused",
-                 "# kvpatch: ignore[" + id.id + "] suppresses nothing: the rule looks at nothing on this line (the "
-                     "code it marked may have moved), and the comment would hide a finding that lands here later; " +
-                     remedy});
-          }
-        }
-      }
+      comment(report, node);
       return false;
     });
   }
+
+private:
+  const Run& run_;
+  std::vector<std::pair<std::string, std::string>> known_;
+  std::string listed_;
+  std::optional<std::vector<ReportItem>> items_;  // built when an unused comment first needs them
+
+  void comment(FileReport& report, TSNode node) {
+    const std::string_view text = report.file->text(node);
+    const TSPoint start = ts_node_start_point(node);
+    const int line = static_cast<int>(start.row) + 1;
+    auto column = [&](std::size_t offset) { return static_cast<int>(start.column + offset) + 1; };
+    const std::vector<IgnoreDirective> directives = ignore_directives(text);
+    if (directives.empty()) {
+      if (auto hash = near_miss(text)) {
+        report.ignore_problems.push_back(
+            {line, column(*hash), "", "malformed",
+             "this comment is not read as a kvpatch ignore comment, so it suppresses nothing; kvpatch reads "
+             "# kvpatch: ignore[RULE-ID] reason (`kvpatch rule` lists the ids)"});
+      }
+      return;
+    }
+    for (const IgnoreDirective& directive : directives) {
+      if (directive.ids.empty()) {
+        report.ignore_problems.push_back(
+            {line, column(0), "", "malformed",
+             "# kvpatch: ignore[] names no rule, so it suppresses nothing; name the rule ids of the findings it is "
+             "for (`kvpatch rule` lists them)"});
+      }
+      for (const IgnoreDirective::Id& id : directive.ids) {
+        if (auto message = id_problem(report.file->source, line, id.id)) {
+          report.ignore_problems.push_back({line, column(id.offset), id.id, message->first, message->second});
+        }
+      }
+    }
+  }
+
+  // The `#` of a comment that reads as an attempt at the form (`# KVPATCH: ignore`, `# kvpatch: ignore` with no
+  // ids); prose such as "kvpatch ignores ..." is none.
+  static std::optional<std::size_t> near_miss(std::string_view text) {
+    for (std::size_t hash : directive_hashes(text)) {
+      const std::size_t end = after_ignore_word(text, hash + 1, true);
+      if (end == std::string_view::npos || (end < text.size() && std::isalpha(static_cast<unsigned char>(text[end])))) {
+        continue;
+      }
+      return hash;
+    }
+    return std::nullopt;
+  }
+
+  // (problem, message) for an id that suppresses nothing on its line, or nullopt.
+  std::optional<std::pair<std::string, std::string>> id_problem(const SourceFile& source, int line,
+                                                               const std::string& id) {
+    const bool exists = std::any_of(known_.begin(), known_.end(), [&](const auto& k) { return k.first == id; });
+    if (!exists) {
+      const std::string nearest = nearest_id(id, known_);
+      return std::pair<std::string, std::string>{
+          "unknown-rule", "# kvpatch: ignore[" + id + "] names a rule id that no rule reports, so it suppresses "
+                          "nothing; " + (nearest.empty() ? "" : "did you mean " + nearest + "? ") + "the ids are " +
+                          listed_};
+    }
+    if (source.ignore_looked_up(line, id)) return std::nullopt;
+    // The usual slip: the comment put on a line of its own above the finding, as pylint's disable-next.
+    if (!items_) items_ = report_items(run_);
+    const bool below = std::any_of(items_->begin(), items_->end(), [&](const ReportItem& item) {
+      return item.file == source.display_path() && item.rule == id && item.line == line + 1;
+    });
+    const std::string remedy = below ? "move it onto line " + std::to_string(line + 1) +
+                                           ", where the finding below it is reported (a comment marks the line it is on)"
+                                     : "remove it, or move it onto the line its finding is reported at";
+    return std::pair<std::string, std::string>{
+        "unused", "# kvpatch: ignore[" + id + "] suppresses nothing: the rule looks at nothing on this line (the code "
+                  "it marked may have moved), and the comment would hide a finding that lands here later; " + remedy};
+  }
+};
+
+}  // namespace
+
+void judge_ignore_comments(const RuleSet& rules, Run& run) {
+  CommentJudge judge(rules, run);
+  for (FileReport& report : run.files) judge.judge(report);
 }
 
 }  // namespace kvpatch
