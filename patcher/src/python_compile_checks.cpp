@@ -190,6 +190,7 @@ private:
     }
     compile_rules::binding_targets(file_, node, report_);
     compile_rules::statement_forms(file_, node, report_);
+    compile_rules::starred_expressions(node, report_);
     if (type == "module" || type == "function_definition" || type == "class_definition") {
       compile_rules::declarations(file_, node, report_);
     }

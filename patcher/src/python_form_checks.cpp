@@ -1,7 +1,7 @@
 // Statement and expression shapes that tree-sitter-python parses without an ERROR node and CPython's
 // parser refuses: Python 2 forms (`raise X, Y`, `print x`, `<>`), an unparenthesized tuple after a
-// comprehension's `in`, a stray comma, a starred expression where no tuple holds it, a non-ASCII
-// bytes literal, a backslash that continues the file's last line, and match patterns Python refuses.
+// comprehension's `in`, a stray comma, a non-ASCII bytes literal, a backslash that continues the
+// file's last line, and match patterns Python refuses. Misplaced stars: python_starred_checks.cpp.
 #include <algorithm>
 #include <string>
 #include <string_view>
@@ -167,20 +167,6 @@ void match_pattern(const ParsedFile& file, TSNode node, const Report& report) {
   }
 }
 
-// `x: *b` and `def f(x: *b)`: a starred annotation belongs to `*args` (or inside a subscript) only.
-void splat_annotation(TSNode type_node, const Report& report) {
-  const TSNode inner = ts_node_named_child(type_node, 0);
-  if (!is(inner, "splat_type") && !is(inner, "constrained_type")) return;
-  const TSNode owner = syntax::parent(type_node);
-  // `x: a: b` reads as a type parameter's bound, which only `def f[T: int]` (Python 3.12) may have.
-  if (is(inner, "constrained_type")) {
-    if (!is(owner, "type_parameter")) report(type_node, "invalid syntax: an annotation with two colons");
-    return;
-  }
-  if (is(owner, "typed_parameter") && is(ts_node_named_child(owner, 0), "list_splat_pattern")) return;
-  if (is(owner, "type_parameter") || is(owner, "generic_type")) return;
-  report(type_node, "invalid syntax: a starred annotation is allowed only on *args");
-}
 }  // namespace
 
 void statement_forms(const ParsedFile& file, TSNode node, const Report& report) {
@@ -209,22 +195,10 @@ void statement_forms(const ParsedFile& file, TSNode node, const Report& report) 
   } else if (type == "comparison_operator" || type == "binary_operator" || type == "boolean_operator" ||
              type == "unary_operator" || type == "not_operator") {
     if (has_token(node, "<>")) report(node, "invalid syntax: '<>' is Python 2's '!='");
-    // `*a * b`: the grammar lets a starred operand into an operation.
-    for (TSNode operand : syntax::named_children(node)) {
-      if (is(operand, "list_splat")) report(operand, "can't use starred expression here");
-    }
-  } else if (type == "interpolation") {
-    if (is(ts_node_named_child(node, 0), "list_splat")) report(node, "f-string: cannot use starred expression here");
   } else if (type == "float") {
     number_underscores(file.text(node), node, report);
   } else if (type == "integer") {
     integer_literal(file.text(node), node, report);
-  } else if (type == "expression_statement") {
-    if (named_count(node) == 1 && is(ts_node_named_child(node, 0), "list_splat")) {
-      report(node, "can't use starred expression here");
-    }
-  } else if (type == "list_comprehension" || type == "set_comprehension" || type == "generator_expression") {
-    if (is(syntax::field(node, "body"), "list_splat")) report(node, "iterable unpacking cannot be used in comprehension");
   } else if (type == "try_statement") {
     bool plain = false;
     bool group = false;
@@ -234,8 +208,7 @@ void statement_forms(const ParsedFile& file, TSNode node, const Report& report) 
         report(bare, "default 'except:' must be last");
       }
       if (is(clause, "except_clause") && is(ts_node_named_child(clause, 0), "block")) bare = clause;
-      // The grammar reads `except* E:` as an except clause whose value is `*E`.
-      const bool starred = is(clause, "except_clause") && is(ts_node_named_child(clause, 0), "list_splat");
+      const bool starred = except_star(clause);
       plain = plain || (is(clause, "except_clause") && !starred);
       group = group || is(clause, "except_group_clause") || starred;
     }
@@ -273,16 +246,6 @@ void statement_forms(const ParsedFile& file, TSNode node, const Report& report) 
     escapes(file, node, report);
   } else if (type == "concatenated_string") {
     concatenation(file, node, report);
-  } else if (type == "slice") {
-    for (TSNode part : syntax::named_children(node)) {
-      if (is(part, "list_splat")) report(part, "invalid syntax: a starred expression in a slice");
-    }
-  } else if (type == "parenthesized_expression") {
-    if (named_count(node) == 1 && is(ts_node_named_child(node, 0), "list_splat")) {
-      report(node, "cannot use starred expression here");
-    }
-  } else if (type == "type") {
-    splat_annotation(node, report);
   } else if (type == "dict_pattern" || type == "class_pattern" || type == "as_pattern") {
     match_pattern(file, node, report);
   } else if (type == "line_continuation") {

@@ -6,7 +6,8 @@
 // Python disagree on a file's shape the file is refused rather than judged or edited. The argument
 // and parameter lists the compiler rejects (a keyword given twice, a positional argument after a
 // keyword) are refused for the same reason: a plan() call's binding would be guesswork. The checks
-// python_compile_rules.h names (targets, statement forms, global and nonlocal) run in the same walk.
+// python_compile_rules.h names (targets, statement forms, starred expressions, global and nonlocal) run in
+// the same walk.
 #include <cstddef>
 #include <optional>
 #include <string>

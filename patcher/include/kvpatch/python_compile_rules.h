@@ -21,9 +21,16 @@ const char* comprehension_kind(std::string_view type);
 void binding_targets(const ParsedFile& file, TSNode node, const Report& report);
 
 // Expression and statement shapes the grammar takes and Python 3 does not: `raise X, Y`,
-// `print x`, `f(x for x in a, b)`, `from m import x,`, `b"é"`, `A[*b:]`, `x: *b`, and a
-// backslash continuing the last line. Called on every node.
+// `print x`, `f(x for x in a, b)`, `from m import x,`, `b"é"`, and a backslash continuing the last
+// line. Called on every node.
 void statement_forms(const ParsedFile& file, TSNode node, const Report& report);
+
+// Starred expressions where Python unpacks nothing: `x = (*a.b)`, `x = *a`, `a if *b else c`, `{1: *a}`,
+// `(*a) = b`, `x: *b`. Called on every node.
+void starred_expressions(TSNode node, const Report& report);
+
+// Whether an except clause is `except* E` (the grammar reads it as an except clause whose value is `*E`).
+bool except_star(TSNode clause);
 
 // global and nonlocal in one scope: a module, a function or a class body. Called on each.
 void declarations(const ParsedFile& file, TSNode scope, const Report& report);

@@ -223,6 +223,27 @@ TEST_SUITE("python_compile_checks") {
         {"x = [\v1]\n", "1: Python would not compile this file: invalid non-printable character U+000B"},
         {"x = *a * b\n", "1: Python would not compile this file: can't use starred expression here"},
         {"x = f'{*a}'\n", "1: Python would not compile this file: f-string: cannot use starred expression here"},
+        // a starred expression the grammar reads as `.name`, `[i]` or `(...)` applied to `*a` (mutation seed 210693)
+        {"max_bs = (\n    * self.topk\n)\n", "1: Python would not compile this file: cannot use starred expression here"},
+        {"x = 1\ny = (*a[0])\n", "2: Python would not compile this file: cannot use starred expression here"},
+        {"x = *a.b\n", "1: Python would not compile this file: can't use starred expression here"},
+        {"x = [*a.b for a in c]\n", "1: Python would not compile this file: iterable unpacking cannot be used in "
+                                    "comprehension"},
+        {"x = f'{*a.b}'\n", "1: Python would not compile this file: f-string: cannot use starred expression here"},
+        {"x = a[*b.c:]\n", "1: Python would not compile this file: invalid syntax: a starred expression in a slice"},
+        {"x = {1: *a.b}\n", "1: Python would not compile this file: cannot use a starred expression in a dictionary "
+                            "value"},
+        {"def f():\n    return (*a)\n", "2: Python would not compile this file: cannot use starred expression here"},
+        {"x = a if *b else c\n", "1: Python would not compile this file: can't use starred expression here"},
+        {"assert *a\n", "1: Python would not compile this file: can't use starred expression here"},
+        {"x = (**a)\n", "1: Python would not compile this file: cannot use double starred expression here"},
+        {"(*z) = [1]\n", "1: Python would not compile this file: cannot use starred expression here"},
+        {"(*z.w) = [1]\n", "1: Python would not compile this file: cannot use starred expression here"},
+        {"with (*a, b as c):\n    pass\n", "1: Python would not compile this file: can't use starred expression here"},
+        {"match *a:\n    case _:\n        pass\n", "1: Python would not compile this file: can't use starred "
+                                                     "expression here"},
+        {"def f(x: *tuple[int, str]):\n    pass\n", "1: Python would not compile this file: invalid syntax: a starred "
+                                                      "annotation is allowed only on *args"},
         // PEP 572 in comprehensions
         {"y = [x := 1 for x in z]\n", "1: Python would not compile this file: assignment expression cannot rebind "
                                       "comprehension iteration variable 'x'"},
@@ -328,6 +349,12 @@ TEST_SUITE("python_compile_checks") {
         "from torch import (a,\n    b,)\nfrom . import c\n",
         "x = b'\\xff' rb'abc' B'x'\ny = 'caf\xc3\xa9' f'{a}' 'b'\n",
         "x[*a]\ny = a[1:2, *b]\nprint(*a, (*b,))\n",
+        "x = [*a.b, *c.d()]\ny = {*a.b(c)[0].d}\nz = *a.b, 1\nw = (*a.b, 1)\nf(*a.b[0])\nv = a[*b.c]\n",
+        "for y in *a.b, c:\n    pass\n[*z.w] = [1]\n*z.w, = [1]\n(*z,) = [1]\n",
+        "with (*a, b):\n    pass\nwith (a, *b):\n    pass\nwith (*a,):\n    pass\nwith (*a, b) as c:\n    pass\n",
+        "match *a, b:\n    case _:\n        pass\nmatch *a,:\n    case _:\n        pass\n",
+        "try:\n    pass\nexcept *a.B as e:\n    pass\nexcept* C:\n    pass\n",
+        "def f(*args: *tuple[int, str]):\n    pass\n",
         "def f(*args: *Ts):\n    pass\nx: tuple[*Ts]\n",
         "# a comment ending in a backslash \\\nx = 1\n",
         "def f(a, /):\n    pass\ng = lambda a, /, *, b: a\n",
