@@ -195,6 +195,16 @@ void statement_forms(const ParsedFile& file, TSNode node, const Report& report) 
   } else if (type == "comparison_operator" || type == "binary_operator" || type == "boolean_operator" ||
              type == "unary_operator" || type == "not_operator") {
     if (has_token(node, "<>")) report(node, "invalid syntax: '<>' is Python 2's '!='");
+  } else if (type == "as_pattern") {
+    // `f(x as y)`, `[a as b]`: the grammar takes `as` after any expression; Python binds with it only in
+    // a with item (`with (a as b):` too), an except clause and a case pattern (imports have their own node).
+    const TSNode holder = syntax::parent(node);
+    const bool with_item = is(holder, "with_item") ||
+                           (is(holder, "parenthesized_expression") && is(syntax::parent(holder), "with_item"));
+    if (!with_item && !is(holder, "except_clause") && !is(holder, "except_group_clause") && !is(holder, "case_pattern")) {
+      report(node, "invalid syntax: 'as' binds a name only after with, except or case");
+    }
+    match_pattern(file, node, report);
   } else if (type == "float") {
     number_underscores(file.text(node), node, report);
   } else if (type == "integer") {
@@ -246,7 +256,7 @@ void statement_forms(const ParsedFile& file, TSNode node, const Report& report) 
     escapes(file, node, report);
   } else if (type == "concatenated_string") {
     concatenation(file, node, report);
-  } else if (type == "dict_pattern" || type == "class_pattern" || type == "as_pattern") {
+  } else if (type == "dict_pattern" || type == "class_pattern") {
     match_pattern(file, node, report);
   } else if (type == "line_continuation") {
     // A backslash before the end of the file continues a line that never comes.

@@ -80,8 +80,12 @@ void starred_place(TSNode splat, const Report& report) {
       type == "pattern_list" || type == "list_pattern") {
     return;
   }
-  // The grammar gives `match *a, b:` two subjects where Python reads one tuple.
-  if ((type == "tuple" || type == "tuple_pattern" || type == "match_statement") && has_token(holder, ",")) return;
+  // The grammar gives `match *a, b:` two subjects where Python reads one tuple, and reads the statement
+  // `*a,` as a starred expression followed by a comma.
+  if ((type == "tuple" || type == "tuple_pattern" || type == "match_statement" || type == "expression_statement") &&
+      has_token(holder, ",")) {
+    return;
+  }
   if (type == "with_item" && with_items_are_a_tuple(syntax::parent(holder))) return;
   if (type == "subscript" && !syntax::same(syntax::field(holder, "value"), whole)) {
     return;  // `a[*b]`; `a[*b:]` is a slice, below

@@ -244,6 +244,12 @@ TEST_SUITE("python_compile_checks") {
                                                      "expression here"},
         {"def f(x: *tuple[int, str]):\n    pass\n", "1: Python would not compile this file: invalid syntax: a starred "
                                                       "annotation is allowed only on *args"},
+        {"p = C(target=f as z)\n", "1: Python would not compile this file: invalid syntax: 'as' binds a name only "
+                                   "after with, except or case"},
+        {"f(lambda: a.b as c.d)\n", "1: Python would not compile this file: invalid syntax: 'as' binds a name only "
+                                    "after with, except or case"},
+        {"y = [a as b]\n", "1: Python would not compile this file: invalid syntax: 'as' binds a name only after with, "
+                           "except or case"},
         // PEP 572 in comprehensions
         {"y = [x := 1 for x in z]\n", "1: Python would not compile this file: assignment expression cannot rebind "
                                       "comprehension iteration variable 'x'"},
@@ -355,6 +361,9 @@ TEST_SUITE("python_compile_checks") {
         "match *a, b:\n    case _:\n        pass\nmatch *a,:\n    case _:\n        pass\n",
         "try:\n    pass\nexcept *a.B as e:\n    pass\nexcept* C:\n    pass\n",
         "def f(*args: *tuple[int, str]):\n    pass\n",
+        "*a,\n*a, b\n",
+        "with (open(a) as f):\n    pass\nwith a as b, c as d:\n    pass\n",
+        "match x:\n    case [a as b, (c as d)]:\n        pass\n    case {'k': e as f}:\n        pass\n",
         "def f(*args: *Ts):\n    pass\nx: tuple[*Ts]\n",
         "# a comment ending in a backslash \\\nx = 1\n",
         "def f(a, /):\n    pass\ng = lambda a, /, *, b: a\n",
