@@ -194,6 +194,7 @@ private:
     if (type == "module" || type == "function_definition" || type == "class_definition") {
       compile_rules::declarations(file_, node, report_);
     }
+    if (type == "function_definition") compile_rules::function_body(node, report_);
     if (is(parent, "module") || is(parent, "block") || is_clause(type)) logical_lines(node);
   }
   std::vector<CompileProblem> found_;

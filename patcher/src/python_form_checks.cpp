@@ -195,6 +195,13 @@ void statement_forms(const ParsedFile& file, TSNode node, const Report& report) 
   } else if (type == "comparison_operator" || type == "binary_operator" || type == "boolean_operator" ||
              type == "unary_operator" || type == "not_operator") {
     if (has_token(node, "<>")) report(node, "invalid syntax: '<>' is Python 2's '!='");
+  } else if (type == "yield") {
+    // `[1, yield]`, `{yield}`: unparenthesized, a yield stands alone, after `=` or in an f-string only.
+    const TSNode holder = syntax::parent(node);
+    if (!is(holder, "expression_statement") && !is(holder, "assignment") && !is(holder, "augmented_assignment") &&
+        !is(holder, "parenthesized_expression") && !is(holder, "interpolation")) {
+      report(node, "invalid syntax: a yield expression must be parenthesized here");
+    }
   } else if (type == "as_pattern") {
     // `f(x as y)`, `[a as b]`: the grammar takes `as` after any expression; Python binds with it only in
     // a with item (`with (a as b):` too), an except clause and a case pattern (imports have their own node).

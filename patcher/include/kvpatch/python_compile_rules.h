@@ -32,6 +32,9 @@ void starred_expressions(TSNode node, const Report& report);
 // Whether an except clause is `except* E` (the grammar reads it as an except clause whose value is `*E`).
 bool except_star(TSNode clause);
 
+// A function as a whole: an async generator that returns a value. Called on each function_definition.
+void function_body(TSNode function, const Report& report);
+
 // global and nonlocal in one scope: a module, a function or a class body. Called on each.
 void declarations(const ParsedFile& file, TSNode scope, const Report& report);
 

@@ -250,6 +250,12 @@ TEST_SUITE("python_compile_checks") {
                                     "after with, except or case"},
         {"y = [a as b]\n", "1: Python would not compile this file: invalid syntax: 'as' binds a name only after with, "
                            "except or case"},
+        {"def g():\n    x = [1, yield]\n", "2: Python would not compile this file: invalid syntax: a yield expression "
+                                           "must be parenthesized here"},
+        {"def g():\n    x = {yield}\n", "2: Python would not compile this file: invalid syntax: a yield expression "
+                                        "must be parenthesized here"},
+        {"async def g():\n    yield 1\n    return 2\n", "3: Python would not compile this file: 'return' with value "
+                                                         "in async generator"},
         // PEP 572 in comprehensions
         {"y = [x := 1 for x in z]\n", "1: Python would not compile this file: assignment expression cannot rebind "
                                       "comprehension iteration variable 'x'"},
@@ -362,6 +368,8 @@ TEST_SUITE("python_compile_checks") {
         "try:\n    pass\nexcept *a.B as e:\n    pass\nexcept* C:\n    pass\n",
         "def f(*args: *tuple[int, str]):\n    pass\n",
         "*a,\n*a, b\n",
+        "def g():\n    x = yield\n    y += yield 1\n    z = [(yield)]\n    w = f'{yield}'\n    return (yield)\n",
+        "async def g():\n    yield 1\n    return\n\nasync def h():\n    def k():\n        yield 1\n    return 2\n",
         "with (open(a) as f):\n    pass\nwith a as b, c as d:\n    pass\n",
         "match x:\n    case [a as b, (c as d)]:\n        pass\n    case {'k': e as f}:\n        pass\n",
         "def f(*args: *Ts):\n    pass\nx: tuple[*Ts]\n",
