@@ -61,7 +61,9 @@ private:
 
   void use(TSNode identifier, Use how) {
     const std::string_view name = file_.text(identifier);
-    if (how == Use::annotated) {
+    // At module level CPython takes `global x` then `x: int` (the name is the module's either way), though
+    // not the other order; in a function or class body neither.
+    if (how == Use::annotated && !is(scope_, "module")) {
       if (auto d = declared_.find(name); d != declared_.end()) {
         report_(identifier, "annotated name '" + std::string(name) + "' can't be " + std::string(d->second.keyword));
       }
