@@ -239,6 +239,10 @@ void statement_forms(const ParsedFile& file, TSNode node, const Report& report) 
       report(node, argument ? "Generator expression must be parenthesized"
                             : "invalid syntax: the iterable after 'in' must be parenthesized");
     }
+  } else if (type == "import_statement") {
+    // `import a, b,`: the grammar takes a trailing comma that only `from` imports in parentheses may have.
+    const uint32_t n = ts_node_child_count(node);
+    if (n > 0 && is(ts_node_child(node, n - 1), ",")) report(ts_node_child(node, n - 1), "invalid syntax: a trailing comma after an import");
   } else if (type == "import_from_statement" || type == "future_import_statement") {
     const uint32_t n = ts_node_child_count(node);
     if (n > 0 && is(ts_node_child(node, n - 1), ",") && !has_token(node, "(")) {

@@ -137,9 +137,15 @@ void starred_expressions(TSNode node, const Report& report) {
   if (type == "list_splat") {
     starred_place(node, report);
   } else if (type == "list_splat_pattern") {
-    // `(*a) = b`: a starred target needs a comma as much as a starred value does.
+    // `*args`, or a starred target in a list or tuple of targets: `*a = b` and `for *a in b` are refused,
+    // and `(*a) = b`, since a starred target needs a comma as much as a starred value does.
     const TSNode holder = syntax::parent(node);
-    if (is(holder, "tuple_pattern") && !has_token(holder, ",")) report(holder, "cannot use starred expression here");
+    const std::string_view kind = syntax::type(holder);
+    if (kind == "tuple_pattern" && !has_token(holder, ",")) return report(holder, "cannot use starred expression here");
+    if (kind != "parameters" && kind != "lambda_parameters" && kind != "typed_parameter" && kind != "pattern_list" &&
+        kind != "list_pattern" && kind != "tuple_pattern") {
+      report(node, "starred assignment target must be in a list or tuple");
+    }
   } else if (type == "type") {
     splat_annotation(node, report);
   }

@@ -250,6 +250,10 @@ TEST_SUITE("python_compile_checks") {
                                     "after with, except or case"},
         {"y = [a as b]\n", "1: Python would not compile this file: invalid syntax: 'as' binds a name only after with, "
                            "except or case"},
+        {"*delim = 'x'\n", "1: Python would not compile this file: starred assignment target must be in a list or tuple"},
+        {"for *a in b:\n    pass\n", "1: Python would not compile this file: starred assignment target must be in a "
+                                      "list or tuple"},
+        {"import unittest,\n", "1: Python would not compile this file: invalid syntax: a trailing comma after an import"},
         {"def g():\n    x = [1, yield]\n", "2: Python would not compile this file: invalid syntax: a yield expression "
                                            "must be parenthesized here"},
         {"def g():\n    x = {yield}\n", "2: Python would not compile this file: invalid syntax: a yield expression "
@@ -370,6 +374,7 @@ TEST_SUITE("python_compile_checks") {
         "def f(*args: *tuple[int, str]):\n    pass\n",
         "*a,\n*a, b\n",
         "global x\nx: int = 1\n",
+        "for *a, b in c:\n    pass\n[*a] = b\n(*a, b) = c\na, (*b, c) = d\nf = lambda *a: a\nimport a, b\n",
         "def g():\n    x = yield\n    y += yield 1\n    z = [(yield)]\n    w = f'{yield}'\n    return (yield)\n",
         "async def g():\n    yield 1\n    return\n\nasync def h():\n    def k():\n        yield 1\n    return 2\n",
         "with (open(a) as f):\n    pass\nwith a as b, c as d:\n    pass\n",
