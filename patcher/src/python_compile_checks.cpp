@@ -346,6 +346,14 @@ private:
         continue;
       }
       if (previous && depth == 0 && !continued(ts_node_end_byte(*previous), ts_node_start_byte(current))) {
+        // Python ends a statement at a line ending in a comma (a bare tuple); the grammar reads on.
+        if (is(*previous, ",")) {
+          found_.push_back({ts_node_start_byte(*previous),
+                            "it reads this line, which ends in a comma, and the next as one statement where Python "
+                            "reads two",
+                            true});
+          return;
+        }
         return report(current, "invalid syntax: a line break outside brackets ends the statement before this");
       }
       if (type == "(" || type == "[" || type == "{") ++depth;

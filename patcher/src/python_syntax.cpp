@@ -84,6 +84,14 @@ ParsedFile parse_source_file(SourceFile file) {
   }
   if (auto problem = first_compile_problem(parsed)) {
     const SourcePosition where = parsed.source.position(problem->offset);
+    if (problem->grammar_misread) {
+      throw InputError(parsed.source.display_path(), where.line,
+                       "the tree-sitter-python " + std::string(grammar_version) + " grammar misreads this file: " +
+                           problem->message + "; the file is not edited",
+                       "if the line is meant as a statement of its own, wrap the tuple in parentheses; else leave the "
+                       "file out of the run (in a walked directory, with the project settings' `exclude`)",
+                       where.column);
+    }
     throw InputError(parsed.source.display_path(), where.line,
                      "Python would not compile this file: " + problem->message + "; the file is not edited",
                      "fix it first (python3 -m py_compile names the problem)", where.column);

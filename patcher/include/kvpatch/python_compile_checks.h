@@ -19,6 +19,9 @@ namespace kvpatch {
 struct CompileProblem {
   std::size_t offset = 0;  // into file.source.text()
   std::string message;     // CPython's wording where it has one
+  // The grammar's tree is not what Python reads here, so Python may well compile the file: the lines
+  // `a,` and `x = 1` read as the one statement `a, x = 1`. kvpatch cannot read such a file either way.
+  bool grammar_misread = false;
 };
 
 // The first such problem in source order, or nullopt. Expects a tree without syntax errors.

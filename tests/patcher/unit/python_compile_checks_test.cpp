@@ -254,6 +254,10 @@ TEST_SUITE("python_compile_checks") {
         {"for *a in b:\n    pass\n", "1: Python would not compile this file: starred assignment target must be in a "
                                       "list or tuple"},
         {"import unittest,\n", "1: Python would not compile this file: invalid syntax: a trailing comma after an import"},
+        // Python compiles these; the grammar reads `a,` and the next line as one statement (not Python's fault)
+        {"*a, # c\nx = 1\n", "1: the tree-sitter-python 0.23.6 grammar misreads this file: it reads this line, which "
+                              "ends in a comma, and the next as one statement where Python reads two"},
+        {"a,\nx = 1\n", "1: the tree-sitter-python 0.23.6 grammar misreads this file"},
         {"def g():\n    x = [1, yield]\n", "2: Python would not compile this file: invalid syntax: a yield expression "
                                            "must be parenthesized here"},
         {"def g():\n    x = {yield}\n", "2: Python would not compile this file: invalid syntax: a yield expression "
