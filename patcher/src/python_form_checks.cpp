@@ -167,6 +167,23 @@ void match_pattern(const ParsedFile& file, TSNode node, const Report& report) {
   }
 }
 
+// `def f[0]()`: a definition's type parameters are names (`T`, `T: bound`, `*Ts`, `**P`); the grammar takes
+// any type there. (A subscript in an annotation, `list[int]`, is a type_parameter node too, of any type.)
+void type_parameters(TSNode node, const Report& report) {
+  const TSNode owner = syntax::parent(node);
+  // `type X[T] = ...` reads as an alias whose left side is the generic type `X[T]`.
+  const TSNode alias_side = is(owner, "generic_type") ? syntax::parent(owner) : TSNode{};
+  const bool alias = is(alias_side, "type") && is(syntax::parent(alias_side), "type_alias_statement") &&
+                     syntax::same(syntax::field(syntax::parent(alias_side), "left"), alias_side);
+  if (!is(owner, "function_definition") && !is(owner, "class_definition") && !alias) return;
+  for (TSNode parameter : syntax::named_children(node)) {
+    if (!is(parameter, "type")) continue;
+    TSNode inner = ts_node_named_child(parameter, 0);
+    if (is(inner, "constrained_type")) inner = ts_node_named_child(ts_node_named_child(inner, 0), 0);
+    if (is(inner, "splat_type")) inner = ts_node_named_child(inner, 0);
+    if (!is(inner, "identifier")) report(parameter, "invalid syntax: a type parameter must be a name");
+  }
+}
 }  // namespace
 
 void statement_forms(const ParsedFile& file, TSNode node, const Report& report) {
@@ -202,6 +219,8 @@ void statement_forms(const ParsedFile& file, TSNode node, const Report& report) 
         !is(holder, "parenthesized_expression") && !is(holder, "interpolation")) {
       report(node, "invalid syntax: a yield expression must be parenthesized here");
     }
+  } else if (type == "type_parameter") {
+    type_parameters(node, report);
   } else if (type == "as_pattern") {
     // `f(x as y)`, `[a as b]`: the grammar takes `as` after any expression; Python binds with it only in
     // a with item (`with (a as b):` too), an except clause and a case pattern (imports have their own node).

@@ -254,6 +254,11 @@ TEST_SUITE("python_compile_checks") {
         {"for *a in b:\n    pass\n", "1: Python would not compile this file: starred assignment target must be in a "
                                       "list or tuple"},
         {"import unittest,\n", "1: Python would not compile this file: invalid syntax: a trailing comma after an import"},
+        {"def function_5[0](dummy):\n    pass\n", "1: Python would not compile this file: invalid syntax: a type "
+                                                  "parameter must be a name"},
+        {"class C[a.b]:\n    pass\n", "1: Python would not compile this file: invalid syntax: a type parameter must be "
+                                     "a name"},
+        {"type Y[0] = int\n", "1: Python would not compile this file: invalid syntax: a type parameter must be a name"},
         // Python compiles these; the grammar reads `a,` and the next line as one statement (not Python's fault)
         {"*a, # c\nx = 1\n", "1: the tree-sitter-python 0.23.6 grammar misreads this file: it reads this line, which "
                               "ends in a comma, and the next as one statement where Python reads two"},
@@ -378,6 +383,7 @@ TEST_SUITE("python_compile_checks") {
         "def f(*args: *tuple[int, str]):\n    pass\n",
         "*a,\n*a, b\n",
         "global x\nx: int = 1\n",
+        "def f[T: int, *Ts, **P](a):\n    pass\nclass D[T: (int, str)]:\n    pass\ntype Z[T] = dict[T, 0]\nx: list[0]\n",
         "for *a, b in c:\n    pass\n[*a] = b\n(*a, b) = c\na, (*b, c) = d\nf = lambda *a: a\nimport a, b\n",
         "def g():\n    x = yield\n    y += yield 1\n    z = [(yield)]\n    w = f'{yield}'\n    return (yield)\n",
         "async def g():\n    yield 1\n    return\n\nasync def h():\n    def k():\n        yield 1\n    return 2\n",
