@@ -43,12 +43,15 @@ bool starred_annotation_allowed(TSNode type_node) {
   return is(owner, "type_parameter") || is(owner, "generic_type");
 }
 
-// `except* E as e:`: the grammar reads the clause's value as `*E`, or as `*E` bound by `as`.
-bool star_of_except(TSNode clause, TSNode whole) {
-  if (!is(clause, "except_clause") && !is(clause, "except_group_clause")) return false;
+// What an except clause catches, without its `as` name: the grammar reads `except* E as e:` as a
+// clause whose value is `*E`, bound by `as`.
+TSNode except_value(TSNode clause) {
   TSNode value = ts_node_named_child(clause, 0);
-  if (is(value, "as_pattern")) value = ts_node_named_child(value, 0);
-  return syntax::same(value, whole);
+  return is(value, "as_pattern") ? ts_node_named_child(value, 0) : value;
+}
+
+bool star_of_except(TSNode clause, TSNode whole) {
+  return (is(clause, "except_clause") || is(clause, "except_group_clause")) && syntax::same(except_value(clause), whole);
 }
 
 // `with (*a, b):` is a tuple to Python, which the grammar reads as two items: a parenthesized with
@@ -125,12 +128,7 @@ void splat_annotation(TSNode type_node, const Report& report) {
 }
 }  // namespace
 
-bool except_star(TSNode clause) {
-  if (!is(clause, "except_clause")) return false;
-  TSNode value = ts_node_named_child(clause, 0);
-  if (is(value, "as_pattern")) value = ts_node_named_child(value, 0);
-  return is(chain_base(value), "list_splat");
-}
+bool except_star(TSNode clause) { return is(clause, "except_clause") && is(chain_base(except_value(clause)), "list_splat"); }
 
 void starred_expressions(TSNode node, const Report& report) {
   const std::string_view type = syntax::type(node);
