@@ -184,6 +184,23 @@ void type_parameters(TSNode node, const Report& report) {
     if (!is(inner, "identifier")) report(parameter, "invalid syntax: a type parameter must be a name");
   }
 }
+// `x := 1` as a statement, after `=`, `return`, `assert`, `lambda:`, `not`, a keyword or in a bare tuple:
+// unparenthesized, an assignment expression stands only in a condition (if, elif, while, a case guard),
+// a call's positional arguments, a list, set or parenthesized tuple, a subscript, a comprehension's
+// element, a match subject or a decorator. The grammar takes it after any operator.
+void walrus_place(TSNode node, const Report& report) {
+  const TSNode holder = syntax::parent(node);
+  const std::string_view type = syntax::type(holder);
+  if (type == "if_statement" || type == "elif_clause" || type == "while_statement" || type == "argument_list" ||
+      type == "list" || type == "set" || type == "tuple" || type == "subscript" || type == "parenthesized_expression" ||
+      type == "match_statement" || type == "decorator" || type == "interpolation") {
+    return;
+  }
+  if (type == "if_clause" && is(syntax::parent(holder), "case_clause")) return;
+  if (comprehension_kind(type) != nullptr && syntax::same(syntax::field(holder, "body"), node)) return;
+  report(node, "invalid syntax: an assignment expression must be parenthesized here");
+}
+
 }  // namespace
 
 void statement_forms(const ParsedFile& file, TSNode node, const Report& report) {
@@ -219,6 +236,8 @@ void statement_forms(const ParsedFile& file, TSNode node, const Report& report) 
         !is(holder, "parenthesized_expression") && !is(holder, "interpolation")) {
       report(node, "invalid syntax: a yield expression must be parenthesized here");
     }
+  } else if (type == "named_expression") {
+    walrus_place(node, report);
   } else if (type == "type_parameter") {
     type_parameters(node, report);
   } else if (type == "as_pattern") {

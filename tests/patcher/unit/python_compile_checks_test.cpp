@@ -259,6 +259,12 @@ TEST_SUITE("python_compile_checks") {
         {"class C[a.b]:\n    pass\n", "1: Python would not compile this file: invalid syntax: a type parameter must be "
                                      "a name"},
         {"type Y[0] = int\n", "1: Python would not compile this file: invalid syntax: a type parameter must be a name"},
+        {"def f():\n    cfile := g(file)\n", "2: Python would not compile this file: invalid syntax: an assignment "
+                                             "expression must be parenthesized here"},
+        {"def f():\n    return x := 1\n", "2: Python would not compile this file: invalid syntax: an assignment "
+                                          "expression must be parenthesized here"},
+        {"f(a=x := 1)\n", "1: Python would not compile this file: invalid syntax: an assignment expression must be "
+                          "parenthesized here"},
         // Python compiles these; the grammar reads `a,` and the next line as one statement (not Python's fault)
         {"*a, # c\nx = 1\n", "1: the tree-sitter-python 0.23.6 grammar misreads this file: it reads this line, which "
                               "ends in a comma, and the next as one statement where Python reads two"},
@@ -383,6 +389,9 @@ TEST_SUITE("python_compile_checks") {
         "def f(*args: *tuple[int, str]):\n    pass\n",
         "*a,\n*a, b\n",
         "global x\nx: int = 1\n",
+        "if x := 1:\n    pass\nelif y := 2:\n    pass\nwhile z := 3:\n    pass\nf(a := 1, b := 2)\n"
+        "v = [w := 1, 2]\nu = a[i := 0]\nt = (s := 1, 2)\nr = [q := y for y in z]\n"
+        "match m := 1:\n    case [a] if b := 1:\n        pass\n",
         "def f[T: int, *Ts, **P](a):\n    pass\nclass D[T: (int, str)]:\n    pass\ntype Z[T] = dict[T, 0]\nx: list[0]\n",
         "for *a, b in c:\n    pass\n[*a] = b\n(*a, b) = c\na, (*b, c) = d\nf = lambda *a: a\nimport a, b\n",
         "def g():\n    x = yield\n    y += yield 1\n    z = [(yield)]\n    w = f'{yield}'\n    return (yield)\n",
