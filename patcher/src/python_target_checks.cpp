@@ -153,9 +153,16 @@ void binding_targets(const ParsedFile& file, TSNode node, const Report& report) 
     if (is(right, "assignment") && (annotated || !syntax::is_null(syntax::field(right, "type")))) {
       report(right, "invalid syntax: an annotated assignment takes one target");
     }
+    // `x = y += 1`: an augmented assignment is a statement of its own, never part of a chain.
+    if (is(right, "augmented_assignment")) report(right, "invalid syntax: an augmented assignment takes one target");
   } else if (type == "augmented_assignment") {
     single_target(syntax::field(node, "left"), "augmented", report);
     check(file, syntax::field(node, "left"), "assign to", report);
+    // `x -= a: b` and `x += y = 1`: the grammar reads on into another assignment.
+    const TSNode right = syntax::field(node, "right");
+    if (is(right, "assignment") || is(right, "augmented_assignment")) {
+      report(right, "invalid syntax: an augmented assignment takes one target");
+    }
   } else if (type == "for_statement" || type == "for_in_clause") {
     check(file, syntax::field(node, "left"), "assign to", report);
   } else if (type == "as_pattern_target") {

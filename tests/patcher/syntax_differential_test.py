@@ -37,8 +37,9 @@ GRAMMAR_LIMITS = ("syntax error at column", "grammar misreads this file")
 # What CPython refuses and kvpatch's checks accept by design, erring towards accepting (patcher/README.md,
 # "Code Python would not compile"): a nonlocal counts as bound when its name appears anywhere in an
 # enclosing function, and uses in imports, comprehensions and nested defaults are not counted.
+# And what a newer Python compiles: `except A, B:` (Python 3.14, PEP 758).
 LENIENT = ("no binding for nonlocal", "prior to global declaration", "prior to nonlocal declaration",
-           "before global declaration", "before nonlocal declaration")
+           "before global declaration", "before nonlocal declaration", "multiple exception types must be parenthesized")
 
 
 def refusal(text):

@@ -265,6 +265,10 @@ TEST_SUITE("python_compile_checks") {
                                           "expression must be parenthesized here"},
         {"f(a=x := 1)\n", "1: Python would not compile this file: invalid syntax: an assignment expression must be "
                           "parenthesized here"},
+        {"x -= skip_blambda: ack\n", "1: Python would not compile this file: invalid syntax: an augmented assignment "
+                                     "takes one target"},
+        {"x = y += 1\n", "1: Python would not compile this file: invalid syntax: an augmented assignment takes one "
+                         "target"},
         // Python compiles these; the grammar reads `a,` and the next line as one statement (not Python's fault)
         {"*a, # c\nx = 1\n", "1: the tree-sitter-python 0.23.6 grammar misreads this file: it reads this line, which "
                               "ends in a comma, and the next as one statement where Python reads two"},
