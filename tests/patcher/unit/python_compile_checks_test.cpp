@@ -393,8 +393,8 @@ TEST_SUITE("python_compile_checks") {
         "def f(*args: *tuple[int, str]):\n    pass\n",
         "*a,\n*a, b\n",
         "global x\nx: int = 1\n",
-        "if x := 1:\n    pass\nelif y := 2:\n    pass\nwhile z := 3:\n    pass\nf(a := 1, b := 2)\n"
-        "v = [w := 1, 2]\nu = a[i := 0]\nt = (s := 1, 2)\nr = [q := y for y in z]\n"
+        "if x := 1:\n    pass\nelif y := 2:\n    pass\nwhile z := 3:\n    pass\nf(a := 1, b := 2)\n",
+        "v = [w := 1, 2]\nu = a[i := 0]\nt = (s := 1, 2)\nr = [q := y for y in z]\n",
         "match m := 1:\n    case [a] if b := 1:\n        pass\n",
         "def f[T: int, *Ts, **P](a):\n    pass\nclass D[T: (int, str)]:\n    pass\ntype Z[T] = dict[T, 0]\nx: list[0]\n",
         "for *a, b in c:\n    pass\n[*a] = b\n(*a, b) = c\na, (*b, c) = d\nf = lambda *a: a\nimport a, b\n",
