@@ -184,6 +184,7 @@ void type_parameters(TSNode node, const Report& report) {
     if (!is(inner, "identifier")) report(parameter, "invalid syntax: a type parameter must be a name");
   }
 }
+
 // `x := 1` as a statement, after `=`, `return`, `assert`, `lambda:`, `not`, a keyword or in a bare tuple:
 // unparenthesized, an assignment expression stands only in a condition (if, elif, while, a case guard),
 // a call's positional arguments, a list, set or parenthesized tuple, a subscript, a comprehension's
@@ -200,7 +201,6 @@ void walrus_place(TSNode node, const Report& report) {
   if (comprehension_kind(type) != nullptr && syntax::same(syntax::field(holder, "body"), node)) return;
   report(node, "invalid syntax: an assignment expression must be parenthesized here");
 }
-
 }  // namespace
 
 void statement_forms(const ParsedFile& file, TSNode node, const Report& report) {
@@ -280,7 +280,9 @@ void statement_forms(const ParsedFile& file, TSNode node, const Report& report) 
   } else if (type == "import_statement") {
     // `import a, b,`: the grammar takes a trailing comma that only `from` imports in parentheses may have.
     const uint32_t n = ts_node_child_count(node);
-    if (n > 0 && is(ts_node_child(node, n - 1), ",")) report(ts_node_child(node, n - 1), "invalid syntax: a trailing comma after an import");
+    if (n > 0 && is(ts_node_child(node, n - 1), ",")) {
+      report(ts_node_child(node, n - 1), "invalid syntax: a trailing comma after an import");
+    }
   } else if (type == "import_from_statement" || type == "future_import_statement") {
     const uint32_t n = ts_node_child_count(node);
     if (n > 0 && is(ts_node_child(node, n - 1), ",") && !has_token(node, "(")) {
