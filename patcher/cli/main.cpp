@@ -49,6 +49,7 @@ struct Options {
   std::vector<std::string> exclude;         // --exclude: instead of the settings file's `exclude`
   std::vector<std::string> extend_exclude;  // --extend-exclude: besides it
   bool exit_zero = false;                   // --exit-zero: findings do not fail the command
+  std::string unused_ignores;               // --unused-ignores: warn or error; "" leaves it to the settings file
   std::string rule_id;  // rule: the finding id to explain
   std::string repo;   // pre-commit, install-hook, uninstall-hook
   bool all = false;   // pre-commit: every tracked file, not only the changed ones
@@ -143,6 +144,16 @@ void add_exit_zero_option(CLI::App* command, Options& options, const std::string
   command->add_flag("--exit-zero", options.exit_zero, "exit 0 even when " + what + " (errors still exit 2)");
 }
 
+// mypy's warn_unused_ignores, ruff's RUF100: a stale suppression is a hole in a completeness check, so a project can
+// make each one fail the run instead of warning about it.
+void add_unused_ignores_option(CLI::App* command, Options& options) {
+  command->add_option("--unused-ignores", options.unused_ignores,
+                      "what an ignore comment that suppresses nothing is: warn (the default: a warning on stderr, the "
+                      "exit code as it is) or error (a finding, which fails the command); same as unused-ignores "
+                      "in .kvpatch.toml")
+      ->check(CLI::IsMember({"warn", "error"}));
+}
+
 void add_show_settings_option(CLI::App* command, Options& options) {
   command->add_flag("--show-settings", options.show_settings,
                     "print the settings file, rules directory, exclude patterns and rule parameters this run would use, "
@@ -218,6 +229,8 @@ struct Loaded {
   std::optional<ProjectConfig> config;
   std::string rules_source;  // where the rules directory was chosen
   std::vector<ExcludePatterns> exclude;  // the settings file's (unless --exclude), --exclude's, --extend-exclude's
+  bool unused_ignores_error = false;     // unused-ignores is "error": Run::ignore_problems_fail
+  std::string unused_ignores_source;     // where that came from; "" for the default
 };
 
 // What the run leaves out: --exclude instead of the settings file's list, --extend-exclude besides it. Throws
@@ -261,7 +274,15 @@ std::optional<Loaded> load_rules(const Options& options, const std::filesystem::
     }
     if (dir.first.empty()) dir = default_rules_dir(options);
     std::vector<ExcludePatterns> exclude = run_exclude_patterns(options, config);
-    return Loaded{load_rule_set(dir.first, *overrides), config, dir.second, std::move(exclude)};
+    Loaded loaded{load_rule_set(dir.first, *overrides), config, dir.second, std::move(exclude), false, ""};
+    if (!options.unused_ignores.empty()) {
+      loaded.unused_ignores_error = options.unused_ignores == "error";
+      loaded.unused_ignores_source = "--unused-ignores";
+    } else if (config && !config->unused_ignores.empty()) {
+      loaded.unused_ignores_error = config->unused_ignores == "error";
+      loaded.unused_ignores_source = config->file.string() + ":" + std::to_string(config->unused_ignores_line);
+    }
+    return loaded;
   } catch (const InputError& e) {
     print_error(e.formatted());
     return std::nullopt;
@@ -283,6 +304,9 @@ void print_settings(const Loaded& loaded, const Options& options, const std::fil
     exclude += (exclude.empty() ? "" : "; ") + patterns + "  [" + set.origin + ", relative to " + set.base.string() + "]";
   }
   std::cout << "exclude: " << (exclude.empty() ? "none" : exclude) << "\n";
+  std::cout << "unused ignores: " << (loaded.unused_ignores_error ? "error" : "warn")
+            << (loaded.unused_ignores_source.empty() ? "  (the default)" : "  [" + loaded.unused_ignores_source + "]")
+            << "\n";
   std::cout << "parameters (the rules' values unless a source is named):\n";
   for (const auto& [name, value] : loaded.rules.parameters) {
     std::string shown;
@@ -330,12 +354,13 @@ std::optional<std::filesystem::path> repo_option(const Options& options) {
   return options.repo.empty() ? std::nullopt : std::optional<std::filesystem::path>(options.repo);
 }
 
-// Ignore comments that suppress nothing (ignore_comments.h): warnings, as ruff's unused-noqa is off by default and
-// an exit code is what CI and hooks act on; the JSON report lists them too.
+// Ignore comments that suppress nothing (ignore_comments.h): warnings by default, as ruff's unused-noqa is off by
+// default and an exit code is what CI and hooks act on; errors, counted as findings by summarize(), when the run's
+// unused-ignores setting is "error". The reports list them too.
 void warn_ignore_comments(const Run& run) {
   for (const FileReport& f : run.files) {
     for (const IgnoreProblem& p : f.ignore_problems) {
-      std::cerr << "kvpatch: warning: " << f.file->source.display_path() << ":" << p.line << ":" << p.column << ": "
+      std::cerr << "kvpatch: " << ignore_problem_level(run) << ": " << f.file->source.display_path() << ":" << p.line << ":" << p.column << ": "
                 << p.message << "\n";
     }
   }
@@ -370,6 +395,7 @@ int run_pre_commit(const Options& options) {
     std::erase_if(staged.files, is_excluded);
     std::erase_if(context.files, is_excluded);
     run = analyze_staged(loaded->rules, repo, staged, context);
+    run.ignore_problems_fail = loaded->unused_ignores_error;
   } catch (const InputError& e) {
     print_error(e.formatted());
     return kUsageOrInput;
@@ -398,6 +424,10 @@ int run_pre_commit(const Options& options) {
   if (summary.run_inputs_converted + summary.run_inputs_unknown > 0) {
     remedy += (remedy.empty() ? "" : "; ") +
               std::string("fix each run() input by hand as its message says, or mark it `# kvpatch: ignore[RULE-ID] reason`");
+  }
+  if (summary.ignore_problems_failing > 0) {
+    remedy += (remedy.empty() ? "" : "; ") +
+              std::string("remove or move each ignore comment that suppresses nothing, as its error above says");
   }
   if (remedy.empty()) remedy = "fix them by hand";
   std::cout << std::flush;  // the report first, then the remedy, when both go to one terminal
@@ -580,7 +610,9 @@ int run_command(const std::string& command, const Options& options) {
   const bool repository_paths = options.format == "github" || options.format == "sarif";
   std::vector<InputFile> left_out;
   const InputSet inputs = project_inputs(options, loaded->exclude, repository_paths, &left_out);
-  const Run run = analyze_inputs(rules, inputs);
+  Run run = analyze_inputs(rules, inputs);
+  // diff's exit code says only whether there are edits, so there they stay warnings whatever the setting.
+  run.ignore_problems_fail = command != "diff" && loaded->unused_ignores_error;
   print_errors(run.errors);
   const bool input_errors = !run.errors.empty();
   if (!input_errors) warn_unselected_paths(options.paths, run, left_out, loaded->exclude);
@@ -639,7 +671,8 @@ int run_command(const std::string& command, const Options& options) {
   if (result.patched.empty()) std::cerr << "kvpatch: nothing to patch\n";
   note_where_the_plan_runs(run, rules);
   // What apply cannot fix (unknown sites, sites blocked by required casts or run() inputs) is still a finding.
-  const Run after = result.patched.empty() ? run : analyze_inputs(rules, project_inputs(options, loaded->exclude, false));
+  Run after = result.patched.empty() ? run : analyze_inputs(rules, project_inputs(options, loaded->exclude, false));
+  after.ignore_problems_fail = loaded->unused_ignores_error;
   const Summary left = summarize(after);
   if (!has_findings(left)) return kClean;
   const int count = finding_count(left);
@@ -668,6 +701,7 @@ int run_main(int argc, char** argv) {
   add_exit_zero_option(check, options, "findings remain");
   add_exit_zero_option(diff, options, "there are edits");
   add_exit_zero_option(apply, options, "findings remain that it cannot fix");
+  for (CLI::App* command : {check, apply}) add_unused_ignores_option(command, options);
   check->add_option("--format", options.format, kFormatHelp)->check(CLI::IsMember(kFormats));
   add_color_option(check, options, "the text report's status words");
   add_color_option(diff, options, "the diff as git does");
@@ -690,6 +724,7 @@ int run_main(int argc, char** argv) {
   pre_commit->add_flag("--all", options.all, "check every tracked *.py in the index, not only the staged changes");
   add_exclude_options(pre_commit, options);
   add_exit_zero_option(pre_commit, options, "the staged content has findings (report only; the commit goes ahead)");
+  add_unused_ignores_option(pre_commit, options);
   CLI::App* rule = app.add_subcommand("rule", "explain a finding id from a report (all of them, one line each, without ID)");
   rule->add_option("ID", options.rule_id, "a finding id, e.g. flashinfer-mla-kv-run-input");
   rule->add_option("--rules", options.rules_dir, "rules directory (default: as for check)");

@@ -12,7 +12,7 @@ namespace kvpatch {
 namespace fs = std::filesystem;
 
 namespace {
-const char* const kKeys = "kv-dtype-form, flashinfer-version, rules, exclude, parameters";
+const char* const kKeys = "kv-dtype-form, flashinfer-version, rules, exclude, unused-ignores, parameters";
 
 std::string read_text(const fs::path& file) {
   std::error_code ec;
@@ -92,6 +92,14 @@ public:
           }
           config_.exclude.push_back(*kept);
         }
+      } else if (name == "unused-ignores") {
+        config_.unused_ignores = string_value(file_, name, node);
+        config_.unused_ignores_line = line;
+        if (config_.unused_ignores != "warn" && config_.unused_ignores != "error") {
+          throw InputError(file_.string(), line, "'unused-ignores' is '" + config_.unused_ignores + "'",
+                           "write unused-ignores = \"warn\" (the default) or \"error\" (each ignore comment that "
+                           "suppresses nothing is a finding)");
+        }
       } else if (name == "parameters") {
         const toml::table* table = node.as_table();
         if (table == nullptr) {
@@ -106,7 +114,7 @@ public:
       } else {
         std::string dashed = name;
         std::replace(dashed.begin(), dashed.end(), '_', '-');
-        const bool known = dashed == "kv-dtype-form" || dashed == "flashinfer-version";
+        const bool known = dashed == "kv-dtype-form" || dashed == "flashinfer-version" || dashed == "unused-ignores";
         throw InputError(file_.string(), line, "unknown kvpatch setting '" + name + "'",
                          known ? "write it " + dashed + ", as the command-line option is spelled"
                                : std::string("the settings are ") + kKeys +

@@ -52,10 +52,11 @@ std::string github_report(const Run& run) {
         << ",title=" << escape_property("kvpatch " + item.status + " [" + item.rule + "]") << "::"
         << escape_data(item.message) << "\n";
   }
-  // Not findings, but a pull request is where a stale suppression should be seen (ignore_comments.h).
+  // Findings only under unused-ignores = "error", but a pull request is where a stale suppression should be seen
+  // either way (ignore_comments.h).
   for (const FileReport& f : run.files) {
     for (const IgnoreProblem& p : f.ignore_problems) {
-      out << "::warning " << location(f.file->source.display_path(), p.line, p.column)
+      out << "::" << ignore_problem_level(run) << " " << location(f.file->source.display_path(), p.line, p.column)
           << ",title=" << escape_property("kvpatch ignore comment " + p.problem) << "::" << escape_data(p.message)
           << "\n";
     }

@@ -82,6 +82,8 @@ std::string run_scale_message(const RunScaleFinding& r) {
 
 }  // namespace
 
+const char* ignore_problem_level(const Run& run) { return run.ignore_problems_fail ? "error" : "warning"; }
+
 const char* finding_level(const ReportItem& item) {
   return item.status == "unknown" || item.status == "run-input-unknown" ? "warning" : "error";
 }

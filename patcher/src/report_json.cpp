@@ -117,6 +117,7 @@ std::string json_report(const Run& run) {
                                  {"column", p.column},
                                  {"rule", p.rule},
                                  {"problem", p.problem},
+                                 {"level", ignore_problem_level(run)},
                                  {"message", p.message}});
     }
   }

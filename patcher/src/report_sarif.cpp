@@ -98,7 +98,8 @@ std::string sarif_report(const Run& run, const RuleSet& rules, const std::string
     r["properties"] = {{"kvpatchStatus", item.status}};
     results.push_back(std::move(r));
   }
-  // Ignore comments that suppress nothing (ignore_comments.h) are warnings under a rule of kvpatch's own, whose
+  // Ignore comments that suppress nothing (ignore_comments.h) are warnings (errors under unused-ignores = "error")
+  // under a rule of kvpatch's own, whose
   // descriptor is listed only when a result uses it, so that logs without any stay as they were.
   for (const FileReport& f : run.files) {
     for (const IgnoreProblem& p : f.ignore_problems) {
@@ -109,7 +110,7 @@ std::string sarif_report(const Run& run, const RuleSet& rules, const std::string
                                {"fullDescription", {{"text", kIgnoreCommentDescription}}}});
       }
       const SourceFile& source = f.file->source;
-      json r = {{"ruleId", kIgnoreCommentRule}, {"ruleIndex", rule_index[kIgnoreCommentRule]}, {"level", "warning"}};
+      json r = {{"ruleId", kIgnoreCommentRule}, {"ruleIndex", rule_index[kIgnoreCommentRule]}, {"level", ignore_problem_level(run)}};
       r["message"] = {{"text", "ignore comment " + p.problem + ": " + p.message}};
       r["locations"] = location(source.display_path(), p.line, utf16_column(source.line_text(p.line), p.column));
       r["properties"] = {{"kvpatchStatus", "ignore-comment-" + p.problem}};

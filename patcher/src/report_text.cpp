@@ -37,13 +37,14 @@ Summary summarize(const Run& run) {
       else if (!r.present) ++s.run_scales_missing;
     }
     s.edits += static_cast<int>(f.edits.size());
+    if (run.ignore_problems_fail) s.ignore_problems_failing += static_cast<int>(f.ignore_problems.size());
   }
   return s;
 }
 
 int finding_count(const Summary& s) {
   return s.missing + s.unknown + s.unbuildable + s.redundant + s.fields_missing + s.run_inputs_converted +
-         s.run_inputs_unknown + s.run_scales_missing;
+         s.run_inputs_unknown + s.run_scales_missing + s.ignore_problems_failing;
 }
 
 bool has_findings(const Summary& s) { return finding_count(s) > 0; }
@@ -65,6 +66,10 @@ std::string summary_line(const Summary& s) {
         << " with scales, " << s.run_scales_missing << " without";
     if (s.run_scales_ignored > 0) out << ", " << s.run_scales_ignored << " ignored";
     out << "; ";
+  }
+  if (s.ignore_problems_failing > 0) {
+    out << s.ignore_problems_failing
+        << (s.ignore_problems_failing == 1 ? " ignore comment suppresses nothing; " : " ignore comments suppress nothing; ");
   }
   out << s.edits << " edits";
   return out.str();

@@ -255,4 +255,60 @@ TEST_SUITE("project_config_cli") {
     REQUIRE(project.run({"apply", "proj/python"}).exit_code == 0);
     CHECK(contains(project.backend(), "def _kvpatch_fp8_kv_dtype():"));
   }
+
+  TEST_CASE("unused-ignores = \"error\": a comment that suppresses nothing fails check and apply; the command line wins") {
+    const Project project(".kvpatch.toml", "unused-ignores = \"error\"\n");
+    const std::string site = "            wrapper.plan(\n";
+    std::string source = project.backend();
+    REQUIRE(source.find(site) != std::string::npos);
+    // On a line of its own above the decode plan site, where it marks nothing.
+    source.insert(source.find(site), "            # kvpatch: ignore[flashinfer-mla-plan-kv-dtype] replay plans BF16\n");
+    write_bytes(project.scratch.path() / kBackend, source);
+    // Its line before apply adds the field above it; after, one more.
+    auto stale = [](int line) {
+      return "python/sglang/flashinfer_mla_backend.py:" + std::to_string(line) +
+             ":31: # kvpatch: ignore[flashinfer-mla-plan-kv-dtype] suppresses nothing";
+    };
+
+    // apply writes every edit, and the comment is the finding it cannot fix.
+    const ProcessResult applied = project.run({"apply", "proj"});
+    CHECK(applied.exit_code == 1);
+    CHECK(contains(applied.err, "kvpatch: error: " + stale(139)));
+    CHECK(contains(applied.err, "1 finding remains that apply cannot fix"));
+    CHECK(contains(project.backend(), "        self.kv_data_type = getattr(model_runner"));
+
+    const ProcessResult check = project.run({"check", "proj"});
+    CHECK(check.exit_code == 1);
+    CHECK(contains(check.err, "kvpatch: error: " + stale(140)));
+    CHECK(contains(check.out, "3 plan sites: 3 threaded, 0 missing"));
+    CHECK(contains(check.out, "; 1 ignore comment suppresses nothing; 0 edits\n"));
+    CHECK(contains(project.run({"check", "--show-settings", "proj"}).out, "unused ignores: error  [" +
+                   fs::weakly_canonical(project.scratch.path() / "proj" / ".kvpatch.toml").string() + ":1]\n"));
+    CHECK(project.run({"check", "--exit-zero", "proj"}).exit_code == 0);
+
+    // Warnings again: from the command line, with no settings file, and in diff, whose exit code is about edits.
+    for (const std::vector<std::string>& args : {std::vector<std::string>{"check", "--unused-ignores", "warn", "proj"},
+                                                 std::vector<std::string>{"check", "--isolated", "proj"},
+                                                 std::vector<std::string>{"diff", "proj"}}) {
+      CAPTURE(args[1]);
+      const ProcessResult r = project.run(args);
+      CHECK(r.exit_code == 0);
+      CHECK(contains(r.err, "kvpatch: warning: " + stale(140)));
+      CHECK_FALSE(contains(r.out, "ignore comment"));
+    }
+    CHECK(contains(project.run({"check", "--unused-ignores", "warn", "--show-settings", "proj"}).out,
+                   "unused ignores: warn  [--unused-ignores]\n"));
+    CHECK(contains(project.run({"check", "--isolated", "--show-settings", "proj"}).out,
+                   "unused ignores: warn  (the default)\n"));
+    CHECK(project.run({"check", "--unused-ignores", "fail", "proj"}).exit_code == 2);
+
+    // Moved onto the call's line, it suppresses the site, and the run is clean.
+    source = project.backend();
+    const std::string comment = "            # kvpatch: ignore[flashinfer-mla-plan-kv-dtype] replay plans BF16\n";
+    source.erase(source.find(comment), comment.size());
+    write_bytes(project.scratch.path() / kBackend, source);
+    const ProcessResult clean = project.run({"check", "proj"});
+    CHECK(clean.exit_code == 0);
+    CHECK(clean.err.empty());
+  }
 }

@@ -57,12 +57,21 @@ std::multiset<Finding> json_findings(const json& report) {
 }
 
 
-// The JSON report's ignore_comments (warnings, not findings), as (line, column, "", problem).
+// The JSON report's ignore_comments (warnings, not findings, unless --unused-ignores error), as (line, column,
+// level, problem).
 std::multiset<Finding> ignore_comments(const json& report) {
   std::multiset<Finding> out;
   for (const json& c : report["ignore_comments"]) {
-    out.insert({c["line"].get<int>(), c["column"].get<int>(), "", c["problem"].get<std::string>()});
+    out.insert({c["line"].get<int>(), c["column"].get<int>(), c["level"].get<std::string>(),
+                c["problem"].get<std::string>()});
   }
+  return out;
+}
+
+// Those entries as the other level would give them.
+std::multiset<Finding> at_level(const std::multiset<Finding>& comments, const std::string& level) {
+  std::multiset<Finding> out;
+  for (const auto& [line, column, was, problem] : comments) out.insert({line, column, level, problem});
   return out;
 }
 
@@ -103,7 +112,7 @@ TEST_SUITE("formats") {
           R"(^::(error|warning) file=([^,]*),line=(\d+),col=(\d+),title=kvpatch ([a-z-]+) \[([a-z0-9-]+)\]::(.+)$)");
       static const std::regex input_error(R"(^::error file=([^,]*),line=(\d+)(,col=\d+)?,title=kvpatch input error::.+$)");
       static const std::regex ignore_comment(
-          R"(^::warning file=([^,]*),line=(\d+),col=(\d+),title=kvpatch ignore comment ([a-z-]+)::.+$)");
+          R"(^::(warning|error) file=([^,]*),line=(\d+),col=(\d+),title=kvpatch ignore comment ([a-z-]+)::.+$)");
       std::multiset<Finding> annotated;
       std::multiset<Finding> ignore_comment_lines;
       int input_errors = 0;
@@ -117,8 +126,8 @@ TEST_SUITE("formats") {
           continue;
         }
         if (std::regex_match(lines[i], m, ignore_comment)) {
-          CHECK(m[1] == in_repository);
-          ignore_comment_lines.insert({std::stoi(m[2]), std::stoi(m[3]), "", m[4]});
+          CHECK(m[2] == in_repository);
+          ignore_comment_lines.insert({std::stoi(m[3]), std::stoi(m[4]), m[1], m[5]});
           continue;
         }
         REQUIRE_MESSAGE(std::regex_match(lines[i], m, command), "not a workflow command: ", lines[i]);
@@ -151,9 +160,9 @@ TEST_SUITE("formats") {
         CHECK(rules.at(r["ruleIndex"].get<std::size_t>())["id"] == r["ruleId"]);
         const std::string status = r["properties"]["kvpatchStatus"];
         if (r["ruleId"] == "kvpatch-ignore-comment") {
-          CHECK(r["level"] == "warning");
           CHECK(status.rfind("ignore-comment-", 0) == 0);
-          ignore_results.insert({where["region"]["startLine"].get<int>(), where["region"]["startColumn"].get<int>(), "",
+          ignore_results.insert({where["region"]["startLine"].get<int>(), where["region"]["startColumn"].get<int>(),
+                                 r["level"].get<std::string>(),
                                  status.substr(std::string_view("ignore-comment-").size())});
           continue;
         }
@@ -167,6 +176,41 @@ TEST_SUITE("formats") {
       const json& invocation = run["invocations"].at(0);
       CHECK(invocation["executionSuccessful"] == !fixture.refused());
       CHECK(invocation["toolExecutionNotifications"].empty() == !fixture.refused());
+    }
+
+    SUBCASE("--unused-ignores error: the same comments as errors in every format, and check fails on them") {
+      const std::multiset<Finding> comments = ignore_comments(report);
+      CHECK(comments == at_level(comments, "warning"));  // the default
+      const std::vector<std::string> strict = {"--unused-ignores", "error"};
+      auto with = [&](std::vector<std::string> args) {
+        args.insert(args.end(), strict.begin(), strict.end());
+        return args;
+      };
+      const ProcessResult strict_json = run_kvpatch(fixture.command("check", with({"--format", "json", "."})), pkg);
+      const ProcessResult strict_github = run_kvpatch(fixture.command("check", with({"--format", "github", "."})), pkg);
+      const ProcessResult strict_sarif = run_kvpatch(fixture.command("check", with({"--format", "sarif", "."})), pkg);
+      const int exit = fixture.check_exit == 0 && !comments.empty() ? 1 : fixture.check_exit;
+      for (const ProcessResult* r : {&strict_json, &strict_github, &strict_sarif}) {
+        CHECK_MESSAGE(r->exit_code == exit, describe({"kvpatch", "check", "--unused-ignores", "error"}, *r));
+      }
+      const json strict_report = json::parse(strict_json.out);
+      CHECK(ignore_comments(strict_report) == at_level(comments, "error"));
+      int github_errors = 0;
+      for (const std::string& line : lines_of(strict_github.out)) {
+        const bool ignore_comment = line.find("title=kvpatch ignore comment") != std::string::npos;
+        CHECK_FALSE((ignore_comment && line.rfind("::warning", 0) == 0));
+        if (ignore_comment && line.rfind("::error", 0) == 0) ++github_errors;
+      }
+      CHECK(github_errors == static_cast<int>(comments.size()));
+      int sarif_errors = 0;
+      const json strict_log = json::parse(strict_sarif.out);
+      for (const json& r : strict_log["runs"][0]["results"]) {
+        if (r["ruleId"] == "kvpatch-ignore-comment") {
+          CHECK(r["level"] == "error");
+          ++sarif_errors;
+        }
+      }
+      CHECK(sarif_errors == static_cast<int>(comments.size()));
     }
   }
 }

@@ -23,7 +23,8 @@ inline constexpr const char* kIgnoreCommentDescription =
     "A # kvpatch: ignore[...] comment suppresses nothing. It names a rule id no rule reports, or one whose rule "
     "looks at nothing on its line (the code it marked moved, or the comment sits on the line above its finding), "
     "or it is not in the form kvpatch reads. Such a comment would hide a finding of that rule that lands on its "
-    "line later. These are warnings: they do not change the exit code.";
+    "line later. These are warnings, which leave the exit code as it is, unless the run's unused-ignores setting "
+    "is error (--unused-ignores error, or unused-ignores = \"error\" in .kvpatch.toml): then each is a finding.";
 
 struct IgnoreDirective {
   struct Id {

@@ -23,6 +23,10 @@ struct ProjectConfig {
   // `exclude`: fnmatch patterns (`*` and `?` stop at `/`; a whole segment `**` spans any number of directories)
   // over paths relative to the file's directory; one that matches a directory excludes everything under it.
   std::vector<std::string> exclude;
+  // `unused-ignores`: "warn" (the default: ignore comments that suppress nothing are warnings) or "error" (each is
+  // a finding, as mypy's warn_unused_ignores makes them); empty when not given, with its line for --show-settings.
+  std::string unused_ignores;
+  int unused_ignores_line = 0;
 };
 
 // The file's `exclude` list, relative to the directory the file was found in (not a symlink's target).

@@ -16,6 +16,9 @@ struct Run {
   std::vector<FileReport> files;
   std::vector<FileError> errors;
   std::map<std::string, std::string> parameter_origins;  // RuleSet::parameter_origins: where each was given
+  // The run's unused-ignores setting is "error": each ignore comment that suppresses nothing (FileReport::
+  // ignore_problems) is a finding, not a warning, in every report and in the exit code.
+  bool ignore_problems_fail = false;
 };
 
 struct Summary {
@@ -27,11 +30,13 @@ struct Summary {
   int run_inputs_converted = 0, run_inputs_unknown = 0, run_inputs_ignored = 0;  // an ignored input is not unsafe
   int run_scales = 0, run_scales_missing = 0, run_scales_ignored = 0;  // an ignored run() is not missing them
   int edits = 0;
+  int ignore_problems_failing = 0;  // ignore comments that suppress nothing, counted only when Run::ignore_problems_fail
 };
 
 Summary summarize(const Run& run);
 // Findings remain: a missing, unknown or unbuildable plan site, a redundant cast, a missing field, a run() input that is
-// converted or of unknown origin, or a run() without the FP8 scales its FlashInfer requires.
+// converted or of unknown origin, a run() without the FP8 scales its FlashInfer requires, or (only with
+// Run::ignore_problems_fail) an ignore comment that suppresses nothing.
 bool has_findings(const Summary& summary);
 int finding_count(const Summary& summary);  // how many of those
 
@@ -47,6 +52,9 @@ struct ReportItem {
 };
 // Every entry, file by file in run order, each file's by line and column.
 std::vector<ReportItem> report_items(const Run& run);
+// The severity CI formats and stderr give an ignore comment that suppresses nothing: "warning", or "error" when the
+// run's unused-ignores setting makes it a finding.
+const char* ignore_problem_level(const Run& run);
 // The severity CI formats give a finding: "warning" for what kvpatch cannot judge (unknown sites and
 // run() inputs: a reader must look, not necessarily change), "error" for what the patch exists to fix.
 const char* finding_level(const ReportItem& item);

@@ -130,6 +130,38 @@ TEST_SUITE("pre_commit") {
     CHECK(contains(moved.out, kBackendPath + ":139:13: ignored:"));
   }
 
+  TEST_CASE("unused-ignores = \"error\" in the work tree's settings, or --unused-ignores error: a stale comment fails it") {
+    GitSandbox repo;
+    std::string source = fixture_source("gen-b-unpatched");
+    const std::string site = "            wrapper.plan(\n";
+    REQUIRE(source.find(site) != std::string::npos);
+    source.insert(source.find(site), "            # kvpatch: ignore[flashinfer-mla-plan-kv-dtype] replay plans BF16\n");
+    repo.write(kBackendPath, source);
+    REQUIRE(repo.kvpatch({"apply", kBackendPath}).exit_code == 0);  // the comment only warned about
+    repo.stage(kBackendPath, repo.read(kBackendPath));
+    const std::string stale =
+        kBackendPath + ":140:31: # kvpatch: ignore[flashinfer-mla-plan-kv-dtype] suppresses nothing";
+
+    const ProcessResult warned = repo.kvpatch({"pre-commit"});
+    CHECK(warned.exit_code == 0);
+    CHECK(contains(warned.err, "kvpatch: warning: " + stale));
+    const ProcessResult strict = repo.kvpatch({"pre-commit", "--unused-ignores", "error"});
+    CHECK(strict.exit_code == 1);
+    CHECK(contains(strict.err, "kvpatch: error: " + stale));
+    CHECK(contains(strict.out, "; 1 ignore comment suppresses nothing; 0 edits"));
+    CHECK(contains(strict.err, "kvpatch: the staged content has findings; remove or move each ignore comment that "
+                               "suppresses nothing, as its error above says (or skip this check once with "
+                               "`git commit --no-verify`)\n"));
+    const auto report = nlohmann::json::parse(repo.kvpatch({"pre-commit", "--unused-ignores", "error", "--format", "json"}).out);
+    REQUIRE(report["ignore_comments"].size() == 1);
+    CHECK(report["ignore_comments"][0]["level"] == "error");
+
+    repo.write(".kvpatch.toml", "unused-ignores = \"error\"\n");
+    CHECK(repo.kvpatch({"pre-commit"}).exit_code == 1);
+    CHECK(repo.kvpatch({"pre-commit", "--unused-ignores", "warn"}).exit_code == 0);
+    CHECK(repo.kvpatch({"pre-commit", "--exit-zero"}).exit_code == 0);
+  }
+
   TEST_CASE("only added and modified files are checked; --all checks every tracked file") {
     GitSandbox repo;
     repo.stage("old/backend.py", fixture_source("gen-b-unpatched"));

@@ -71,6 +71,11 @@ TEST_SUITE("project_config") {
     const ProjectConfig bare = read_project_config(dir.write("kvpatch.toml", "[parameters]\nkv_field = \"self.k\"\n"));
     CHECK(bare.rules_dir.empty());
     CHECK(bare.parameters.at("kv_field").line == 2);
+    CHECK(bare.unused_ignores.empty());
+    const ProjectConfig strict = read_project_config(dir.write("kvpatch.toml", "\nunused-ignores = \"error\"\n"));
+    CHECK(strict.unused_ignores == "error");
+    CHECK(strict.unused_ignores_line == 2);
+    CHECK(strict.parameters.empty());
   }
 
   TEST_CASE("bad settings: the file, the line and what to write instead") {
@@ -81,8 +86,16 @@ TEST_SUITE("project_config") {
                                         "command-line option is spelled");
     dir.write(".kvpatch.toml", "format = \"json\"\n");
     CHECK(read_error(f) == f.string() + ":1: unknown kvpatch setting 'format'; the settings are kv-dtype-form, "
-                                        "flashinfer-version, rules, exclude, parameters (other rule parameters go in the "
-                                        "parameters table)");
+                                        "flashinfer-version, rules, exclude, unused-ignores, parameters (other rule parameters go "
+                                        "in the parameters table)");
+    dir.write(".kvpatch.toml", "unused_ignores = \"error\"\n");
+    CHECK(read_error(f) == f.string() + ":1: unknown kvpatch setting 'unused_ignores'; write it unused-ignores, as the "
+                                        "command-line option is spelled");
+    dir.write(".kvpatch.toml", "\nunused-ignores = \"fail\"\n");
+    CHECK(read_error(f) == f.string() + ":2: 'unused-ignores' is 'fail'; write unused-ignores = \"warn\" (the default) "
+                                        "or \"error\" (each ignore comment that suppresses nothing is a finding)");
+    dir.write(".kvpatch.toml", "unused-ignores = true\n");
+    CHECK(read_error(f) == f.string() + ":1: 'unused-ignores' must be a string; quote the value, e.g. unused-ignores = \"...\"");
     dir.write(".kvpatch.toml", "kv-dtype-form = 3\n");
     CHECK(read_error(f) == f.string() + ":1: 'kv-dtype-form' must be a string; quote the value, e.g. kv-dtype-form = \"...\"");
     dir.write(".kvpatch.toml", "parameters = \"kv_field=x\"\n");
