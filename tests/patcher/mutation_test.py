@@ -2,7 +2,7 @@
 """kvpatch on seeded line mutations of backends (stdlib only).
 
   mutation_test.py --kvpatch BIN (--fixtures DIR | --sources DIR) [--count N] [--first-seed S]
-                   [--keep DIR] [--forms] [--split]
+                   [--keep DIR] [--forms] [--split] [--more-slips]
 
 Each mutation deletes, doubles, swaps, indents, dedents, joins, cuts a character from, swaps a name in, or
 appends a `# kvpatch: ignore[...]` comment to one to three lines of one backend: the slips a hand edit makes. The
@@ -24,6 +24,9 @@ only the default. --split cuts the backend in two modules before the mutation, a
 top-level class whose name holds "IndicesUpdater": the run() calls and casts in one, the updaters
 and their plan() calls in the other, importing them (the cross-file shape); the seed mutates one
 of the two, and kvpatch runs on their directory.
+--more-slips adds six kinds: a tab for leading spaces, the line put under a new block (`if`, `for`, `with`, `try`,
+`else`), a trailing backslash or open bracket, a decorator or `async` line above it, an assignment wrapped over two
+lines in parentheses, and a keyword (`return`, `yield`, `await`, `global`, `lambda:`, ...) put in front of it.
 The seeds make every failure reproducible: the report names the seed, and --keep writes its input.
 Exit codes: 0 pass, 1 a property failed, 2 usage or input error.
 """
@@ -63,11 +66,44 @@ def compiles(text, name=BACKEND):
             return False
 
 
-def mutate(text, rng):
+def indentation(line):
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def more_slip(lines, i, op, rng):
+    """--more-slips: the kinds added on 2026-12-03, drawn only with that option so that the seeds of the first
+    ten keep their mutations."""
+    line = lines[i]
+    if op == 10 and line.startswith("    "):
+        lines[i] = "\t" + line[4:] if rng.random() < 0.5 else "\t" + line[8:]  # a tab for 4 or 8 leading spaces
+    elif op == 11 and line.strip():
+        # The line put under a new block at its own indentation: a platform guard or a loop written by hand.
+        head = rng.choice(["if True:", "if torch.version.cuda:", "for _ in range(1):", "with torch.no_grad():",
+                           "try:", "else:"])
+        lines[i : i + 1] = [indentation(line) + head, indentation(line) + "    " + line.lstrip(" \t")]
+    elif op == 12 and line.strip():
+        lines[i] = line + rng.choice([" \\", "\\", " ("])  # a continuation left behind, or a bracket opened
+    elif op == 13:
+        lines.insert(i, indentation(line) + rng.choice(["@staticmethod", "@torch.compile", "@property", "@", "async"]))
+    elif op == 14 and line.strip():
+        # The statement's expression wrapped over two lines in parentheses, as a formatter would.
+        body = line.lstrip(" \t")
+        cut = body.find(" = ")
+        if cut > 0:
+            lines[i : i + 1] = [indentation(line) + body[: cut + 3] + "(", indentation(line) + "    " +
+                                body[cut + 3 :] + ")"]
+    elif op == 15 and line.strip():
+        lines[i] = indentation(line) + rng.choice(["return ", "yield ", "await ", "del ", "global ", "nonlocal ",
+                                                    "assert ", "raise ", "lambda: ", "not "]) + line.lstrip(" \t")
+
+
+def mutate(text, rng, more=False):
     lines = text.split("\n")
     for _ in range(rng.randint(1, 3)):
         i = rng.randrange(len(lines))
-        op = rng.randrange(10)
+        op = rng.randrange(16 if more else 10)
+        if op >= 10:
+            more_slip(lines, i, op, rng)
         if op == 0:
             del lines[i]
         elif op == 1:
@@ -252,6 +288,7 @@ def main():
     parser.add_argument("--keep", help="write each failing input here as seed-N/")
     parser.add_argument("--forms", action="store_true", help="draw --kv-dtype-form from the seed")
     parser.add_argument("--split", action="store_true", help="cut each backend in two modules first")
+    parser.add_argument("--more-slips", action="store_true", help="draw from six more kinds of mutation too")
     args = parser.parse_args()
     kvpatch = os.path.abspath(args.kvpatch)  # each run's working directory is its scratch directory
     sources = backends(args.fixtures, args.sources)
@@ -271,7 +308,7 @@ def main():
         # A second generator, so that the options and the file drawn leave the mutations of a seed as they were.
         extra = random.Random(-1 - seed)
         target = sorted(files)[extra.randrange(len(files))]
-        files[target] = mutate(files[target], rng)
+        files[target] = mutate(files[target], rng, args.more_slips)
         options = ["--kv-dtype-form", extra.choice(FORMS)] if args.forms else []
         scratch = tempfile.mkdtemp(prefix="kvpatch-mutation-")
         try:

@@ -1,0 +1,136 @@
+#include "command_line.h"
+
+#include <string>
+#include <vector>
+
+namespace kvpatch::cli {
+namespace {
+const std::vector<std::string> kFormats = {"text", "json", "github", "sarif"};
+constexpr const char* kFormatHelp =
+    "report format: text, json, github (GitHub Actions annotations) or sarif (SARIF 2.1.0, for code scanning)";
+
+// Which FlashInfer release the files run with decides two things: before 0.6.14 it cannot build the FP8 KV plan
+// (no site is threaded), and from 0.6.14 on run() needs FP8 scales.
+void add_flashinfer_option(CLI::App* command, Options& options) {
+  command->add_option("--flashinfer-version", options.flashinfer_version,
+                      "the FlashInfer release the files run with, e.g. 0.7.2, or auto (the default: the pin in a "
+                      "pyproject.toml or dist-info above each file); same as --set flashinfer_version=...");
+}
+
+// Project settings (.kvpatch.toml, kvpatch.toml or pyproject.toml's [tool.kvpatch]) for every command that loads rules.
+void add_config_options(CLI::App* command, Options& options) {
+  CLI::Option* config = command->add_option(
+      "--config", options.config,
+      "read kvpatch settings from this file (.kvpatch.toml, kvpatch.toml or a pyproject.toml with [tool.kvpatch]) "
+      "instead of the one found in or above the checked directory; options given on the command line win");
+  command->add_flag("--isolated", options.isolated, "read no configuration file")->excludes(config);
+}
+
+// ruff's --exclude and --extend-exclude: patterns as the settings file's `exclude` takes them, relative to the
+// current directory.
+void add_exclude_options(CLI::App* command, Options& options) {
+  command->add_option("--exclude", options.exclude,
+                      "leave out files matching PATTERN (repeatable, or comma-separated), relative to the current directory, instead of "
+                      "the settings file's exclude list; a file named as PATH is read anyway")
+      ->allow_extra_args(false)  // one pattern per use, so that a PATH after it stays a PATH
+      ->delimiter(',');
+  command->add_option("--extend-exclude", options.extend_exclude,
+                      "leave out files matching PATTERN (repeatable, or comma-separated) besides the settings file's exclude list")
+      ->allow_extra_args(false)
+      ->delimiter(',');
+}
+
+// ruff's --exit-zero: report, but let a CI step or a hook pass; input errors still exit 2.
+void add_exit_zero_option(CLI::App* command, Options& options, const std::string& what) {
+  command->add_flag("--exit-zero", options.exit_zero, "exit 0 even when " + what + " (errors still exit 2)");
+}
+
+// mypy's warn_unused_ignores, ruff's RUF100: a stale suppression is a hole in a completeness check, so a project can
+// make each one fail the run instead of warning about it.
+void add_unused_ignores_option(CLI::App* command, Options& options) {
+  command->add_option("--unused-ignores", options.unused_ignores,
+                      "what an ignore comment that suppresses nothing is: warn (the default: a warning on stderr, the "
+                      "exit code as it is) or error (a finding, which fails the command); same as unused-ignores "
+                      "in .kvpatch.toml")
+      ->check(CLI::IsMember({"warn", "error"}));
+}
+
+void add_show_settings_option(CLI::App* command, Options& options) {
+  command->add_flag("--show-settings", options.show_settings,
+                    "print the settings file, rules directory, exclude patterns and rule parameters this run would use, "
+                    "and where each came from; read no source file");
+}
+
+void add_common_options(CLI::App* command, Options& options) {
+  command->add_option("PATH", options.paths, "Python files or directories (walked for *.py, hidden directories skipped)")
+      ->required();
+  command->add_option("--rules", options.rules_dir, "rules directory (default: $KVPATCH_RULES_DIR, the installed rules, or the source tree's rules/)");
+  command->add_option("--set", options.sets, "override a rule parameter, NAME=VALUE (repeatable), e.g. kv_field=self.kv_dtype");
+  command->add_option("--kv-dtype-form", options.kv_dtype_form,
+                      "KV dtype expression for the added field: original (getattr kv_cache_dtype), upstream "
+                      "(the KV dtype only when it is torch.float8_e4m3fn) or sm90 (as upstream, on SM90 GPUs only, "
+                      "where FlashInfer serves that plan; casts stay, guarded, elsewhere); same as --set kv_dtype_form=...")
+      ->check(CLI::IsMember({"original", "upstream", "sm90"}));
+  add_flashinfer_option(command, options);
+  command->add_option("--root", options.root,
+                      "directory that report and diff paths are relative to (default: a single directory PATH "
+                      "(not for --format github or sarif), else the git work tree holding the paths, else the "
+                      "current directory)");
+  add_config_options(command, options);
+}
+
+void add_color_option(CLI::App* command, Options& options, const std::string& what) {
+  command->add_option("--color", options.color,
+                      "color " + what + ": auto (the default: on a terminal, unless NO_COLOR is set), always or never")
+      ->check(CLI::IsMember({"never", "auto", "always"}));
+}
+}  // namespace
+
+Subcommands define_subcommands(CLI::App& app, Options& options) {
+  Subcommands s;
+  s.check = app.add_subcommand("check", "report every MLA plan() site, KV field and KV cast (exit 1 when findings remain)");
+  s.diff = app.add_subcommand("diff", "print the edits as a unified diff; no file is touched (exit 1 when there are edits)");
+  s.apply = app.add_subcommand(
+      "apply", "write the edits in place, atomically and all-or-nothing (exit 1 when findings remain that it cannot fix)");
+  for (CLI::App* command : {s.check, s.diff, s.apply}) {
+    add_common_options(command, options);
+    add_show_settings_option(command, options);
+  }
+  for (CLI::App* command : {s.check, s.diff, s.apply}) add_exclude_options(command, options);
+  add_exit_zero_option(s.check, options, "findings remain");
+  add_exit_zero_option(s.diff, options, "there are edits");
+  add_exit_zero_option(s.apply, options, "findings remain that it cannot fix");
+  for (CLI::App* command : {s.check, s.apply}) add_unused_ignores_option(command, options);
+  s.check->add_option("--format", options.format, kFormatHelp)->check(CLI::IsMember(kFormats));
+  add_color_option(s.check, options, "the text report's status words");
+  add_color_option(s.diff, options, "the diff as git does");
+  s.pre_commit = app.add_subcommand(
+      "pre-commit", "check the STAGED content of the added and modified *.py files (exit 1 when findings remain)");
+  s.install_hook = app.add_subcommand(
+      "install-hook", "write the git pre-commit hook that runs `kvpatch pre-commit` (never over a hook of yours)");
+  s.uninstall_hook =
+      app.add_subcommand("uninstall-hook", "remove the kvpatch pre-commit hook and restore the hook it replaced");
+  for (CLI::App* command : {s.pre_commit, s.install_hook, s.uninstall_hook}) {
+    command->add_option("--repo", options.repo, "a directory in the git work tree (default: $GIT_DIR, else the current directory)");
+  }
+  s.pre_commit->add_option("--rules", options.rules_dir, "rules directory (default: $KVPATCH_RULES_DIR, the installed rules, or the source tree's rules/)");
+  s.pre_commit->add_option("--set", options.sets, "override a rule parameter, NAME=VALUE (repeatable)");
+  add_flashinfer_option(s.pre_commit, options);
+  add_config_options(s.pre_commit, options);
+  add_show_settings_option(s.pre_commit, options);
+  s.pre_commit->add_option("--format", options.format, kFormatHelp)->check(CLI::IsMember(kFormats));
+  add_color_option(s.pre_commit, options, "the text report's status words");
+  s.pre_commit->add_flag("--all", options.all, "check every tracked *.py in the index, not only the staged changes");
+  add_exclude_options(s.pre_commit, options);
+  add_exit_zero_option(s.pre_commit, options, "the staged content has findings (report only; the commit goes ahead)");
+  add_unused_ignores_option(s.pre_commit, options);
+  s.rule = app.add_subcommand("rule", "explain a finding id from a report (all of them, one line each, without ID)");
+  s.rule->add_option("ID", options.rule_id, "a finding id, e.g. flashinfer-mla-kv-run-input");
+  s.rule->add_option("--rules", options.rules_dir, "rules directory (default: as for check)");
+  add_config_options(s.rule, options);
+  s.install_hook->add_flag("--force", options.force,
+                           "keep an existing hook as pre-commit.kvpatch-backup and run it before kvpatch");
+  return s;
+}
+
+}  // namespace kvpatch::cli

@@ -1,0 +1,37 @@
+// What the command line asked for, every subcommand's options in one struct that CLI11 fills
+// (command_line.cpp), and the exit codes every subcommand shares.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace kvpatch::cli {
+
+inline constexpr int kClean = 0;
+inline constexpr int kFindings = 1;      // findings remain (check, apply, pre-commit) or there are edits (diff)
+inline constexpr int kUsageOrInput = 2;  // usage or input errors; also an internal error
+
+struct Options {
+  std::vector<std::string> paths;
+  std::string rules_dir;
+  std::vector<std::string> sets;
+  std::string kv_dtype_form;
+  std::string flashinfer_version;
+  std::string format = "text";
+  std::string root;
+  std::string color = "auto";
+  std::string config;     // --config: the configuration file, instead of the one found
+  bool isolated = false;  // --isolated: no configuration file
+  bool show_settings = false;  // --show-settings: print what would be used, analyse nothing
+  std::vector<std::string> exclude;         // --exclude: instead of the settings file's `exclude`
+  std::vector<std::string> extend_exclude;  // --extend-exclude: besides it
+  bool exit_zero = false;                   // --exit-zero: findings do not fail the command
+  std::string unused_ignores;               // --unused-ignores: warn or error; "" leaves it to the settings file
+  std::string rule_id;  // rule: the finding id to explain
+  std::string repo;   // pre-commit, install-hook, uninstall-hook
+  bool all = false;   // pre-commit: every tracked file, not only the changed ones
+  bool force = false; // install-hook: keep a foreign hook as the backup
+  std::string argv0;
+};
+
+}  // namespace kvpatch::cli

@@ -1,0 +1,198 @@
+// check, diff and apply: the PATHs' files, the settings found above them, and what each command prints and writes.
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "kvpatch/analyze.h"
+#include "kvpatch/apply_files.h"
+#include "kvpatch/edited_code_check.h"
+#include "kvpatch/exclude_patterns.h"
+#include "kvpatch/input_paths.h"
+#include "kvpatch/report.h"
+#include "messages.h"
+#include "settings.h"
+#include "terminal_color.h"
+
+namespace kvpatch::cli {
+namespace {
+// A PATH that yields no file a rule selects would pass silently; a CI user should see that nothing was checked,
+// and why when the project's `exclude` left files out there.
+void warn_unselected_paths(const std::vector<std::string>& paths, const Run& run,
+                           const std::vector<InputFile>& left_out, const std::vector<ExcludePatterns>& exclude) {
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    const std::filesystem::path given = std::filesystem::weakly_canonical(std::filesystem::absolute(p, ec), ec);
+    if (ec || !std::filesystem::exists(given, ec)) continue;
+    const bool selected = std::any_of(run.files.begin(), run.files.end(), [&](const FileReport& f) {
+      const std::filesystem::path rel = f.file->source.path().lexically_relative(given);
+      return !rel.empty() && *rel.begin() != "..";
+    });
+    if (!selected) {
+      const auto first_left_out = std::find_if(left_out.begin(), left_out.end(), [&](const InputFile& f) {
+        const std::filesystem::path rel = f.path.lexically_relative(given);
+        return !rel.empty() && *rel.begin() != "..";
+      });
+      const ExcludePatterns* by =
+          first_left_out == left_out.end() ? nullptr : excluded_by(exclude, first_left_out->path);
+      std::cerr << "kvpatch: warning: " << p << ": no file here uses BatchMLAPagedAttentionWrapper"
+                << (by != nullptr ? " outside those excluded by " + by->origin : std::string())
+                << "; nothing checked\n";
+    }
+  }
+}
+
+// FlashInfer (0.6.14 and later; older releases cannot build it at all) serves the plan apply just threaded, a BF16
+// query with an FP8 KV cache, on SM90 GPUs only: elsewhere the patched backend fails at plan(). Only the sm90 form
+// gates it; with the others the user should know before deploying. The original form also plans an E5M2 cache as
+// E5M2, which FlashInfer 0.6.14 to 0.7.4 refused on the H200 for SGLang 0.5.16-0.5.23
+// (tests/kernels/sglang_release_backend_test.py); the other two forms keep the cast for it.
+void note_where_the_plan_runs(const Run& run, const RuleSet& rules) {
+  const auto form = rules.parameters.find("kv_dtype_form");
+  if (form != rules.parameters.end() && form->second == "sm90") return;
+  const bool original_form = form == rules.parameters.end() || form->second == "original";
+  const bool threaded = std::any_of(run.files.begin(), run.files.end(), [](const FileReport& f) {
+    return std::any_of(f.plan_sites.begin(), f.plan_sites.end(),
+                       [](const PlanSite& s) { return s.fix.has_value() && !s.fix_gated; });
+  });
+  if (!threaded) return;
+  std::cerr << "kvpatch: note: the threaded plan() calls plan an FP8 KV cache as FP8 on every GPU, and FlashInfer "
+               "serves that plan on SM90 GPUs only: on any other GPU the patched backend fails at its first plan(). "
+               "To serve other GPUs as well, patch the original files with --kv-dtype-form sm90 (or kv-dtype-form = "
+               "\"sm90\" in the project's .kvpatch.toml), which keeps the casts there (patcher/README.md, \"Where the "
+               "patched backend runs\")\n";
+  if (original_form) {
+    std::cerr << "kvpatch: note: this form (original) also plans an FP8 E5M2 cache as E5M2, which FlashInfer's MLA "
+                 "wrapper refuses with a BF16 query (0.6.14 to 0.7.4 refused it; their fa2 and fa3 take FP16, BF16 and "
+                 "E4M3 KV only): a server run with --kv-cache-dtype fp8_e5m2 fails at its first plan(). The upstream "
+                 "and sm90 forms keep the cast for such caches\n";
+  }
+}
+
+// The deepest directory that holds every PATH (a file counts as its directory): where the configuration is looked for.
+std::filesystem::path common_directory(const std::vector<std::string>& paths) {
+  std::optional<std::filesystem::path> common;
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    std::filesystem::path dir = std::filesystem::weakly_canonical(std::filesystem::absolute(p, ec), ec);
+    if (!std::filesystem::is_directory(dir, ec)) dir = dir.parent_path();
+    if (!common) {
+      common = dir;
+      continue;
+    }
+    std::filesystem::path shared;
+    for (auto a = common->begin(), b = dir.begin(); a != common->end() && b != dir.end() && *a == *b; ++a, ++b) {
+      shared /= *a;
+    }
+    common = shared;
+  }
+  return common ? *common : std::filesystem::current_path();
+}
+
+// The inputs the PATHs name, less the files the project's `exclude` leaves out of the directories walked (a file
+// named on the command line is read anyway, as ruff does); `left_out` gets those.
+InputSet project_inputs(const Options& options, const std::vector<ExcludePatterns>& exclude, bool repository_paths,
+                        std::vector<InputFile>* left_out = nullptr) {
+  const std::optional<std::filesystem::path> root =
+      options.root.empty() ? std::nullopt : std::optional<std::filesystem::path>(options.root);
+  InputSet inputs = collect_inputs(options.paths, root, repository_paths);
+  if (exclude.empty()) return inputs;
+  std::erase_if(inputs.files, [&](const InputFile& f) {
+    const bool out = !f.named && excluded_by(exclude, f.path) != nullptr;
+    if (out && left_out != nullptr) left_out->push_back(f);
+    return out;
+  });
+  std::erase_if(inputs.context, [&](const InputFile& f) { return excluded_by(exclude, f.path) != nullptr; });
+  return inputs;
+}
+}  // namespace
+
+int run_source_command(const std::string& command, const Options& options) {
+  const std::filesystem::path start = common_directory(options.paths);
+  const std::optional<Loaded> loaded = load_rules(options, start);
+  if (!loaded) return kUsageOrInput;
+  if (options.show_settings) {
+    print_settings(*loaded, options, start);
+    return kClean;
+  }
+  const RuleSet& rules = loaded->rules;
+  const bool repository_paths = options.format == "github" || options.format == "sarif";
+  std::vector<InputFile> left_out;
+  const InputSet inputs = project_inputs(options, loaded->exclude, repository_paths, &left_out);
+  Run run = analyze_inputs(rules, inputs);
+  // diff's exit code says only whether there are edits, so there they stay warnings whatever the setting.
+  run.ignore_problems_fail = command != "diff" && loaded->unused_ignores_error;
+  print_errors(run.errors);
+  const bool input_errors = !run.errors.empty();
+  if (!input_errors) warn_unselected_paths(options.paths, run, left_out, loaded->exclude);
+  warn_ignore_comments(run);
+  const bool nearer = report_nearer_settings(run, options, loaded->config,
+                                             command == "apply" ? SettingsUse::Apply : SettingsUse::Report);
+
+  if (command == "check") {
+    print_report(run, rules, options, true);
+    if (input_errors) return kUsageOrInput;
+    return has_findings(summarize(run)) && !options.exit_zero ? kFindings : kClean;
+  }
+  if (command == "diff") {
+    // diff prints what apply would write, and apply writes nothing while an input cannot be read: a partial diff
+    // piped to `git apply` would be the partial multi-file apply that apply refuses. The other files' edits could
+    // also change once the unread file is seen (a cast there can hold their plan sites back).
+    if (input_errors) {
+      print_error("no diff was printed; fix the errors above and run diff again");
+      return kUsageOrInput;
+    }
+    // Nor a diff that would break a file: `git apply` would write what apply refuses to (edited_code_check.h).
+    bool broken = false;
+    for (const FileReport& f : run.files) {
+      if (auto error = code_broken_by_edits(f, "no diff was printed")) {
+        print_errors({*error});
+        broken = true;
+      }
+    }
+    if (broken) return kUsageOrInput;
+    const bool color = color_wanted(options.color, STDOUT_FILENO);
+    bool any = false;
+    for (const FileReport& f : run.files) {
+      const std::string diff = unified_diff(f);
+      any |= !diff.empty();
+      std::cout << (color ? colorize_diff(diff) : diff);
+    }
+    return any && !options.exit_zero ? kFindings : kClean;
+  }
+  // apply: nothing is written unless every input is readable, every file can be patched, and by its own settings.
+  if (input_errors || nearer) {
+    print_error("nothing was written; fix the errors above and run apply again");
+    return kUsageOrInput;
+  }
+  std::vector<const FileReport*> reports;
+  for (const FileReport& f : run.files) reports.push_back(&f);
+  const ApplyResult result = apply_files(reports);
+  print_errors(result.errors);
+  for (const AppliedFile& p : result.patched) {
+    std::cout << "patched " << p.display_path << " (" << p.edits << (p.edits == 1 ? " edit)" : " edits)") << "\n";
+  }
+  for (const AppliedFile& p : result.patched) {
+    if (!p.ownership_changed.empty()) std::cerr << "kvpatch: warning: " << p.display_path << ": " << p.ownership_changed << "\n";
+  }
+  std::cout.flush();  // the notes below go to stderr: keep them after these lines when both streams share a log
+  if (!result.errors.empty()) return kUsageOrInput;
+  if (result.patched.empty()) std::cerr << "kvpatch: nothing to patch\n";
+  note_where_the_plan_runs(run, rules);
+  // What apply cannot fix (unknown sites, sites blocked by required casts or run() inputs) is still a finding.
+  Run after = result.patched.empty() ? run : analyze_inputs(rules, project_inputs(options, loaded->exclude, false));
+  after.ignore_problems_fail = loaded->unused_ignores_error;
+  const Summary left = summarize(after);
+  if (!has_findings(left)) return kClean;
+  const int count = finding_count(left);
+  std::cerr << "kvpatch: " << count << (count == 1 ? " finding remains" : " findings remain")
+            << " that apply cannot fix; run kvpatch check to see them\n";
+  return options.exit_zero ? kClean : kFindings;
+}
+
+}  // namespace kvpatch::cli
