@@ -46,7 +46,7 @@ bool listed(const std::vector<std::string>& names, const std::string& name) {
 
 // The comparison operator of a two-operand comparison ("==", "!=", ...), "" otherwise.
 std::string comparison(TSNode node) {
-  if (!is(node, "comparison_operator") || ts_node_named_child_count(node) != 2) return "";
+  if (!is(node, "comparison_operator") || syntax::named_child_count(node) != 2) return "";
   std::string op;
   for (uint32_t i = 0; i < ts_node_child_count(node); ++i) {
     TSNode child = ts_node_child(node, i);
@@ -67,8 +67,8 @@ std::string only_for_dtype(std::string_view source, TSNode expr, const DtypeRole
   const std::string kv = squeezed(node_text(source, op == "==" ? parts[0] : parts[2]));
   const std::string model = squeezed(node_text(source, op == "==" ? parts[2] : parts[0]));
   if (!listed(roles.kv_cache, last_name(kv)) || !listed(roles.model, last_name(model))) return "";
-  TSNode left = ts_node_named_child(test, 0);
-  TSNode right = ts_node_named_child(test, 1);
+  TSNode left = syntax::named_child(test, 0);
+  TSNode right = syntax::named_child(test, 1);
   if (squeezed(node_text(source, left)) == kv) return one_line(node_text(source, right));
   if (squeezed(node_text(source, right)) == kv) return one_line(node_text(source, left));
   return "";
@@ -145,7 +145,7 @@ public:
       if (last_name(f.field_text) != attr) continue;
       const std::string source = "_ = " + field_rule->value + "\n";
       PythonTree tree(source);
-      TSNode assignment = ts_node_named_child(ts_node_named_child(tree.root(), 0), 0);
+      TSNode assignment = syntax::named_child(syntax::named_child(tree.root(), 0), 0);
       const std::string dtype = only_for_dtype(source, field(assignment, "right"), rule_.roles);
       forms.push_back(dtype.empty() ? KvPlanForm{} : only_for(dtype));
     }
@@ -164,8 +164,8 @@ bool compares_dtype(const ModuleFacts& facts, TSNode condition, const std::strin
                     const std::string& dtype) {
   condition = syntax::unparenthesized(condition);
   if (comparison(condition) != op) return false;
-  const std::string a = squeezed(facts.text(ts_node_named_child(condition, 0)));
-  const std::string b = squeezed(facts.text(ts_node_named_child(condition, 1)));
+  const std::string a = squeezed(facts.text(syntax::named_child(condition, 0)));
+  const std::string b = squeezed(facts.text(syntax::named_child(condition, 1)));
   const std::string want = squeezed(value) + ".dtype";
   const std::string d = squeezed(dtype);
   return (a == want && b == d) || (a == d && b == want);

@@ -14,15 +14,15 @@ ImportedNames::ImportedNames(const ModuleFacts& facts) : facts_(facts) {
     // A relative import (`from . import x`) names a module of this package, never the wrapper's package.
     if (from && !is(module, "dotted_name")) return false;
     const std::string prefix = from ? facts.text(module) + "." : "";
-    const uint32_t count = ts_node_named_child_count(n);
+    const uint32_t count = syntax::named_child_count(n);
     for (uint32_t i = 0; i < count; ++i) {
-      TSNode item = ts_node_named_child(n, i);
+      TSNode item = syntax::named_child(n, i);
       if (from && syntax::same(item, module)) continue;
       if (is(item, "aliased_import")) {
         paths_[facts.text(field(item, "alias"))] = prefix + facts.text(field(item, "name"));
       } else if (is(item, "dotted_name")) {
         // `import a.b` binds a (to package a); `from m import a` binds a to m.a.
-        const std::string first = facts.text(ts_node_named_child(item, 0));
+        const std::string first = facts.text(syntax::named_child(item, 0));
         paths_[first] = from ? prefix + facts.text(item) : first;
       }
     }

@@ -72,15 +72,15 @@ void ModuleFacts::collect_module_names(TSNode root) {
       return false;
     }
     if (!is(n, "import_statement") && !is(n, "import_from_statement")) return true;
-    const uint32_t count = ts_node_named_child_count(n);
+    const uint32_t count = syntax::named_child_count(n);
     for (uint32_t i = 0; i < count; ++i) {
-      TSNode item = ts_node_named_child(n, i);
+      TSNode item = syntax::named_child(n, i);
       if (is(n, "import_from_statement") && syntax::same(item, field(n, "module_name"))) continue;
       if (is(item, "aliased_import")) {
         module_names_.push_back(text(field(item, "alias")));
       } else if (is(item, "dotted_name")) {
         // `import a.b` binds a; `from m import a` binds a.
-        module_names_.push_back(text(ts_node_named_child(item, 0)));
+        module_names_.push_back(text(syntax::named_child(item, 0)));
       }
     }
     return false;
@@ -117,7 +117,7 @@ void ModuleFacts::collect_function(TSNode def, const std::string& class_name, co
   if (TSNode decorated = syntax::parent(def); is(decorated, "decorated_definition")) {
     for (TSNode d : syntax::named_children(decorated)) {
       if (!is(d, "decorator")) continue;
-      const std::string name = text(ts_node_named_child(d, 0));
+      const std::string name = text(syntax::named_child(d, 0));
       f.unbound |= name == "staticmethod" || name == "classmethod";
     }
   }
@@ -134,7 +134,7 @@ void ModuleFacts::collect_class(TSNode def) {
   TSNode body = field(def, "body");
   for (TSNode statement : syntax::statements(body)) {
     if (!is(statement, "expression_statement")) continue;
-    TSNode inner = ts_node_named_child(statement, 0);
+    TSNode inner = syntax::named_child(statement, 0);
     if (!is(inner, "assignment")) continue;
     TSNode left = field(inner, "left");
     TSNode type = field(inner, "type");

@@ -50,8 +50,8 @@ std::string laid_out(const std::string& definition, const std::string& step, con
 std::string module_helper_name(const std::string& definition) {
   PythonTree tree(definition);
   TSNode root = tree.root();
-  if (first_syntax_error(root) || ts_node_named_child_count(root) != 1) return "";
-  TSNode def = ts_node_named_child(root, 0);
+  if (first_syntax_error(root) || syntax::named_child_count(root) != 1) return "";
+  TSNode def = syntax::named_child(root, 0);
   if (is(def, "decorated_definition")) def = syntax::field(def, "definition");
   if (!is(def, "function_definition")) return "";
   TSNode name = syntax::field(def, "name");
@@ -98,7 +98,7 @@ std::optional<Edit> module_helper_edit(const ModuleHelper& helper, const ModuleF
   // No top-level import: before the first statement that is not the module's docstring.
   std::size_t first = 0;
   if (!statements.empty() && is(statements.front(), "expression_statement") &&
-      is(ts_node_named_child(statements.front(), 0), "string")) {
+      is(syntax::named_child(statements.front(), 0), "string")) {
     first = 1;
   }
   if (first >= statements.size()) return std::nullopt;

@@ -185,6 +185,10 @@ private:
       arguments(node);
     } else if (type == "parameters" || type == "lambda_parameters") {
       parameters(node);
+    } else if (type == "future_import_statement" && !is(parent, "module")) {
+      // module() judges those at the top level; one in a block is never at the beginning of the file (mutation
+      // seed 302056: under an `if`).
+      report(node, "from __future__ imports must occur at the beginning of the file");
     } else if (type == "identifier" && is_hard_keyword(file_.text(node))) {
       report(node, "invalid syntax: '" + std::string(file_.text(node)) + "' is a keyword");
     }
@@ -226,7 +230,7 @@ private:
     // `from __future__ import` may follow only the module's docstring and other such imports.
     for (std::size_t i = 0, leading = 0; i < statements.size(); ++i) {
       const TSNode s = statements[i];
-      const bool docstring = i == 0 && is(s, "expression_statement") && is(ts_node_named_child(s, 0), "string");
+      const bool docstring = i == 0 && is(s, "expression_statement") && is(syntax::named_child(s, 0), "string");
       if (is(s, "future_import_statement")) {
         if (leading != i) return report(s, "from __future__ imports must occur at the beginning of the file");
         ++leading;
@@ -422,7 +426,7 @@ private:
       TSNode name_node = p;
       if (type == "typed_parameter") {
         // `x: int`, or `*args: int` / `**kw: int` with the splat inside.
-        const TSNode inner = ts_node_named_child(p, 0);
+        const TSNode inner = syntax::named_child(p, 0);
         type = syntax::type(inner);
         name_node = inner;
       }
@@ -439,7 +443,7 @@ private:
         if (type == "keyword_separator") bare_star = p;
         keyword_only = true;
         mapping = type == "dictionary_splat_pattern";
-        name_node = type == "keyword_separator" ? TSNode{} : ts_node_named_child(name_node, 0);
+        name_node = type == "keyword_separator" ? TSNode{} : syntax::named_child(name_node, 0);
       } else if (type == "identifier") {
         if (defaulted && !keyword_only) return report(p, "parameter without a default follows parameter with a default");
       } else {

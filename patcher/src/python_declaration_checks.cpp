@@ -29,8 +29,8 @@ std::set<std::string_view> parameter_names(const ParsedFile& file, TSNode functi
   for (TSNode p : syntax::named_children(syntax::field(function, "parameters"))) {
     TSNode name = p;
     if (is(p, "default_parameter") || is(p, "typed_default_parameter")) name = syntax::field(p, "name");
-    if (is(name, "typed_parameter")) name = ts_node_named_child(name, 0);
-    if (is(name, "list_splat_pattern") || is(name, "dictionary_splat_pattern")) name = ts_node_named_child(name, 0);
+    if (is(name, "typed_parameter")) name = syntax::named_child(name, 0);
+    if (is(name, "list_splat_pattern") || is(name, "dictionary_splat_pattern")) name = syntax::named_child(name, 0);
     if (is(name, "identifier")) names.insert(file.text(name));
   }
   return names;
@@ -98,8 +98,8 @@ private:
         next.push_back({syntax::field(node, "value"), Use::read});
       } else if (type == "assignment" || type == "augmented_assignment" || type == "for_statement" ||
                  type == "named_expression") {
-        for (uint32_t i = 0; i < ts_node_named_child_count(node); ++i) {
-          const TSNode child = ts_node_named_child(node, i);
+        for (uint32_t i = 0; i < syntax::named_child_count(node); ++i) {
+          const TSNode child = syntax::named_child(node, i);
           const bool target = syntax::same(child, syntax::field(node, type == "named_expression" ? "name" : "left"));
           const bool annotated = target && is(child, "identifier") && !syntax::is_null(syntax::field(node, "type"));
           next.push_back({child, annotated ? Use::annotated : target ? Use::bound : Use::read});

@@ -15,18 +15,14 @@ using syntax::has_token;
 using syntax::is;
 
 
-std::size_t named_count(TSNode node) {
-  std::size_t n = 0;
-  for (TSNode child : syntax::named_children(node)) n += syntax::is_extra(child) ? 0 : 1;
-  return n;
-}
+std::size_t named_count(TSNode node) { return syntax::named_child_count(node); }
 
 bool is_hex_digit(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 // A string's prefix letters (`rb`, `F`, ...), lower-cased.
 std::string prefix_of(const ParsedFile& file, TSNode string) {
-  const TSNode start = ts_node_named_child(string, 0);
+  const TSNode start = syntax::named_child(string, 0);
   if (!is(start, "string_start")) return {};
   std::string prefix;
   for (char c : file.text(start)) {
@@ -150,19 +146,19 @@ void match_pattern(const ParsedFile& file, TSNode node, const Report& report) {
     const std::vector<TSNode> items = syntax::named_children(node);
     for (std::size_t i = 0; i < items.size(); ++i) {
       if (!is(items[i], "splat_pattern")) continue;
-      if (ts_node_named_child_count(items[i]) == 0) return report(items[i], "invalid syntax: a mapping pattern cannot capture **_");
+      if (syntax::named_child_count(items[i]) == 0) return report(items[i], "invalid syntax: a mapping pattern cannot capture **_");
       if (i + 1 != items.size()) return report(items[i], "invalid syntax: **rest must end a mapping pattern");
     }
   } else if (type == "class_pattern") {
     bool keyword = false;
     for (TSNode argument : syntax::named_children(node)) {
       if (!is(argument, "case_pattern")) continue;
-      const bool this_keyword = is(ts_node_named_child(argument, 0), "keyword_pattern");
+      const bool this_keyword = is(syntax::named_child(argument, 0), "keyword_pattern");
       if (keyword && !this_keyword) return report(argument, "positional patterns follow keyword patterns");
       keyword = keyword || this_keyword;
     }
   } else if (type == "as_pattern" && is(syntax::parent(node), "case_pattern")) {
-    const TSNode alias = ts_node_named_child(node, ts_node_named_child_count(node) - 1);
+    const TSNode alias = syntax::named_child(node, syntax::named_child_count(node) - 1);
     if (is(alias, "identifier") && file.text(alias) == "_") report(alias, "cannot use '_' as a target");
   }
 }
@@ -178,9 +174,9 @@ void type_parameters(TSNode node, const Report& report) {
   if (!is(owner, "function_definition") && !is(owner, "class_definition") && !alias) return;
   for (TSNode parameter : syntax::named_children(node)) {
     if (!is(parameter, "type")) continue;
-    TSNode inner = ts_node_named_child(parameter, 0);
-    if (is(inner, "constrained_type")) inner = ts_node_named_child(ts_node_named_child(inner, 0), 0);
-    if (is(inner, "splat_type")) inner = ts_node_named_child(inner, 0);
+    TSNode inner = syntax::named_child(parameter, 0);
+    if (is(inner, "constrained_type")) inner = syntax::named_child(syntax::named_child(inner, 0), 0);
+    if (is(inner, "splat_type")) inner = syntax::named_child(inner, 0);
     if (!is(inner, "identifier")) report(parameter, "invalid syntax: a type parameter must be a name");
   }
 }
@@ -207,7 +203,7 @@ void statement_forms(const ParsedFile& file, TSNode node, const Report& report) 
   const std::string_view type = syntax::type(node);
   if (type == "raise_statement") {
     // `raise X, Y` is Python 2: the grammar reads the pair as an unparenthesized tuple.
-    if (is(ts_node_named_child(node, 0), "expression_list")) report(node, "invalid syntax: raise takes one exception");
+    if (is(syntax::named_child(node, 0), "expression_list")) report(node, "invalid syntax: raise takes one exception");
   } else if (type == "except_clause" || type == "except_group_clause") {
     // `except A, B:` is accepted: Python 3.14 (PEP 758) reads it as `except (A, B):`, though 3.11-3.13
     // refuse it. With `as` every Python refuses it; three types or `except*` the grammar cannot parse.
@@ -217,14 +213,14 @@ void statement_forms(const ParsedFile& file, TSNode node, const Report& report) 
       }
     }
     // `except E as a.b:`: the grammar takes any target, Python a name only.
-    const TSNode caught = ts_node_named_child(node, 0);
+    const TSNode caught = syntax::named_child(node, 0);
     const TSNode target = is(caught, "as_pattern") ? syntax::field(caught, "alias") : TSNode{};
-    if (!syntax::is_null(target) && !is(ts_node_named_child(target, 0), "identifier")) {
+    if (!syntax::is_null(target) && !is(syntax::named_child(target, 0), "identifier")) {
       report(target, "invalid syntax: an exception can be bound to a name only");
     }
   } else if (type == "print_statement" || type == "exec_statement") {
     // Python 2's statements; `print >> f, x` alone is also a Python 3 expression (a tuple).
-    const bool chevron = is(ts_node_named_child(node, 0), "chevron");
+    const bool chevron = is(syntax::named_child(node, 0), "chevron");
     if (!chevron) report(node, type == "print_statement" ? "Missing parentheses in call to 'print'" : "Missing parentheses in call to 'exec'");
   } else if (type == "comparison_operator" || type == "binary_operator" || type == "boolean_operator" ||
              type == "unary_operator" || type == "not_operator") {
@@ -262,7 +258,7 @@ void statement_forms(const ParsedFile& file, TSNode node, const Report& report) 
       if (!syntax::is_null(bare) && (is(clause, "except_clause") || is(clause, "except_group_clause"))) {
         report(bare, "default 'except:' must be last");
       }
-      if (is(clause, "except_clause") && is(ts_node_named_child(clause, 0), "block")) bare = clause;
+      if (is(clause, "except_clause") && is(syntax::named_child(clause, 0), "block")) bare = clause;
       const bool starred = except_star(clause);
       plain = plain || (is(clause, "except_clause") && !starred);
       group = group || is(clause, "except_group_clause") || starred;
@@ -294,7 +290,7 @@ void statement_forms(const ParsedFile& file, TSNode node, const Report& report) 
     for (TSNode name : syntax::named_children(node)) {
       if (syntax::same(name, module_name)) continue;
       if (is(name, "aliased_import")) name = syntax::field(name, "name");
-      if (is(name, "dotted_name") && ts_node_named_child_count(name) > 1) {
+      if (is(name, "dotted_name") && syntax::named_child_count(name) > 1) {
         report(name, "invalid syntax: a name imported with 'from' cannot be dotted");
       }
     }

@@ -21,7 +21,7 @@ void function_body(TSNode function, const Report& report) {
     // elsewhere).
     if (type == "function_definition" || type == "lambda" || type == "class_definition") continue;
     yields = yields || type == "yield";
-    if (type == "return_statement" && ts_node_named_child_count(node) > 0) returns.push_back(node);
+    if (type == "return_statement" && syntax::named_child_count(node) > 0) returns.push_back(node);
     for (uint32_t i = ts_node_named_child_count(node); i > 0; --i) pending.push_back(ts_node_named_child(node, i - 1));
   }
   if (!yields) return;

@@ -39,15 +39,15 @@ TSNode starred_whole(TSNode splat) {
 // Whether a `type` node may be starred: the annotation of `*args`, or inside a subscript.
 bool starred_annotation_allowed(TSNode type_node) {
   const TSNode owner = syntax::parent(type_node);
-  if (is(owner, "typed_parameter") && is(ts_node_named_child(owner, 0), "list_splat_pattern")) return true;
+  if (is(owner, "typed_parameter") && is(syntax::named_child(owner, 0), "list_splat_pattern")) return true;
   return is(owner, "type_parameter") || is(owner, "generic_type");
 }
 
 // What an except clause catches, without its `as` name: the grammar reads `except* E as e:` as a
 // clause whose value is `*E`, bound by `as`.
 TSNode except_value(TSNode clause) {
-  TSNode value = ts_node_named_child(clause, 0);
-  return is(value, "as_pattern") ? ts_node_named_child(value, 0) : value;
+  TSNode value = syntax::named_child(clause, 0);
+  return is(value, "as_pattern") ? syntax::named_child(value, 0) : value;
 }
 
 bool star_of_except(TSNode clause, TSNode whole) {
@@ -74,7 +74,7 @@ bool with_items_are_a_tuple(TSNode clause) {
 // `f"{*a}"`, `[*a for a in b]`.
 void starred_place(TSNode splat, const Report& report) {
   // `(**a)` outside a dict or a call: the grammar reads a star of a star.
-  if (is(ts_node_named_child(splat, 0), "list_splat")) return report(splat, "cannot use double starred expression here");
+  if (is(syntax::named_child(splat, 0), "list_splat")) return report(splat, "cannot use double starred expression here");
   if (is(syntax::parent(splat), "list_splat")) return;
   const TSNode whole = starred_whole(splat);
   const TSNode holder = syntax::parent(whole);
@@ -116,7 +116,7 @@ void starred_place(TSNode splat, const Report& report) {
 
 // `x: *b` and `def f(x: *b)`: a starred annotation belongs to `*args` (or inside a subscript) only.
 void splat_annotation(TSNode type_node, const Report& report) {
-  const TSNode inner = ts_node_named_child(type_node, 0);
+  const TSNode inner = syntax::named_child(type_node, 0);
   if (!is(inner, "splat_type") && !is(inner, "constrained_type")) return;
   const TSNode owner = syntax::parent(type_node);
   // `x: a: b` reads as a type parameter's bound, which only `def f[T: int]` (Python 3.12) may have.

@@ -108,17 +108,36 @@ std::vector<TSNode> named_children(TSNode node) {
   std::vector<TSNode> out;
   const uint32_t n = ts_node_named_child_count(node);
   out.reserve(n);
-  for (uint32_t i = 0; i < n; ++i) out.push_back(ts_node_named_child(node, i));
+  for (uint32_t i = 0; i < n; ++i) {
+    const TSNode child = ts_node_named_child(node, i);
+    if (!is_extra(child)) out.push_back(child);
+  }
   return out;
+}
+
+TSNode named_child(TSNode node, uint32_t index) {
+  const uint32_t n = ts_node_named_child_count(node);
+  for (uint32_t i = 0; i < n; ++i) {
+    const TSNode child = ts_node_named_child(node, i);
+    if (is_extra(child)) continue;
+    if (index == 0) return child;
+    --index;
+  }
+  return TSNode{};
+}
+
+uint32_t named_child_count(TSNode node) {
+  uint32_t count = 0;
+  const uint32_t n = ts_node_named_child_count(node);
+  for (uint32_t i = 0; i < n; ++i) count += is_extra(ts_node_named_child(node, i)) ? 0 : 1;
+  return count;
 }
 
 TSNode parent(TSNode node) { return ts_node_parent(node); }
 
 std::vector<TSNode> statements(TSNode block) {
   std::vector<TSNode> out;
-  for (TSNode child : named_children(block)) {
-    if (!is(child, "comment")) out.push_back(child);
-  }
+  for (TSNode child : named_children(block)) out.push_back(child);
   return out;
 }
 
@@ -139,8 +158,8 @@ bool has_token(TSNode node, std::string_view token) {
 }
 
 TSNode unparenthesized(TSNode node) {
-  while (is(node, "parenthesized_expression") && ts_node_named_child_count(node) == 1) {
-    node = ts_node_named_child(node, 0);
+  while (is(node, "parenthesized_expression") && named_child_count(node) == 1) {
+    node = named_child(node, 0);
   }
   return node;
 }

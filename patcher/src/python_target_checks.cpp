@@ -13,11 +13,11 @@ using syntax::is;
 
 // `(a)` as a target reads as a one-element tuple pattern without a comma; it is just `a`.
 TSNode unwrapped(TSNode node) {
-  while ((is(node, "tuple_pattern") || is(node, "parenthesized_expression")) && ts_node_named_child_count(node) == 1) {
+  while ((is(node, "tuple_pattern") || is(node, "parenthesized_expression")) && syntax::named_child_count(node) == 1) {
     bool comma = false;
     for (uint32_t i = 0; i < ts_node_child_count(node); ++i) comma = comma || is(ts_node_child(node, i), ",");
     if (comma) break;
-    node = ts_node_named_child(node, 0);
+    node = syntax::named_child(node, 0);
   }
   return node;
 }
@@ -65,7 +65,7 @@ std::optional<Problem> bad_target(const ParsedFile& file, TSNode node, std::stri
     return std::nullopt;
   }
   if ((type == "list_splat" || type == "list_splat_pattern") && verb != "delete") {
-    return bad_target(file, ts_node_named_child(node, 0), verb);
+    return bad_target(file, syntax::named_child(node, 0), verb);
   }
   return Problem{node, prefix + std::string(kind_of(type))};
 }
@@ -130,9 +130,9 @@ void walrus_within(TSNode node, const std::string& where, const Report& report) 
 // `T: bound` and `T: (constraint, ...)` each read as a constrained_type whose second type is the bound.
 void type_parameter_walrus(TSNode parameters, const Report& report) {
   for (TSNode parameter : syntax::named_children(parameters)) {
-    const TSNode constrained = ts_node_named_child(parameter, 0);
-    if (!is(constrained, "constrained_type") || ts_node_named_child_count(constrained) < 2) continue;
-    const TSNode bound = ts_node_named_child(ts_node_named_child(constrained, 1), 0);
+    const TSNode constrained = syntax::named_child(parameter, 0);
+    if (!is(constrained, "constrained_type") || syntax::named_child_count(constrained) < 2) continue;
+    const TSNode bound = syntax::named_child(syntax::named_child(constrained, 1), 0);
     walrus_within(bound, is(bound, "tuple") ? "a TypeVar constraint" : "a TypeVar bound", report);
   }
 }

@@ -278,8 +278,8 @@ struct GivenParameters {
 bool one_python_assignment(const std::string& statement) {
   PythonTree tree(statement);
   TSNode root = tree.root();
-  return !first_syntax_error(root) && ts_node_named_child_count(root) == 1 &&
-         syntax::is(ts_node_named_child(ts_node_named_child(root, 0), 0), "assignment");
+  return !first_syntax_error(root) && syntax::named_child_count(root) == 1 &&
+         syntax::is(syntax::named_child(syntax::named_child(root, 0), 0), "assignment");
 }
 
 // The given parameter that breaks `field = value`: one whose value alone put back at the rules' value

@@ -128,7 +128,7 @@ Signature signature_from_parameters(std::string_view text, TSNode parameters) {
       name_node = syntax::field(node, "name");
       p.default_text = node_string(text, syntax::field(node, "value"));
     } else if (type == "typed_parameter") {
-      name_node = ts_node_named_child(node, 0);
+      name_node = syntax::named_child(node, 0);
     }
     if (syntax::is(name_node, "list_splat_pattern")) {
       p.kind = ParameterKind::VarPositional;
@@ -160,7 +160,7 @@ std::vector<CallArgument> call_arguments(std::string_view text, TSNode argument_
       value = syntax::field(node, "value");
     } else if (type == "list_splat" || type == "dictionary_splat") {
       a.kind = type == "list_splat" ? ArgumentKind::UnpackedSequence : ArgumentKind::UnpackedMapping;
-      value = ts_node_named_child(node, 0);
+      value = syntax::named_child(node, 0);
     }
     a.value_begin = ts_node_start_byte(value);
     a.value_end = ts_node_end_byte(value);
@@ -176,7 +176,7 @@ Signature parse_parameter_list(const std::string& text) {
   if (first_syntax_error(tree.root())) {
     throw std::invalid_argument("not a valid Python parameter list: \"" + text + "\"");
   }
-  TSNode function = ts_node_named_child(tree.root(), 0);
+  TSNode function = syntax::named_child(tree.root(), 0);
   return signature_from_parameters(source, syntax::field(function, "parameters"));
 }
 

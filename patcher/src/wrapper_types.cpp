@@ -214,7 +214,7 @@ TypeVerdict WrapperTypes::element_of(TSNode container, const FunctionFacts* scop
       else if (a->kind == AssignmentKind::Plain) {
         const TSNode value = syntax::unparenthesized(a->value);
         // `self.x = []` or `{}` says nothing; a literal with items or another container does.
-        if (!(is(value, "list") || is(value, "dictionary") || is(value, "tuple")) || ts_node_named_child_count(value) > 0) {
+        if (!(is(value, "list") || is(value, "dictionary") || is(value, "tuple")) || syntax::named_child_count(value) > 0) {
           parts.push_back(element_of(value, where, depth + 1));
         }
       }

@@ -50,7 +50,13 @@ inline bool is_null(TSNode node) { return ts_node_is_null(node); }
 inline std::string_view type(TSNode node) { return ts_node_type(node); }
 inline bool is(TSNode node, std::string_view node_type) { return !is_null(node) && type(node) == node_type; }
 TSNode field(TSNode node, const char* name);
+// The named children that are code: extras (comments, and backslashes ending a line, which tree-sitter puts among
+// the children wherever they stand, as in `f(a, \` then `b)`) are left out, so that positions count arguments,
+// parameters and operands as Python does.
 std::vector<TSNode> named_children(TSNode node);
+// The index-th of those, a null node past the end; and how many there are.
+TSNode named_child(TSNode node, uint32_t index);
+uint32_t named_child_count(TSNode node);
 TSNode parent(TSNode node);
 // The node's named children that are statements of a block or module (comments left out).
 std::vector<TSNode> statements(TSNode block);

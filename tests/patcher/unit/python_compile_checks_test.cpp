@@ -117,6 +117,10 @@ TEST_SUITE("python_compile_checks") {
          "2: Python would not compile this file: from __future__ imports must occur at the beginning of the file"},
         {"'''Doc.'''\n'''Not a docstring.'''\nfrom __future__ import annotations\n",
          "3: Python would not compile this file: from __future__ imports must occur at the beginning of the file"},
+        {"if torch.version.cuda:\n    from __future__ import annotations\n",
+         "2: Python would not compile this file: from __future__ imports must occur at the beginning of the file"},
+        {"def f():\n    from __future__ import annotations\n",
+         "2: Python would not compile this file: from __future__ imports must occur at the beginning of the file"},
         {"from __future__ import division, annotatins\n",
          "1: Python would not compile this file: future feature annotatins is not defined"},
     };

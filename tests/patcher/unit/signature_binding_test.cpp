@@ -20,6 +20,21 @@ std::vector<CallArgument> arguments_of(const std::string& code) {
 }  // namespace
 
 TEST_SUITE("signature_binding") {
+  TEST_CASE("backslash continuations and comments among the arguments and parameters are not items") {
+    // tree-sitter keeps both as named children wherever they stand (mutation seed 302339).
+    const std::vector<CallArgument> args = arguments_of("w.plan(  \\\n    a, \\\n    b,  # c\n    # d\n    e)\n");
+    REQUIRE(args.size() == 3);
+    CHECK(args[0].text == "a");
+    CHECK(args[1].text == "b");
+    CHECK(args[2].text == "e");
+    auto file = test::parse("class C:\n    def f(\\\n        self, a, \\\n        b,  # c\n    ):\n        pass\n");
+    const Signature s = signature_from_parameters(file->source.text(),
+                                                  syntax::field(test::find_node(*file, "function_definition"), "parameters"));
+    REQUIRE(s.parameters.size() == 3);
+    CHECK(s.parameters[0].name == "self");
+    CHECK(s.parameters[2].name == "b");
+  }
+
   TEST_CASE("a declared parameter list parses into kinds and defaults") {
     const Signature s = parse_parameter_list("a, b=1, /, c=None, *rest, d, e=2, **extra");
     REQUIRE(s.parameters.size() == 7);
