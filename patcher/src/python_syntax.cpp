@@ -168,17 +168,28 @@ TSNode unparenthesized(TSNode node) {
 std::string one_line(std::string_view text) {
   std::string out;
   bool in_space = false;
-  for (char c : text) {
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+  bool continued = false;  // the blanks held a backslash continuation
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f') {
       in_space = true;
       continue;
     }
+    // A backslash ending a line joins it to the next, as blanks would (`a \` + `.b`).
+    if (c == '\\' && (text.substr(i + 1, 1) == "\n" || text.substr(i + 1, 2) == "\r\n")) {
+      in_space = true;
+      continued = true;
+      continue;
+    }
     if (in_space && !out.empty()) {
-      // No space after an opening bracket or before a closing one: `.to(\n q.dtype\n)` reads `.to(q.dtype)`.
+      // No space after an opening bracket or before a closing one: `.to(\n q.dtype\n)` reads `.to(q.dtype)`; nor
+      // around a dot that a continuation moved to the next line: `self \` + `.data_type` reads `self.data_type`.
       const char last = out.back();
-      if (last != '(' && last != '[' && last != '{' && c != ')' && c != ']' && c != '}') out += ' ';
+      const bool bracket = last == '(' || last == '[' || last == '{' || c == ')' || c == ']' || c == '}';
+      if (!bracket && !(continued && (c == '.' || last == '.'))) out += ' ';
     }
     in_space = false;
+    continued = false;
     out += c;
   }
   return out;

@@ -84,7 +84,8 @@ bool is_extra(TSNode node);
 bool has_token(TSNode node, std::string_view token);
 }  // namespace syntax
 
-// Collapses runs of whitespace (newlines included) to one space, for one-line messages.
+// Collapses runs of whitespace (newlines and backslash continuations included) to one space, none inside brackets
+// or around a dot a continuation moved: for one-line messages, and to compare code texts as Python reads them.
 std::string one_line(std::string_view text);
 
 }  // namespace kvpatch

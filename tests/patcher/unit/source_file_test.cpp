@@ -2,12 +2,22 @@
 #include <doctest/doctest.h>
 
 #include "kvpatch/input_error.h"
+#include "kvpatch/python_syntax.h"
 #include "kvpatch/source_file.h"
 #include "test_support.h"
 
 using namespace kvpatch;
 
 TEST_SUITE("source_file") {
+  TEST_CASE("one_line: code over several lines reads as one, continuations included, so texts compare as Python reads them") {
+    CHECK(one_line("k.to(\n    q.dtype\n)") == "k.to(q.dtype)");
+    CHECK(one_line("self \\\n        .data_type") == "self.data_type");
+    CHECK(one_line("self.\\\r\n    data_type") == "self.data_type");
+    CHECK(one_line("a = \\\n    b") == "a = b");
+    CHECK(one_line("a  +\n b") == "a + b");
+    CHECK(one_line("x\\y") == "x\\y");  // a backslash that ends no line is kept
+  }
+
   TEST_CASE("positions are 1-based lines and byte columns, after any BOM") {
     const SourceFile f("x.py", "x.py", "\xEF\xBB\xBF" "ab\r\ncd\n\tef");
     CHECK(f.bom() == "\xEF\xBB\xBF");
