@@ -264,8 +264,9 @@ std::vector<Edit> guard_cast(const ModuleFacts& facts, TSNode cast, const std::s
   };
 
   TSNode parent = syntax::parent(cast);
-  if (is(parent, "assignment") && syntax::same(field(parent, "right"), cast) && is(field(parent, "left"), "identifier")) {
-    const std::string name = facts.text(field(parent, "left"));
+  const TSNode target = is(parent, "assignment") ? syntax::unparenthesized_target(field(parent, "left")) : TSNode{};
+  if (is(parent, "assignment") && syntax::same(field(parent, "right"), cast) && is(target, "identifier")) {
+    const std::string name = facts.text(target);
     const std::string condition = name + ".dtype != " + dtype;
     TSNode statement = syntax::parent(parent);
     if (!is(statement, "expression_statement")) throw EditNotPossible("the cast's assignment is part of a longer statement");

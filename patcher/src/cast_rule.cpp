@@ -119,7 +119,7 @@ private:
         return;
       }
       if (type == "assignment" && syntax::same(field(parent, "right"), current)) {
-        TSNode left = syntax::unparenthesized(field(parent, "left"));
+        TSNode left = syntax::unparenthesized_target(field(parent, "left"));
         if (!is(left, "identifier")) {
           out.push_back({TSNode{}, "assigned to " + one_line(facts_.text(left)) + " at " + at(parent)});
           return;
@@ -150,7 +150,7 @@ private:
       }
       if (ts_node_start_byte(n) < ts_node_start_byte(assignment)) return true;
       TSNode parent = syntax::parent(n);
-      if (is(parent, "assignment") && syntax::same(field(parent, "left"), n)) return true;  // rebinding, not a read
+      if (syntax::is_assigned_name(n)) return true;  // rebinding, not a read
       if (is(parent, "attribute") && syntax::same(field(parent, "attribute"), n)) return true;  // `x.name`, not name
       if (is(parent, "keyword_argument") && syntax::same(field(parent, "name"), n)) return true;
       trace(n, scope, depth, seen, out);
@@ -227,8 +227,8 @@ private:
     f.call = call;
     TSNode parent = syntax::parent(call);
     TSNode object = syntax::unparenthesized(field(field(call, "function"), "object"));
-    const bool assigned = is(parent, "assignment") && syntax::same(field(parent, "right"), call) &&
-                          is(field(parent, "left"), "identifier");
+    const TSNode target = is(parent, "assignment") ? syntax::unparenthesized_target(field(parent, "left")) : TSNode{};
+    const bool assigned = is(parent, "assignment") && syntax::same(field(parent, "right"), call) && is(target, "identifier");
     TSNode anchor = assigned ? parent : call;
     const SourcePosition p = source_.position(ts_node_start_byte(anchor));
     f.line = p.line;
@@ -237,7 +237,7 @@ private:
     std::vector<Consumer> consumers;
     std::set<uint32_t> seen;
     if (assigned) {
-      f.variable = facts_.text(field(parent, "left"));
+      f.variable = facts_.text(target);
       trace_uses(f.variable, parent, scope, 0, seen, consumers);
     } else {
       trace(call, scope, 0, seen, consumers);

@@ -84,7 +84,7 @@ bool alias_calls(TSNode assignment, const std::string& name, const ModuleFacts& 
       facts.local_assignments(*function, name).size() != 1) {
     return false;
   }
-  TSNode target = field(assignment, "left");
+  TSNode target = syntax::unparenthesized_target(field(assignment, "left"));
   bool only_called = true;
   syntax::walk(function->body, [&](TSNode n) {
     if (!only_called) return false;
@@ -130,8 +130,9 @@ std::vector<MethodValue> method_values(const std::string& method, const ModuleFa
     value.node = node;
     value.receiver = receiver;
     TSNode parent = syntax::parent(outer);
-    if (is(parent, "assignment") && syntax::same(field(parent, "right"), outer) && is(field(parent, "left"), "identifier")) {
-      const std::string name = facts.text(field(parent, "left"));
+    const TSNode target = is(parent, "assignment") ? syntax::unparenthesized_target(field(parent, "left")) : TSNode{};
+    if (is(parent, "assignment") && syntax::same(field(parent, "right"), outer) && is(target, "identifier")) {
+      const std::string name = facts.text(target);
       std::vector<TSNode> calls;
       if (alias_calls(parent, name, facts, calls)) {
         value.alias = name;

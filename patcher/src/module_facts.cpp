@@ -160,7 +160,9 @@ void ModuleFacts::collect_class(TSNode def) {
 
 void ModuleFacts::add_assignment_targets(TSNode left, TSNode value, TSNode statement, int function,
                                          AssignmentKind kind) {
-  left = syntax::unparenthesized(left);
+  left = syntax::unparenthesized_target(left);
+  // `x = (v)` holds v: every reader of the value looks at its kind (a call, an attribute, ...).
+  if (!syntax::is_null(value)) value = syntax::unparenthesized(value);
   if (is(left, "identifier") || is(left, "attribute")) {
     assignments_.push_back({kind, one_line(file_->text(left)), value, statement, function});
   } else if (is(left, "subscript")) {

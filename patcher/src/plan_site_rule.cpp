@@ -82,9 +82,15 @@ bool installed_as_method(TSNode function_name, const std::string& method, const 
   if (callee != "partial" && callee != "functools.partial") return false;
   const std::vector<TSNode> args = syntax::statements(list);
   if (args.empty() || !syntax::same(args[0], function_name)) return false;
+  // `X.<method> = (partial(f, X))` installs it as well.
+  TSNode value = call;
   TSNode assignment = syntax::parent(call);
-  if (!is(assignment, "assignment") || !syntax::same(field(assignment, "right"), call)) return false;
-  TSNode target = field(assignment, "left");
+  while (is(assignment, "parenthesized_expression")) {
+    value = assignment;
+    assignment = syntax::parent(assignment);
+  }
+  if (!is(assignment, "assignment") || !syntax::same(field(assignment, "right"), value)) return false;
+  TSNode target = syntax::unparenthesized_target(field(assignment, "left"));
   return is(target, "attribute") && facts.text(field(target, "attribute")) == method;
 }
 

@@ -157,6 +157,22 @@ bool has_token(TSNode node, std::string_view token) {
   return false;
 }
 
+TSNode unparenthesized_target(TSNode node) {
+  while ((is(node, "tuple_pattern") || is(node, "parenthesized_expression")) && named_child_count(node) == 1 &&
+         !has_token(node, ",")) {
+    node = named_child(node, 0);
+  }
+  return node;
+}
+
+bool is_assigned_name(TSNode node) {
+  TSNode up = parent(node);
+  while ((is(up, "tuple_pattern") || is(up, "parenthesized_expression")) && same(unparenthesized_target(up), node)) {
+    up = parent(up);
+  }
+  return is(up, "assignment") && same(unparenthesized_target(field(up, "left")), node);
+}
+
 TSNode unparenthesized(TSNode node) {
   while (is(node, "parenthesized_expression") && named_child_count(node) == 1) {
     node = named_child(node, 0);

@@ -12,15 +12,7 @@ namespace {
 using syntax::is;
 
 // `(a)` as a target reads as a one-element tuple pattern without a comma; it is just `a`.
-TSNode unwrapped(TSNode node) {
-  while ((is(node, "tuple_pattern") || is(node, "parenthesized_expression")) && syntax::named_child_count(node) == 1) {
-    bool comma = false;
-    for (uint32_t i = 0; i < ts_node_child_count(node); ++i) comma = comma || is(ts_node_child(node, i), ",");
-    if (comma) break;
-    node = syntax::named_child(node, 0);
-  }
-  return node;
-}
+TSNode unwrapped(TSNode node) { return syntax::unparenthesized_target(node); }
 
 // What CPython calls an expression that cannot be a target, in "cannot delete <what>".
 std::string_view kind_of(std::string_view type) {

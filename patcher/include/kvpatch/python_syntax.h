@@ -78,6 +78,11 @@ bool same(TSNode a, TSNode b);
 bool contains(TSNode outer, TSNode inner);
 // Strips parentheses: (x) -> x.
 TSNode unparenthesized(TSNode node);
+// The same for an assignment target, where the grammar reads `(a)` as a one-element tuple pattern without a comma:
+// (a) -> a, but (a,) stays.
+TSNode unparenthesized_target(TSNode node);
+// Whether the node is the whole target of a plain assignment, `n = ...` or `(n) = ...`.
+bool is_assigned_name(TSNode node);
 // Tokens the grammar lets stand anywhere, outside the structure: a comment, a backslash ending a line.
 bool is_extra(TSNode node);
 // Whether one of the node's unnamed children (its keywords and punctuation) is `token`.
