@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""kvpatch on rewrites that leave the program as Python reads it (stdlib only).
+
+  metamorphic_test.py --kvpatch BIN (--fixtures DIR | --sources DIR) [--count N] [--first-seed S] [--keep DIR]
+
+Each seed takes one backend that compiles and rewrites one place in it the way another author might have written
+the same code:
+  - a backslash continuation after `(`, `[`, `{` or `,` at a line's end, before an attribute's dot (`a \\` then
+    `.b` on the next line), or after ` = `;
+  - a comment after `(` or `,` at a line's end, or a comment line and a blank line before a statement;
+  - parentheses around an assignment's value or target (`x = (v)`, `(x) = v`) or a call's receiver (`(w).plan(`);
+  - an annotation on an assigned name (`x: object = v`).
+Python must still compile the result. kvpatch's `check` must then report the same findings (rule, status and line,
+lines moved by the rewrite taken into account) and exit the same, and `apply` must exit the same and write code
+that compiles. Tree-sitter keeps comments and continuations as nodes among the children and reads `(x)` as a target
+as a tuple pattern: each of these once changed what kvpatch found (2026-12-03).
+Exit codes: 0 pass, 1 a rewrite changed the outcome, 2 usage or input error.
+"""
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import warnings
+
+BACKEND = "flashinfer_mla_backend.py"
+CATEGORIES = ["plan_sites", "casts", "fields", "run_inputs", "run_scales"]
+
+
+def compiles(text):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            compile(text, BACKEND, "exec", dont_inherit=True)
+            return True
+        except (SyntaxError, ValueError):
+            return False
+
+
+def backends(fixtures, sources):
+    paths = []
+    if fixtures:
+        paths = [os.path.join(fixtures, name, BACKEND) for name in sorted(os.listdir(fixtures))]
+    else:
+        for top, _, files in sorted(os.walk(sources)):
+            paths += [os.path.join(top, f) for f in sorted(files) if f.endswith(".py")]
+    out = []
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8", newline="") as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if "\r" not in text and compiles(text):  # the rewrites split lines on "\n"
+            out.append((path, text))
+    return out
+
+
+def rewrites(lines, i):
+    """(kind, new lines, lines added before the old line i + 1) for line i."""
+    line = lines[i]
+    code = line.strip()
+    if not code or code.startswith("#") or '"' in line or "'" in line or "#" in line:
+        return []
+    indent = line[: len(line) - len(line.lstrip())]
+
+    def instead(*new):  # line i replaced by the new lines
+        return [*lines[:i], *new, *lines[i + 1 :]]
+
+    out = []
+    if code.endswith(("(", "[", "{", ",")):
+        out.append(("continuation at the end", instead(line + " \\"), 0))
+        if code.endswith(("(", ",")):
+            out.append(("comment at the end", instead(line + "  # a note"), 0))
+    for m in re.finditer(r"(?<=[\w)\]])\.(?=[A-Za-z_])", line):
+        j = m.start()
+        out.append(("continuation before a dot", instead(line[:j] + " \\", indent + "        " + line[j:]), 1))
+    assignment = re.match(r"^(\s*)([\w.]+) = (.+)$", line)
+    if assignment and not assignment.group(3).rstrip().endswith(("(", "[", "{", ",", "\\")):
+        lead, target, value = assignment.groups()
+        out.append(("continuation after =", instead(f"{lead}{target} = \\", f"{lead}        {value}"), 1))
+        out.append(("value in parentheses", instead(f"{lead}{target} = ({value})"), 0))
+        out.append(("target in parentheses", instead(f"{lead}({target}) = {value}"), 0))
+        if "." not in target:
+            out.append(("annotated target", instead(f"{lead}{target}: object = {value}"), 0))
+    receiver = re.search(r"\b([\w.]+)\.(plan|run)\(", line)
+    if receiver:
+        wrapped = line.replace(receiver.group(0), f"({receiver.group(1)}).{receiver.group(2)}(", 1)
+        out.append(("receiver in parentheses", instead(wrapped), 0))
+    previous = lines[i - 1].rstrip() if i > 0 else ""
+    if not code.startswith((")", "]", "}", "else", "elif", "except", "finally", "@")) and not previous.endswith(
+        ("(", "[", "{", ",", "\\")
+    ):
+        out.append(("comment line before", instead(indent + "# a note", "", line), 2))
+    return out
+
+
+def outcome(kvpatch, text, scratch):
+    """check's exit and findings as (rule, status, line), apply's exit, and the text apply wrote."""
+    path = os.path.join(scratch, BACKEND)
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+
+    def run(command, *extra):
+        return subprocess.run([kvpatch, command, "--isolated", *extra, BACKEND], cwd=scratch, capture_output=True,
+                              text=True, errors="replace", timeout=120, check=False)
+
+    check = run("check", "--format", "json")
+    try:
+        report = json.loads(check.stdout)
+        findings = {k: sorted((e["rule"], e.get("status", ""), e["line"]) for e in report[k]) for k in CATEGORIES}
+        findings["summary"] = report["summary"]
+    except (json.JSONDecodeError, KeyError):
+        findings = None
+    apply = run("apply")
+    with open(path, encoding="utf-8", newline="") as f:
+        written = f.read()
+    return check.returncode, findings, apply.returncode, written, check.stderr + apply.stderr
+
+
+def moved(findings, at, added):
+    """The findings with the lines after line `at` (1-based) moved up by `added`."""
+    if findings is None or added == 0:
+        return findings
+    out = {"summary": findings["summary"]}
+    for k in CATEGORIES:
+        out[k] = sorted((r, s, line - added if line > at else line) for r, s, line in findings[k])
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--kvpatch", required=True)
+    inputs = parser.add_mutually_exclusive_group(required=True)
+    inputs.add_argument("--fixtures")
+    inputs.add_argument("--sources")
+    parser.add_argument("--count", type=int, default=500)
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--keep", help="write each rewritten input that fails here as seed-N.py")
+    args = parser.parse_args()
+    kvpatch = os.path.abspath(args.kvpatch)
+    sources = backends(args.fixtures, args.sources)
+    if not sources:
+        print(f"metamorphic_test: no compiling backend under {args.fixtures or args.sources}", file=sys.stderr)
+        return 2
+    scratch = tempfile.mkdtemp(prefix="kvpatch-metamorphic-")
+    baselines, failed, tried, kinds = {}, 0, 0, {}
+    try:
+        for seed in range(args.first_seed, args.first_seed + args.count):
+            rng = random.Random(seed)
+            path, text = sources[rng.randrange(len(sources))]
+            lines = text.split("\n")
+            i = rng.randrange(len(lines))
+            candidates = [r for r in rewrites(lines, i) if compiles("\n".join(r[1]))]
+            if not candidates:
+                continue
+            kind, new_lines, added = rng.choice(candidates)
+            rewritten = "\n".join(new_lines)
+            if path not in baselines:
+                baselines[path] = outcome(kvpatch, text, scratch)
+            base = baselines[path]
+            got = outcome(kvpatch, rewritten, scratch)
+            tried += 1
+            kinds[kind] = kinds.get(kind, 0) + 1
+            problems = []
+            if got[0] != base[0]:
+                problems.append(f"check exited {got[0]}, not {base[0]}")
+            if moved(got[1], i + 1, added) != base[1]:
+                problems.append("check's findings changed")
+            if got[2] != base[2]:
+                problems.append(f"apply exited {got[2]}, not {base[2]}")
+            if got[2] != 2 and not compiles(got[3]):
+                problems.append("apply wrote code Python does not compile")
+            if problems:
+                failed += 1
+                print(f"seed {seed} ({path}:{i + 1}, {kind}): " + "; ".join(problems) + f" {got[4].strip()[-300:]}")
+                if args.keep:
+                    os.makedirs(args.keep, exist_ok=True)
+                    with open(os.path.join(args.keep, f"seed-{seed}.py"), "w", encoding="utf-8", newline="") as f:
+                        f.write(rewritten)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    counted = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
+    print(f"{tried} rewrites of {len(sources)} backends ({counted}); {failed} changed the outcome")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
