@@ -50,14 +50,8 @@ bool is_hard_keyword(std::string_view word) {
   return kKeywords.count(word) != 0;
 }
 
-// A module's or block's statements, without the extras between them.
-std::vector<TSNode> statements_of(TSNode node) {
-  std::vector<TSNode> out;
-  for (TSNode child : syntax::named_children(node)) {
-    if (!is_extra(child)) out.push_back(child);
-  }
-  return out;
-}
+// A module's or block's statements (named_children leaves the extras between them out).
+std::vector<TSNode> statements_of(TSNode node) { return syntax::named_children(node); }
 
 bool is_clause(std::string_view type) {
   return type == "elif_clause" || type == "else_clause" || type == "except_clause" || type == "except_group_clause" ||

@@ -106,7 +106,6 @@ Signature signature_from_parameters(std::string_view text, TSNode parameters) {
   bool keyword_only = false;
   for (TSNode node : syntax::named_children(parameters)) {
     const std::string_view type = syntax::type(node);
-    if (type == "comment") continue;
     if (type == "positional_separator") {
       for (Parameter& p : signature.parameters) {
         if (p.kind == ParameterKind::PositionalOrKeyword) p.kind = ParameterKind::PositionalOnly;
@@ -149,7 +148,6 @@ std::vector<CallArgument> call_arguments(std::string_view text, TSNode argument_
   std::vector<CallArgument> out;
   for (TSNode node : syntax::named_children(argument_list)) {
     const std::string_view type = syntax::type(node);
-    if (type == "comment") continue;
     CallArgument a;
     a.item_begin = ts_node_start_byte(node);
     a.item_end = ts_node_end_byte(node);
