@@ -5,6 +5,7 @@
 
 #include "kvpatch/dtype_roles.h"
 #include "kvpatch/edit_operations.h"
+#include "kvpatch/imported_names.h"
 #include "kvpatch/method_references.h"
 #include "kvpatch/rule_engine.h"
 
@@ -26,9 +27,16 @@ struct Aliases {
   std::vector<MethodStandIn> stand_ins;                 // installed with partial(); called as the method
 };
 
+// Whether a callee is functools.partial: by its usual names, or imported under another
+// (`from functools import partial as bind`, `import functools as ft` then `ft.partial`).
+bool names_partial(TSNode callee, const ModuleFacts& facts, const ImportedNames& imports) {
+  const std::string text = facts.text(callee);
+  return text == "partial" || text == "functools.partial" || imports.qualified(callee) == "functools.partial";
+}
+
 // Module functions that stand in for the wrapper method: same KV/Q parameters at the same positions
 // after a leading receiver parameter, or installed with `X.<method> = partial(f, X)`.
-Aliases find_aliases(const PlanSiteRule& rule, const ModuleFacts& facts) {
+Aliases find_aliases(const PlanSiteRule& rule, const ModuleFacts& facts, const ImportedNames& imports) {
   Aliases aliases;
   if (rule.aliases_by_signature && !rule.alias_same_position.empty()) {
     for (const FunctionFacts& f : facts.functions()) {
@@ -47,8 +55,7 @@ Aliases find_aliases(const PlanSiteRule& rule, const ModuleFacts& facts) {
       if (a.kind != AssignmentKind::Plain || syntax::is_null(a.value) || !is(a.value, "call")) continue;
       const std::string suffix = "." + rule.method;
       if (a.target.size() <= suffix.size() || a.target.compare(a.target.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
-      const std::string callee = facts.text(field(a.value, "function"));
-      if (callee != "partial" && callee != "functools.partial") continue;
+      if (!names_partial(field(a.value, "function"), facts, imports)) continue;
       const std::vector<TSNode> args = syntax::statements(field(a.value, "arguments"));
       if (args.empty() || !is(args[0], "identifier")) continue;
       const FunctionFacts* f = facts.module_function(facts.text(args[0]));
@@ -74,12 +81,12 @@ Aliases find_aliases(const PlanSiteRule& rule, const ModuleFacts& facts) {
 
 // `X.<method> = partial(f, X, ...)`: f handed to partial() to be installed as the method, which the
 // aliases above follow.
-bool installed_as_method(TSNode function_name, const std::string& method, const ModuleFacts& facts) {
+bool installed_as_method(TSNode function_name, const std::string& method, const ModuleFacts& facts,
+                         const ImportedNames& imports) {
   TSNode list = syntax::parent(function_name);
   TSNode call = syntax::parent(list);
   if (!is(list, "argument_list") || !is(call, "call")) return false;
-  const std::string callee = facts.text(field(call, "function"));
-  if (callee != "partial" && callee != "functools.partial") return false;
+  if (!names_partial(field(call, "function"), facts, imports)) return false;
   const std::vector<TSNode> args = syntax::statements(list);
   if (args.empty() || !syntax::same(args[0], function_name)) return false;
   // `X.<method> = (partial(f, X))` installs it as well.
@@ -157,7 +164,8 @@ DtypeArgument bound_dtype(const DtypeClassifier& classifier, const Binding& bind
 std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFacts& facts) {
   const WrapperTypes types(facts, rule.wrapper_class, rule.wrapper_module, rule.known_other_classes);
   const DtypeClassifier classifier(facts, rule.roles);
-  const Aliases aliases = find_aliases(rule, facts);
+  const ImportedNames imports(facts);
+  const Aliases aliases = find_aliases(rule, facts, imports);
   const SourceFile& source = facts.file().source;
   std::vector<PlanSite> sites;
   // `p = wrapper.plan` then `p(...)`: each call of p is a call of plan on that receiver. Other reads of
@@ -301,7 +309,7 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
   }
   for (const auto& [name, function] : aliases.by_name) {
     for (const MethodValue& v : function_values(name, facts)) {
-      if (!installed_as_method(v.node, rule.method, facts)) sites.push_back(escaped_site(rule, facts, v, "", name));
+      if (!installed_as_method(v.node, rule.method, facts, imports)) sites.push_back(escaped_site(rule, facts, v, "", name));
     }
   }
   // In source order, as the calls were visited: a value read lands among the calls around it.

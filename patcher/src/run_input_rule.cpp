@@ -96,7 +96,8 @@ class RunInputChecker {
 public:
   RunInputChecker(const CastRule& rule, const RuleSet& rules, const ModuleFacts& facts, const std::vector<PlanSite>& sites,
                   const std::vector<CastFinding>& casts)
-      : rule_(rule), rules_(rules), facts_(facts), sites_(sites), casts_(casts), source_(facts.file().source) {}
+      : rule_(rule), rules_(rules), facts_(facts), sites_(sites), casts_(casts), source_(facts.file().source),
+        imports_(facts) {}
 
   std::vector<RunInputFinding> run() const {
     std::vector<RunInputFinding> out;
@@ -376,21 +377,25 @@ private:
     while (is(buffer, "subscript") || is(buffer, "tuple")) {
       buffer = syntax::unparenthesized(is(buffer, "tuple") ? syntax::statements(buffer).front() : field(buffer, "value"));
     }
+    // The dtype is written through the name the module binds its package to (`th.float8_e4m3fn` after
+    // `import torch as th`); `torch` itself when it is bound that way.
     const std::string dtype_module = spec.fp8_dtype.substr(0, spec.fp8_dtype.find('.'));
-    const ImportedNames imported(facts_);
-    const std::map<std::string, std::string>& imports = imported.paths();
-    const auto module = imports.find(dtype_module);
+    std::string module_name;
+    for (const auto& [local, path] : imports_.paths()) {
+      if (path == dtype_module && (module_name.empty() || local == dtype_module)) module_name = local;
+    }
     if (!is(list, "argument_list")) {
       f.reason = "the call's arguments are a generator expression; add the scales by hand";
     } else if (!(is(buffer, "identifier") || (is(buffer, "attribute") && plain_chain(buffer)))) {
       f.reason = "the KV data is not a name kvpatch can test the dtype of; pass " + keyword_list(spec) +
                  " by hand for an FP8 cache";
-    } else if (module == imports.end() || module->second != dtype_module) {
+    } else if (module_name.empty()) {
       f.reason = "the module does not import " + dtype_module + "; pass " + keyword_list(spec) + " by hand";
     } else {
       std::string mapping;
       for (const std::string& k : spec.keywords) mapping += (mapping.empty() ? "" : ", ") + ("\"" + k + "\": " + spec.value);
-      f.fix_text = "**({" + mapping + "} if " + one_line(facts_.text(buffer)) + ".dtype == " + spec.fp8_dtype + " else {})";
+      const std::string fp8_dtype = module_name + spec.fp8_dtype.substr(dtype_module.size());
+      f.fix_text = "**({" + mapping + "} if " + one_line(facts_.text(buffer)) + ".dtype == " + fp8_dtype + " else {})";
       if (!f.ignored) f.fix = add_argument(source_, list, f.fix_text, spec.id);
     }
     return f;
@@ -454,7 +459,9 @@ private:
     const std::string text = facts_.text(argument);
     if (is(argument, "attribute")) {
       const std::string attr = facts_.text(field(argument, "attribute"));
-      return attr == "dtype" || (facts_.text(field(argument, "object")) == "torch" && listed(rule_.kv_path.dtype_names, attr));
+      TSNode object = field(argument, "object");
+      const bool torch = facts_.text(object) == "torch" || imports_.qualified(object) == "torch";
+      return attr == "dtype" || (torch && listed(rule_.kv_path.dtype_names, attr));
     }
     return is(argument, "identifier") && text.find("dtype") != std::string::npos;
   }
@@ -622,6 +629,7 @@ private:
   const std::vector<PlanSite>& sites_;
   const std::vector<CastFinding>& casts_;
   const SourceFile& source_;
+  const ImportedNames imports_;  // `th.bfloat16` is torch's after `import torch as th`
   mutable std::optional<std::vector<ConsumerScope>> scopes_;  // consumer_scopes(), built on first use
 };
 }  // namespace

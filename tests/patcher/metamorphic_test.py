@@ -2,6 +2,7 @@
 """kvpatch on rewrites that leave the program as Python reads it (stdlib only).
 
   metamorphic_test.py --kvpatch BIN (--fixtures DIR | --sources DIR) [--count N] [--first-seed S] [--keep DIR]
+                      [--only lines|calls]
 
 Each seed takes one backend that compiles and rewrites one place in it the way another author might have written
 the same code:
@@ -9,11 +10,15 @@ the same code:
     `.b` on the next line), or after ` = `;
   - a comment after `(` or `,` at a line's end, or a comment line and a blank line before a statement;
   - parentheses around an assignment's value or target (`x = (v)`, `(x) = v`) or a call's receiver (`(w).plan(`);
-  - an annotation on an assigned name (`x: object = v`).
+  - an annotation on an assigned name (`x: object = v`);
+  - and, from Python's own parse (metamorphic_calls.py), a call's keywords reordered, a plan call's trailing
+    arguments passed by keyword, a string's quotes swapped, a local renamed at every use, an import given another
+    name (`as`), or a call split over lines or joined onto one.
 Python must still compile the result. kvpatch's `check` must then report the same findings (rule, status and line,
-lines moved by the rewrite taken into account) and exit the same, and `apply` must exit the same and write code
-that compiles. Tree-sitter keeps comments and continuations as nodes among the children and reads `(x)` as a target
-as a tuple pattern: each of these once changed what kvpatch found (2026-12-03).
+lines moved by the rewrite taken into account: a finding inside the rewritten lines counts as on their first) and
+exit the same, and `apply` must exit the same and write code that compiles. Tree-sitter keeps comments and
+continuations as nodes among the children and reads `(x)` as a target as a tuple pattern: each of these once changed
+what kvpatch found (2026-12-03), as did `partial` and `torch` imported under other names (2026-12-03, later).
 Exit codes: 0 pass, 1 a rewrite changed the outcome, 2 usage or input error.
 """
 
@@ -28,8 +33,11 @@ import sys
 import tempfile
 import warnings
 
+import metamorphic_calls
+
 BACKEND = "flashinfer_mla_backend.py"
 CATEGORIES = ["plan_sites", "casts", "fields", "run_inputs", "run_scales"]
+LINES_PER_SEED = 20  # a seed draws another line when its line has nothing to rewrite
 
 
 def compiles(text):
@@ -61,8 +69,14 @@ def backends(fixtures, sources):
     return out
 
 
-def rewrites(lines, i):
-    """(kind, new lines, lines added before the old line i + 1) for line i."""
+def rewrites(parsed, i, only=None):
+    """(kind, new text, region) for line i (0-based); region as in metamorphic_calls."""
+    out = line_rewrites(parsed.lines, i) if only != "calls" else []
+    return out + (metamorphic_calls.rewrites_at(parsed, i + 1) if only != "lines" else [])
+
+
+def line_rewrites(lines, i):
+    """The rewrites of line i's text alone."""
     line = lines[i]
     code = line.strip()
     if not code or code.startswith("#") or '"' in line or "'" in line or "#" in line:
@@ -70,33 +84,33 @@ def rewrites(lines, i):
     indent = line[: len(line) - len(line.lstrip())]
 
     def instead(*new):  # line i replaced by the new lines
-        return [*lines[:i], *new, *lines[i + 1 :]]
+        return "\n".join([*lines[:i], *new, *lines[i + 1 :]]), (i + 1, i + 1, i + len(new))
 
     out = []
     if code.endswith(("(", "[", "{", ",")):
-        out.append(("continuation at the end", instead(line + " \\"), 0))
+        out.append(("continuation at the end", *instead(line + " \\")))
         if code.endswith(("(", ",")):
-            out.append(("comment at the end", instead(line + "  # a note"), 0))
+            out.append(("comment at the end", *instead(line + "  # a note")))
     for m in re.finditer(r"(?<=[\w)\]])\.(?=[A-Za-z_])", line):
         j = m.start()
-        out.append(("continuation before a dot", instead(line[:j] + " \\", indent + "        " + line[j:]), 1))
+        out.append(("continuation before a dot", *instead(line[:j] + " \\", indent + "        " + line[j:])))
     assignment = re.match(r"^(\s*)([\w.]+) = (.+)$", line)
     if assignment and not assignment.group(3).rstrip().endswith(("(", "[", "{", ",", "\\")):
         lead, target, value = assignment.groups()
-        out.append(("continuation after =", instead(f"{lead}{target} = \\", f"{lead}        {value}"), 1))
-        out.append(("value in parentheses", instead(f"{lead}{target} = ({value})"), 0))
-        out.append(("target in parentheses", instead(f"{lead}({target}) = {value}"), 0))
+        out.append(("continuation after =", *instead(f"{lead}{target} = \\", f"{lead}        {value}")))
+        out.append(("value in parentheses", *instead(f"{lead}{target} = ({value})")))
+        out.append(("target in parentheses", *instead(f"{lead}({target}) = {value}")))
         if "." not in target:
-            out.append(("annotated target", instead(f"{lead}{target}: object = {value}"), 0))
+            out.append(("annotated target", *instead(f"{lead}{target}: object = {value}")))
     receiver = re.search(r"\b([\w.]+)\.(plan|run)\(", line)
     if receiver:
         wrapped = line.replace(receiver.group(0), f"({receiver.group(1)}).{receiver.group(2)}(", 1)
-        out.append(("receiver in parentheses", instead(wrapped), 0))
+        out.append(("receiver in parentheses", *instead(wrapped)))
     previous = lines[i - 1].rstrip() if i > 0 else ""
     if not code.startswith((")", "]", "}", "else", "elif", "except", "finally", "@")) and not previous.endswith(
         ("(", "[", "{", ",", "\\")
     ):
-        out.append(("comment line before", instead(indent + "# a note", "", line), 2))
+        out.append(("comment line before", *instead(indent + "# a note", "", line)))
     return out
 
 
@@ -123,13 +137,15 @@ def outcome(kvpatch, text, scratch):
     return check.returncode, findings, apply.returncode, written, check.stderr + apply.stderr
 
 
-def moved(findings, at, added):
-    """The findings with the lines after line `at` (1-based) moved up by `added`."""
-    if findings is None or added == 0:
+def canonical(findings, first, last, end):
+    """The findings with lines first..last (1-based) counted as on `first` and the lines after them moved as if
+    `last` were `end`: a rewrite's findings, and the original's, then compare line for line."""
+    if findings is None:
         return findings
     out = {"summary": findings["summary"]}
     for k in CATEGORIES:
-        out[k] = sorted((r, s, line - added if line > at else line) for r, s, line in findings[k])
+        out[k] = sorted((r, s, first if first <= n <= last else n - last + end if n > last else n)
+                        for r, s, n in findings[k])
     return out
 
 
@@ -142,6 +158,8 @@ def main():
     parser.add_argument("--count", type=int, default=500)
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--keep", help="write each rewritten input that fails here as seed-N.py")
+    parser.add_argument("--only", choices=["lines", "calls"], help="draw only the rewrites of one line's text, or only "
+                        "those from Python's parse (metamorphic_calls.py)")
     args = parser.parse_args()
     kvpatch = os.path.abspath(args.kvpatch)
     sources = backends(args.fixtures, args.sources)
@@ -149,18 +167,21 @@ def main():
         print(f"metamorphic_test: no compiling backend under {args.fixtures or args.sources}", file=sys.stderr)
         return 2
     scratch = tempfile.mkdtemp(prefix="kvpatch-metamorphic-")
-    baselines, failed, tried, kinds = {}, 0, 0, {}
+    baselines, parsed, failed, tried, kinds = {}, {}, 0, 0, {}
     try:
         for seed in range(args.first_seed, args.first_seed + args.count):
             rng = random.Random(seed)
             path, text = sources[rng.randrange(len(sources))]
-            lines = text.split("\n")
-            i = rng.randrange(len(lines))
-            candidates = [r for r in rewrites(lines, i) if compiles("\n".join(r[1]))]
-            if not candidates:
+            if path not in parsed:
+                parsed[path] = metamorphic_calls.Parsed(text)
+            for _ in range(LINES_PER_SEED):
+                i = rng.randrange(len(parsed[path].lines))
+                candidates = [r for r in rewrites(parsed[path], i, args.only) if compiles(r[1])]
+                if candidates:
+                    break
+            else:
                 continue
-            kind, new_lines, added = rng.choice(candidates)
-            rewritten = "\n".join(new_lines)
+            kind, rewritten, region = rng.choice(candidates)
             if path not in baselines:
                 baselines[path] = outcome(kvpatch, text, scratch)
             base = baselines[path]
@@ -170,7 +191,8 @@ def main():
             problems = []
             if got[0] != base[0]:
                 problems.append(f"check exited {got[0]}, not {base[0]}")
-            if moved(got[1], i + 1, added) != base[1]:
+            first, last, end = region or (0, -1, -1)
+            if canonical(got[1], first, end, end) != canonical(base[1], first, last, end):
                 problems.append("check's findings changed")
             if got[2] != base[2]:
                 problems.append(f"apply exited {got[2]}, not {base[2]}")

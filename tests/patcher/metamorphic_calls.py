@@ -1,0 +1,278 @@
+"""Rewrites of calls, strings and local names that Python reads as the same program (stdlib only).
+
+metamorphic_test.py draws from these beside its rewrites of one line's text. Each works from Python's own parse
+(ast and tokenize), so it knows where a call's arguments, a string or a local's every use are:
+  - a call's keyword arguments in another order;
+  - a plan call's trailing positional arguments passed by keyword, under the names Python would bind them to;
+  - a string's quotes swapped (`'x'` for `"x"`);
+  - a function's local renamed at every use, or an imported name imported under another name (`as`);
+  - a call on one line split over several, one argument a line, or a call over several lines joined onto one.
+Each rewrite is (kind, new text, region): the old lines region[0]..region[1] became the new lines
+region[0]..region[2] (1-based), and no line outside them changed but for the shift; region None when no line moved.
+"""
+
+import ast
+import io
+import re
+import tokenize
+
+# BatchMLAPagedAttentionWrapper.plan's parameters in order (../shared/DESIGN.md section 2).
+PLAN_PARAMS = ["qo_indptr", "kv_indptr", "kv_indices", "kv_len_arr", "num_heads", "head_dim_ckv", "head_dim_kpe",
+               "page_size", "causal", "sm_scale", "q_data_type", "kv_data_type"]
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp, ast.DictComp,
+          ast.GeneratorExp)
+
+
+class Parsed:
+    """One backend's text with its syntax tree, tokens and, for each node, its parent."""
+
+    def __init__(self, text):
+        self.text = text
+        self.lines = text.split("\n")
+        self.tree = ast.parse(text)
+        self.tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+        self.parent = {}
+        for node in ast.walk(self.tree):
+            for child in ast.iter_child_nodes(node):
+                self.parent[child] = node
+        self.starts = [0]
+        for line in self.lines:
+            self.starts.append(self.starts[-1] + len(line) + 1)
+        self.functions = {n.name: n for n in self.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+    def offset(self, line, byte_col):
+        """The text offset of ast's (1-based line, UTF-8 byte column)."""
+        chars = len(self.lines[line - 1].encode("utf-8")[:byte_col].decode("utf-8"))
+        return self.starts[line - 1] + chars
+
+    def span(self, node):
+        return self.offset(node.lineno, node.col_offset), self.offset(node.end_lineno, node.end_col_offset)
+
+    def segment(self, node):
+        start, end = self.span(node)
+        return self.text[start:end]
+
+    def edited(self, edits):
+        """The text with each (start, end, replacement) made; the spans must not overlap."""
+        out, at = [], 0
+        for start, end, new in sorted(edits):
+            out += [self.text[at:start], new]
+            at = end
+        return "".join(out) + self.text[at:]
+
+    def inside(self, node, kinds):
+        """Whether an ancestor of node is one of kinds."""
+        node = self.parent.get(node)
+        while node is not None:
+            if isinstance(node, kinds):
+                return True
+            node = self.parent.get(node)
+        return False
+
+    def call_tokens(self, call):
+        """The tokens from a call's `(` to its last `)`, or None when the `(` is not found."""
+        start, end = self.span(call)
+        inner = [t for t in self.tokens if start <= self.offset_of(t.start) and self.offset_of(t.end) <= end]
+        if not inner or inner[-1].string != ")":
+            return None
+        depth = 0
+        for k in range(len(inner) - 1, -1, -1):
+            depth += {")": 1, "]": 1, "}": 1, "(": -1, "[": -1, "{": -1}.get(inner[k].string, 0)
+            if depth == 0:
+                return inner[k:]
+        return None
+
+    def offset_of(self, position):  # tokenize's (1-based line, character column)
+        return self.starts[position[0] - 1] + position[1]
+
+
+def arguments(call):
+    """A call's positional and keyword arguments in the order they are written."""
+    return sorted([*call.args, *call.keywords], key=lambda a: (a.lineno, a.col_offset))
+
+
+def keywords_reordered(p, call):
+    named = [k for k in call.keywords if k.arg is not None]
+    if len(named) < 2 or len(named) != len(call.keywords):
+        return []
+    first, last = named[0], named[-1]
+    edits = [(*p.span(first), p.segment(last)), (*p.span(last), p.segment(first))]
+    return [("keywords reordered", p.edited(edits), (call.lineno, call.end_lineno, call.end_lineno))]
+
+
+def plan_parameter_names(p, call):
+    """The parameter names a call's positional arguments bind to, as far as the file tells, or None."""
+    func = call.func
+    if isinstance(func, ast.Name) and func.id in p.functions:
+        params = p.functions[func.id].args
+        if params.posonlyargs or params.vararg:
+            return None
+        return [a.arg for a in params.args]
+    if isinstance(func, ast.Attribute) and func.attr == "plan" and len(call.args) == len(PLAN_PARAMS):
+        # `w.plan` may be FlashInfer's or an alias installed by partial(f, w): keep the names all of them share.
+        names = list(PLAN_PARAMS)
+        for f in p.functions.values():
+            params = [a.arg for a in f.args.args]
+            if "plan" in f.name and len(params) == len(PLAN_PARAMS) + 1:
+                names = [n if n == m else None for n, m in zip(names, params[1:])]
+        return names
+    return None
+
+
+def positionals_by_keyword(p, call):
+    if call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
+        return []
+    names = plan_parameter_names(p, call)
+    if not names or len(names) < len(call.args):
+        return []
+    out = []
+    for first in (len(call.args) - 1, len(call.args) - 2):
+        tail = range(first, len(call.args))
+        if first < 0 or any(names[k] is None for k in tail):
+            continue
+        edits = [(*p.span(call.args[k]), f"{names[k]}={p.segment(call.args[k])}") for k in tail]
+        out.append((f"{len(tail)} trailing argument(s) by keyword", p.edited(edits), None))
+    return out
+
+
+def split_call(p, call):
+    if call.lineno != call.end_lineno or not (call.args or call.keywords):
+        return []
+    tokens = p.call_tokens(call)
+    if tokens is None:
+        return []
+    indent = re.match(r"\s*", p.lines[call.lineno - 1]).group(0)
+    pieces = [p.segment(a) for a in arguments(call)]
+    body = "".join(f"\n{indent}        {piece}," for piece in pieces) + f"\n{indent}"
+    start, end = p.offset_of(tokens[0].end), p.offset_of(tokens[-1].start)
+    return [("call split over lines", p.edited([(start, end, body)]),
+             (call.lineno, call.lineno, call.lineno + len(pieces) + 1))]
+
+
+def joined_call(p, call):
+    if call.lineno == call.end_lineno:
+        return []
+    tokens = p.call_tokens(call)
+    if tokens is None or any(t.type == tokenize.COMMENT or (t.type == tokenize.STRING and t.start[0] != t.end[0])
+                             for t in tokens):
+        return []
+    text, previous = "", None
+    for t in tokens:
+        if t.type in (tokenize.NL, tokenize.NEWLINE):
+            continue
+        if previous is not None:
+            if previous.end[0] == t.start[0]:
+                text += p.text[p.offset_of(previous.end):p.offset_of(t.start)]
+            elif previous.string not in ("(", "[", "{") and t.string not in (")", "]", "}"):
+                text += " "
+        text += t.string
+        previous = t
+    start, end = p.offset_of(tokens[0].start), p.offset_of(tokens[-1].end)
+    first = tokens[0].start[0]  # the receiver may end on an earlier line than the `(`
+    return [("call joined onto one line", p.edited([(start, end, text)]), (first, call.end_lineno, first))]
+
+
+def quotes_swapped(p, line):
+    out = []
+    for t in p.tokens:
+        if t.type != tokenize.STRING or t.start[0] != line or t.end[0] != line:
+            continue
+        m = re.fullmatch(r"([A-Za-z]*)(['\"])(.*)\2", t.string, re.S)
+        if not m or "\\" in m.group(3) or "'" in m.group(3) or '"' in m.group(3) or m.group(3).startswith(m.group(2)):
+            continue
+        other = "'" if m.group(2) == '"' else '"'
+        swapped = f"{m.group(1)}{other}{m.group(3)}{other}"
+        out.append(("quotes swapped", p.edited([(p.offset_of(t.start), p.offset_of(t.end), swapped)]), None))
+    return out
+
+
+def bound_elsewhere(function, name):
+    """Whether name is a parameter of function, declared global or nonlocal in it, bound by an import or an
+    except clause, or bound inside a scope nested in it: then renaming every use is not the same program."""
+    params = function.args
+    if name in [a.arg for a in [*params.posonlyargs, *params.args, *params.kwonlyargs, params.vararg, params.kwarg]
+                if a is not None]:
+        return True
+    for node in ast.walk(function):
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            return True
+        if isinstance(node, ast.ExceptHandler) and node.name == name:
+            return True
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and name in [a.asname or a.name for a in node.names]:
+            return True
+        if isinstance(node, ast.Name) and node.id in ("locals", "vars", "eval", "exec"):
+            return True
+        if hasattr(ast, "MatchAs") and isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name == name:
+            return True
+        if node is not function and isinstance(node, SCOPES):
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Name) and inner.id == name and not isinstance(inner.ctx, ast.Load):
+                    return True
+                if isinstance(inner, ast.arg) and inner.arg == name:
+                    return True
+    return False
+
+
+def local_renamed(p, line):
+    out = []
+    for node in ast.walk(p.tree):
+        if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.lineno == line):
+            continue
+        function = p.parent.get(node)
+        while function is not None and not isinstance(function, SCOPES):
+            function = p.parent.get(function)
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        new = f"{node.id}_renamed"
+        if re.search(rf"\b{new}\b", p.text) or bound_elsewhere(function, node.id):
+            continue
+        uses = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == node.id]
+        if any(p.inside(n, ast.JoinedStr) for n in uses):  # f-string positions are not exact before Python 3.12
+            continue
+        out.append(("local renamed", p.edited([(*p.span(n), new) for n in uses]), None))
+        break
+    return out
+
+
+def import_renamed(p, line):
+    """`from m import X` as `from m import X as X_renamed` (or `import X` likewise) with every use of X renamed."""
+    out = []
+    for node in ast.walk(p.tree):
+        if not isinstance(node, (ast.Import, ast.ImportFrom)) or node.lineno != line or p.inside(node, SCOPES):
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            continue
+        for alias in node.names:
+            name = alias.name
+            new = f"{name}_renamed"
+            if alias.asname or "." in name or name == "*" or re.search(rf"\b{new}\b", p.text):
+                continue
+            # A string that names it (a forward annotation, `__all__`; docstrings aside) or a scope that binds it
+            # again would need more than a rename to stay the same program.
+            if any(isinstance(n, ast.Constant) and isinstance(n.value, str) and re.search(rf"\b{name}\b", n.value)
+                   and not isinstance(p.parent.get(n), ast.Expr) for n in ast.walk(p.tree)):
+                continue
+            uses = [n for n in ast.walk(p.tree) if isinstance(n, ast.Name) and n.id == name]
+            if any(not isinstance(n.ctx, ast.Load) or p.inside(n, ast.JoinedStr) for n in uses):
+                continue
+            if any(isinstance(n, SCOPES) and getattr(n, "name", None) == name for n in ast.walk(p.tree)):
+                continue
+            if any(isinstance(n, ast.arg) and n.arg == name for n in ast.walk(p.tree)):
+                continue
+            if sum(name in [a.asname or a.name for a in n.names] for n in ast.walk(p.tree)
+                   if isinstance(n, (ast.Import, ast.ImportFrom))) != 1:
+                continue
+            start, end = p.span(alias)
+            edits = [(start, end, f"{name} as {new}")] + [(*p.span(n), new) for n in uses]
+            out.append(("import renamed", p.edited(edits), None))
+    return out
+
+
+def rewrites_at(p, line):
+    """Every rewrite of the calls that start on 1-based line, its strings, and the locals it assigns."""
+    out = []
+    for node in ast.walk(p.tree):
+        if isinstance(node, ast.Call) and node.lineno == line and not p.inside(node, ast.JoinedStr):
+            out += keywords_reordered(p, node) + positionals_by_keyword(p, node)
+            out += split_call(p, node) + joined_call(p, node)
+    return out + quotes_swapped(p, line) + local_renamed(p, line) + import_renamed(p, line)
