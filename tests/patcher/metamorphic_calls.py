@@ -5,7 +5,9 @@ metamorphic_test.py draws from these beside its rewrites of one line's text. Eac
   - a call's keyword arguments in another order;
   - a plan call's trailing positional arguments passed by keyword, under the names Python would bind them to;
   - a string's quotes swapped (`'x'` for `"x"`);
-  - a function's local renamed at every use, or an imported name imported under another name (`as`);
+  - a function's local renamed at every use, a method's instance parameter (`self`) renamed, or an imported name
+    imported under another name (`as`);
+  - a plan or run call's receiver, or its last positional argument, first assigned to a new local on the line before;
   - a call on one line split over several, one argument a line, or a call over several lines joined onto one.
 Each rewrite is (kind, new text, region): the old lines region[0]..region[1] became the new lines
 region[0]..region[2] (1-based), and no line outside them changed but for the shift; region None when no line moved.
@@ -268,6 +270,70 @@ def import_renamed(p, line):
     return out
 
 
+def self_renamed(p, line):
+    """`def m(self, ...)` as `def m(this_renamed, ...)` with every use in its body renamed (line: the def's)."""
+    out = []
+    for node in ast.walk(p.tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.lineno != line:
+            continue
+        if not isinstance(p.parent.get(node), ast.ClassDef) or node.decorator_list or not node.args.args:
+            continue
+        name = node.args.args[0].arg
+        new = "this_renamed"
+        if re.search(rf"\b{new}\b", p.text):
+            continue
+        # Bound again in the body, or in a nested scope, it is another variable there: not one rename.
+        body = [n for stmt in node.body for n in ast.walk(stmt)]
+        if any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) for n in body):
+            continue
+        if any(isinstance(n, ast.arg) and n.arg == name for n in body):
+            continue
+        if any(isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names for n in body):
+            continue
+        uses = [n for n in body if isinstance(n, ast.Name) and n.id == name]
+        if any(p.inside(n, ast.JoinedStr) for n in uses):
+            continue
+        # super() without arguments finds its class through the first parameter's cell: any name works.
+        edits = [(*p.span(node.args.args[0]), new)] + [(*p.span(n), new) for n in uses]
+        if node.args.args[0].annotation is not None:
+            continue
+        out.append(("self renamed", p.edited(edits), None))
+    return out
+
+
+def statement_line_start(p, statement):
+    """Whether a statement begins its line (nothing but indentation before it): a line can go in before it."""
+    before = p.lines[statement.lineno - 1].encode("utf-8")[: statement.col_offset]
+    return not before.strip()
+
+
+def through_local(p, line):
+    """A plan or run call that is a whole statement, an assignment's value or what is returned: its receiver, or
+    its last argument, assigned to a new local on a line of its own before it, and the call given the local."""
+    out = []
+    for node in ast.walk(p.tree):
+        statements = (ast.Expr, ast.Assign, ast.Return)
+        if not (isinstance(node, statements) and isinstance(node.value, ast.Call) and node.lineno == line):
+            continue
+        call = node.value
+        if not (isinstance(call.func, ast.Attribute) and call.func.attr in ("plan", "run")):
+            continue
+        if not statement_line_start(p, node) or p.inside(node, ast.JoinedStr):
+            continue
+        indent = p.lines[line - 1][: len(p.lines[line - 1]) - len(p.lines[line - 1].lstrip())]
+        start = p.starts[line - 1]
+        region = (node.lineno, node.end_lineno, node.end_lineno + 1)
+        last = arguments(call)[-1] if call.args or call.keywords else None
+        last = last.value if isinstance(last, ast.keyword) and last.arg is not None else last
+        for kind, value, local in (("receiver through a local", call.func.value, "receiver_local"),
+                                   ("last argument through a local", last, "argument_local")):
+            if not isinstance(value, ast.expr) or isinstance(value, ast.Starred) or re.search(rf"\b{local}\b", p.text):
+                continue
+            edits = [(start, start, f"{indent}{local} = {p.segment(value)}\n"), (*p.span(value), local)]
+            out.append((kind, p.edited(edits), region))
+    return out
+
+
 def rewrites_at(p, line):
     """Every rewrite of the calls that start on 1-based line, its strings, and the locals it assigns."""
     out = []
@@ -275,4 +341,5 @@ def rewrites_at(p, line):
         if isinstance(node, ast.Call) and node.lineno == line and not p.inside(node, ast.JoinedStr):
             out += keywords_reordered(p, node) + positionals_by_keyword(p, node)
             out += split_call(p, node) + joined_call(p, node)
-    return out + quotes_swapped(p, line) + local_renamed(p, line) + import_renamed(p, line)
+    out += quotes_swapped(p, line) + local_renamed(p, line) + import_renamed(p, line) + self_renamed(p, line)
+    return out + through_local(p, line)
