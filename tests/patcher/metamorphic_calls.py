@@ -8,9 +8,11 @@ metamorphic_test.py draws from these beside its rewrites of one line's text. Eac
   - a function's local renamed at every use, a method's instance parameter (`self`) renamed, or an imported name
     imported under another name (`as`);
   - a plan or run call's receiver, or its last positional argument, first assigned to a new local on the line before;
+  - two adjacent definitions (methods of a class, or functions or classes of a module) in the other order;
   - a call on one line split over several, one argument a line, or a call over several lines joined onto one.
 Each rewrite is (kind, new text, region): the old lines region[0]..region[1] became the new lines
-region[0]..region[2] (1-based), and no line outside them changed but for the shift; region None when no line moved.
+region[0]..region[2] (1-based), and no line outside them changed but for the shift; region None when no line moved;
+or region is a function from each old line to its new line, when whole lines moved.
 """
 
 import ast
@@ -334,6 +336,67 @@ def through_local(p, line):
     return out
 
 
+def names_outside_functions(nodes):
+    """The names read by code that runs when these statements run (not the bodies of the functions they define)."""
+    out = set()
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            params = node.args
+            every = [*params.posonlyargs, *params.args, *params.kwonlyargs, params.vararg, params.kwarg]
+            stack += [*getattr(node, "decorator_list", []), *params.defaults, *params.kw_defaults]
+            stack += [a.annotation for a in every if a is not None and a.annotation is not None]
+            stack += [node.returns] if getattr(node, "returns", None) is not None else []
+            continue
+        if isinstance(node, ast.Name):
+            out.add(node.id)
+        stack += [c for c in ast.iter_child_nodes(node) if c is not None]
+    return out
+
+
+def definitions_swapped(p, line):
+    """A definition starting on line and the next statement, also a definition, in the other order."""
+    out = []
+    definitions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    for node in ast.walk(p.tree):
+        body = getattr(node, "body", None)
+        if not isinstance(body, list) or not isinstance(node, (ast.Module, ast.ClassDef)):
+            continue
+        for k in range(len(body) - 1):
+            a, b = body[k], body[k + 1]
+            if not (isinstance(a, definitions) and isinstance(b, definitions)) or a.name == b.name:
+                continue
+            a1 = min([a.lineno] + [d.lineno for d in a.decorator_list])
+            b1 = min([b.lineno] + [d.lineno for d in b.decorator_list])
+            starts = ("@", "def", "async", "class")  # else a block would not start its line
+            if a1 != line or b1 <= a.end_lineno or not p.lines[a1 - 1].strip().startswith(starts):
+                continue
+            if not p.lines[b1 - 1].strip().startswith(starts):
+                continue
+            a2, b2 = a.end_lineno, b.end_lineno
+            if k + 2 < len(body) and body[k + 2].lineno <= b2:
+                continue
+            # What runs when the body runs may read either name: then their order matters.
+            others = [n for n in body if n is not a and n is not b]
+            if {a.name, b.name} & (names_outside_functions(others) | names_outside_functions([a, b])):
+                continue
+            lines = p.lines
+            new_lines = [*lines[: a1 - 1], *lines[b1 - 1 : b2], *lines[a2 : b1 - 1], *lines[a1 - 1 : a2], *lines[b2:]]
+
+            def moved(n, a1=a1, a2=a2, b1=b1, b2=b2):
+                if a1 <= n <= a2:
+                    return n + b2 - a2
+                if b1 <= n <= b2:
+                    return n + a1 - b1
+                if a2 < n < b1:
+                    return n + (b2 - b1) - (a2 - a1)
+                return n
+
+            out.append(("definitions swapped", "\n".join(new_lines), moved))
+    return out
+
+
 def rewrites_at(p, line):
     """Every rewrite of the calls that start on 1-based line, its strings, and the locals it assigns."""
     out = []
@@ -342,4 +405,4 @@ def rewrites_at(p, line):
             out += keywords_reordered(p, node) + positionals_by_keyword(p, node)
             out += split_call(p, node) + joined_call(p, node)
     out += quotes_swapped(p, line) + local_renamed(p, line) + import_renamed(p, line) + self_renamed(p, line)
-    return out + through_local(p, line)
+    return out + through_local(p, line) + definitions_swapped(p, line)
