@@ -130,6 +130,75 @@ DtypeArgument DtypeClassifier::combine(const std::vector<DtypeArgument>& parts, 
   return with_role(DtypeRole::Unknown, what + " is assigned both the KV-cache dtype and the model dtype in different places");
 }
 
+DtypeArgument DtypeClassifier::choice(TSNode value, TSNode condition, TSNode alternative, const std::string& gate_expr,
+                                      const std::vector<TSNode>& reads, const FunctionFacts* scope, int depth) const {
+  const DtypeArgument a = classify(value, scope, depth + 1);
+  const DtypeArgument b = classify(alternative, scope, depth + 1);
+  if (a.role == b.role && a.role != DtypeRole::Unknown && a.role != DtypeRole::Gated) return with_role(a.role);
+  const bool kv_and_model = (a.role == DtypeRole::KvCache && b.role == DtypeRole::Model) ||
+                            (a.role == DtypeRole::Model && b.role == DtypeRole::KvCache);
+  if (kv_and_model || ((a.role == DtypeRole::Gated || b.role == DtypeRole::Gated) && a.role != DtypeRole::Unknown &&
+                       b.role != DtypeRole::Unknown)) {
+    DtypeArgument gated = with_role(DtypeRole::Gated);
+    gated.condition = one_line(facts_.file().text(condition));
+    gated.gate_expr = gate_expr;
+    gated.gate_portable = std::all_of(reads.begin(), reads.end(), [&](TSNode n) { return reads_no_local(n, scope); });
+    gated.gate_function = scope != nullptr ? scope->node : TSNode{};
+    gated.gate_reads_parameters =
+        std::all_of(reads.begin(), reads.end(), [&](TSNode n) { return reads_only_parameters(n, scope); });
+    return gated;
+  }
+  return with_role(DtypeRole::Unknown, a.role == DtypeRole::Unknown ? a.reason : b.reason);
+}
+
+namespace {
+// The block a plain one-target assignment statement stands in directly (`x = v` on its own), or null.
+TSNode block_of(const Assignment& a) {
+  if (a.kind != AssignmentKind::Plain || syntax::is_null(a.value) || !is(a.statement, "assignment")) return TSNode{};
+  TSNode statement = syntax::parent(a.statement);
+  if (!is(statement, "expression_statement") || syntax::named_child_count(statement) != 1) return TSNode{};
+  TSNode block = syntax::parent(statement);
+  return is(block, "block") ? block : TSNode{};
+}
+
+// An operand of a `value if condition else alternative` written out: in parentheses when it would not
+// parse there bare.
+std::string operand(const ModuleFacts& facts, TSNode node) {
+  TSNode bare = syntax::unparenthesized(node);
+  const std::string text = one_line(facts.text(bare));
+  const bool wrap = is(bare, "conditional_expression") || is(bare, "lambda") || is(bare, "named_expression") ||
+                    is(bare, "yield");
+  return wrap ? "(" + text + ")" : text;
+}
+}  // namespace
+
+std::optional<DtypeArgument> DtypeClassifier::branch_choice(const std::vector<const Assignment*>& assignments, TSNode read,
+                                                            int depth) const {
+  if (assignments.size() != 2 || assignments[0]->function != assignments[1]->function) return std::nullopt;
+  TSNode then_block = block_of(*assignments[0]);
+  TSNode else_block = block_of(*assignments[1]);
+  TSNode if_statement = syntax::parent(then_block);
+  TSNode else_clause = syntax::parent(else_block);
+  if (!is(if_statement, "if_statement") || !is(else_clause, "else_clause") ||
+      !syntax::same(syntax::parent(else_clause), if_statement) ||
+      !syntax::same(field(if_statement, "consequence"), then_block) || syntax::contains(if_statement, read)) {
+    return std::nullopt;
+  }
+  for (uint32_t i = 0; i < syntax::named_child_count(if_statement); ++i) {
+    if (is(syntax::named_child(if_statement, i), "elif_clause")) return std::nullopt;
+  }
+  TSNode condition = field(if_statement, "condition");
+  TSNode value = assignments[0]->value;
+  TSNode alternative = assignments[1]->value;
+  const std::string gate_expr =
+      operand(facts_, value) + " if " + operand(facts_, condition) + " else " + operand(facts_, alternative);
+  const FunctionFacts* scope =
+      assignments[0]->function >= 0 ? &facts_.functions()[static_cast<std::size_t>(assignments[0]->function)] : nullptr;
+  DtypeArgument out = choice(value, syntax::unparenthesized(condition), alternative, gate_expr,
+                             {condition, value, alternative}, scope, depth);
+  return out;
+}
+
 DtypeArgument DtypeClassifier::classify(TSNode expr, const FunctionFacts* scope, int depth) const {
   expr = syntax::unparenthesized(expr);
   const std::string text = one_line(facts_.file().text(expr));
@@ -143,23 +212,7 @@ DtypeArgument DtypeClassifier::classify(TSNode expr, const FunctionFacts* scope,
   if (is(expr, "conditional_expression")) {
     const std::vector<TSNode> parts = syntax::statements(expr);  // value, condition, alternative
     if (parts.size() != 3) return with_role(DtypeRole::Unknown, "unexpected conditional " + text);
-    const DtypeArgument a = classify(parts[0], scope, depth + 1);
-    const DtypeArgument b = classify(parts[2], scope, depth + 1);
-    const std::string condition = one_line(facts_.file().text(parts[1]));
-    if (a.role == b.role && a.role != DtypeRole::Unknown && a.role != DtypeRole::Gated) return with_role(a.role);
-    const bool kv_and_model = (a.role == DtypeRole::KvCache && b.role == DtypeRole::Model) ||
-                              (a.role == DtypeRole::Model && b.role == DtypeRole::KvCache);
-    if (kv_and_model || ((a.role == DtypeRole::Gated || b.role == DtypeRole::Gated) &&
-                         a.role != DtypeRole::Unknown && b.role != DtypeRole::Unknown)) {
-      DtypeArgument gated = with_role(DtypeRole::Gated);
-      gated.condition = condition;
-      gated.gate_expr = text;
-      gated.gate_portable = reads_no_local(expr, scope);
-      gated.gate_function = scope != nullptr ? scope->node : TSNode{};
-      gated.gate_reads_parameters = reads_only_parameters(expr, scope);
-      return gated;
-    }
-    return with_role(DtypeRole::Unknown, a.role == DtypeRole::Unknown ? a.reason : b.reason);
+    return choice(parts[0], parts[1], parts[2], text, {expr}, scope, depth);
   }
 
   if (is(expr, "identifier")) {
@@ -170,6 +223,7 @@ DtypeArgument DtypeClassifier::classify(TSNode expr, const FunctionFacts* scope,
         outer = &facts_.functions()[static_cast<std::size_t>(outer->outer)];
         assignments = facts_.local_assignments(*outer, text);
       }
+      if (auto branches = branch_choice(assignments, expr, depth)) return *branches;
       if (!assignments.empty()) {
         std::vector<DtypeArgument> parts;
         for (const Assignment* a : assignments) {
@@ -193,8 +247,10 @@ DtypeArgument DtypeClassifier::classify(TSNode expr, const FunctionFacts* scope,
     const FunctionFacts* method = holding_method(facts_, scope);
     if (method != nullptr && is(object, "identifier") && facts_.text(object) == self_name(*method)) {
       if (const ClassFacts* cls = facts_.find_class(method->class_name)) {
+        const std::vector<const Assignment*> assignments = facts_.self_attribute_assignments(*cls, attr);
+        if (auto branches = branch_choice(assignments, expr, depth)) return *branches;
         std::vector<DtypeArgument> parts;
-        for (const Assignment* a : facts_.self_attribute_assignments(*cls, attr)) {
+        for (const Assignment* a : assignments) {
           if (a->kind != AssignmentKind::Plain || syntax::is_null(a->value)) continue;
           parts.push_back(classify(a->value, &facts_.functions()[static_cast<std::size_t>(a->function)], depth + 1));
         }

@@ -9,6 +9,7 @@ metamorphic_test.py draws from these beside its rewrites of one line's text. Eac
     imported under another name (`as`);
   - a plan or run call's receiver, or its last positional argument, first assigned to a new local on the line before;
   - two adjacent definitions (methods of a class, or functions or classes of a module) in the other order;
+  - `x = a if c else b` as an if statement that assigns a or b;
   - a call on one line split over several, one argument a line, or a call over several lines joined onto one.
 Each rewrite is (kind, new text, region): the old lines region[0]..region[1] became the new lines
 region[0]..region[2] (1-based), and no line outside them changed but for the shift; region None when no line moved;
@@ -345,7 +346,7 @@ def names_outside_functions(nodes):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             params = node.args
             every = [*params.posonlyargs, *params.args, *params.kwonlyargs, params.vararg, params.kwarg]
-            stack += [*getattr(node, "decorator_list", []), *params.defaults, *params.kw_defaults]
+            stack += [*getattr(node, "decorator_list", []), *params.defaults, *filter(None, params.kw_defaults)]
             stack += [a.annotation for a in every if a is not None and a.annotation is not None]
             stack += [node.returns] if getattr(node, "returns", None) is not None else []
             continue
@@ -397,6 +398,29 @@ def definitions_swapped(p, line):
     return out
 
 
+def conditional_as_if(p, line):
+    out = []
+    for node in ast.walk(p.tree):
+        if not (isinstance(node, ast.Assign) and node.lineno == line and isinstance(node.value, ast.IfExp)):
+            continue
+        if len(node.targets) != 1 or not statement_line_start(p, node) or p.inside(node, ast.JoinedStr):
+            continue
+        end = p.offset(node.end_lineno, node.end_col_offset)
+        rest = p.text[end : p.starts[node.end_lineno]].strip()
+        if rest and not rest.startswith("#"):
+            continue  # `; more` after it
+        indent = p.lines[line - 1][: len(p.lines[line - 1]) - len(p.lines[line - 1].lstrip())]
+        target, value = p.segment(node.targets[0]), node.value
+        # Each part goes on one line: inside the parentheses its line breaks stay legal.
+        block = (f"{indent}if ({p.segment(value.test)}):\n{indent}    {target} = ({p.segment(value.body)})\n"
+                 f"{indent}else:\n{indent}    {target} = ({p.segment(value.orelse)})")
+        start = p.starts[line - 1]
+        new_text = p.text[:start] + block + p.text[end:]
+        added = block.count("\n") - (node.end_lineno - node.lineno)
+        out.append(("conditional as an if statement", new_text, (line, node.end_lineno, node.end_lineno + added)))
+    return out
+
+
 def rewrites_at(p, line):
     """Every rewrite of the calls that start on 1-based line, its strings, and the locals it assigns."""
     out = []
@@ -405,4 +429,4 @@ def rewrites_at(p, line):
             out += keywords_reordered(p, node) + positionals_by_keyword(p, node)
             out += split_call(p, node) + joined_call(p, node)
     out += quotes_swapped(p, line) + local_renamed(p, line) + import_renamed(p, line) + self_renamed(p, line)
-    return out + through_local(p, line) + definitions_swapped(p, line)
+    return out + through_local(p, line) + definitions_swapped(p, line) + conditional_as_if(p, line)

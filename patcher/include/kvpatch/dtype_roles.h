@@ -1,6 +1,8 @@
 #pragma once
 // Which dtype an expression holds: the KV-cache dtype, the model dtype, a gate between them, or unknown.
 #include <functional>
+#include <optional>
+#include <vector>
 
 #include "kvpatch/findings.h"
 #include "kvpatch/module_facts.h"
@@ -19,6 +21,14 @@ public:
 private:
   DtypeArgument classify(TSNode expr, const FunctionFacts* scope, int depth) const;
   DtypeArgument combine(const std::vector<DtypeArgument>& parts, const std::string& what) const;
+  // `value if condition else alternative`: one role when both sides hold it, a gate between the KV-cache and
+  // the model dtype (gate_expr its text) when they differ; `reads` are the nodes the gate evaluates.
+  DtypeArgument choice(TSNode value, TSNode condition, TSNode alternative, const std::string& gate_expr,
+                       const std::vector<TSNode>& reads, const FunctionFacts* scope, int depth) const;
+  // The same choice written as statements, `if c:` / `x = a` / `else:` / `x = b`, when those are the only two
+  // assignments of the name and `read` lies outside the if statement; nullopt otherwise.
+  std::optional<DtypeArgument> branch_choice(const std::vector<const Assignment*>& assignments, TSNode read,
+                                             int depth) const;
   DtypeRole role_of_name(const std::string& name) const;
   // True when the expression reads only the receiver's attributes and module-level names.
   bool reads_no_local(TSNode expr, const FunctionFacts* scope) const;
