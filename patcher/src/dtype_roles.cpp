@@ -194,9 +194,8 @@ std::optional<DtypeArgument> DtypeClassifier::branch_choice(const std::vector<co
       operand(facts_, value) + " if " + operand(facts_, condition) + " else " + operand(facts_, alternative);
   const FunctionFacts* scope =
       assignments[0]->function >= 0 ? &facts_.functions()[static_cast<std::size_t>(assignments[0]->function)] : nullptr;
-  DtypeArgument out = choice(value, syntax::unparenthesized(condition), alternative, gate_expr,
-                             {condition, value, alternative}, scope, depth);
-  return out;
+  return choice(value, syntax::unparenthesized(condition), alternative, gate_expr, {condition, value, alternative},
+                scope, depth);
 }
 
 DtypeArgument DtypeClassifier::classify(TSNode expr, const FunctionFacts* scope, int depth) const {

@@ -296,10 +296,10 @@ def self_renamed(p, line):
         uses = [n for n in body if isinstance(n, ast.Name) and n.id == name]
         if any(p.inside(n, ast.JoinedStr) for n in uses):
             continue
-        # super() without arguments finds its class through the first parameter's cell: any name works.
-        edits = [(*p.span(node.args.args[0]), new)] + [(*p.span(n), new) for n in uses]
         if node.args.args[0].annotation is not None:
             continue
+        # super() without arguments finds its class through the first parameter's cell: any name works.
+        edits = [(*p.span(node.args.args[0]), new)] + [(*p.span(n), new) for n in uses]
         out.append(("self renamed", p.edited(edits), None))
     return out
 

@@ -11,9 +11,8 @@ the same code:
   - a comment after `(` or `,` at a line's end, or a comment line and a blank line before a statement;
   - parentheses around an assignment's value or target (`x = (v)`, `(x) = v`) or a call's receiver (`(w).plan(`);
   - an annotation on an assigned name (`x: object = v`);
-  - and, from Python's own parse (metamorphic_calls.py), a call's keywords reordered, a plan call's trailing
-    arguments passed by keyword, a string's quotes swapped, a local renamed at every use, an import given another
-    name (`as`), or a call split over lines or joined onto one.
+  - and the rewrites made from Python's own parse that metamorphic_calls.py lists (keywords, quotes, renamed
+    locals and imports, calls split or joined, definitions swapped, a conditional as an if statement, ...).
 Python must still compile the result. kvpatch's `check` must then report the same findings (rule, status and line,
 lines moved by the rewrite taken into account: a finding inside the rewritten lines counts as on their first) and
 exit the same, and `apply` must exit the same and write code that compiles. Tree-sitter keeps comments and
@@ -140,13 +139,7 @@ def outcome(kvpatch, text, scratch):
 def canonical(findings, first, last, end):
     """The findings with lines first..last (1-based) counted as on `first` and the lines after them moved as if
     `last` were `end`: a rewrite's findings, and the original's, then compare line for line."""
-    if findings is None:
-        return findings
-    out = {"summary": findings["summary"]}
-    for k in CATEGORIES:
-        out[k] = sorted((r, s, first if first <= n <= last else n - last + end if n > last else n)
-                        for r, s, n in findings[k])
-    return out
+    return relocated(findings, lambda n: first if first <= n <= last else n - last + end if n > last else n)
 
 
 def relocated(findings, moved):
