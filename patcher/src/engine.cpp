@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "kvpatch/edit_operations.h"
+#include "kvpatch/field_holders.h"
 #include "kvpatch/module_helper.h"
 #include "kvpatch/rule_engine.h"
 
@@ -130,15 +131,18 @@ void hold_to_flashinfer(const RuleSet& rules, const std::string& text, const std
   }
 }
 
-// A field is added only for a class whose plan sites use it: none does when every fix there was withheld.
-void drop_unused_fields(const RuleSet& rules, std::vector<FieldFinding>& fields, const std::vector<PlanSite>& sites,
-                        const std::vector<SourcePosition>& withheld) {
+// A field is added only for a class whose plan sites use it (those of the methods its instances run, inherited
+// ones included): none does when every fix there was withheld.
+void drop_unused_fields(const RuleSet& rules, const ModuleFacts& facts, std::vector<FieldFinding>& fields,
+                        const std::vector<PlanSite>& sites, const std::vector<SourcePosition>& withheld) {
   for (FieldFinding& f : fields) {
     const FieldRule* rule = rules.field_rule(f.rule);
     if (!f.fix || rule == nullptr) continue;
     bool any_withheld = false, any_fixed = false;
     for (const PlanSite& s : sites) {
-      if (s.rule != rule->sites_rule || s.class_name != f.class_name) continue;
+      if (s.rule != rule->sites_rule) continue;
+      const std::vector<std::string> holders = field_holders(facts, s.class_name, rule->anchor);
+      if (std::find(holders.begin(), holders.end(), f.class_name) == holders.end()) continue;
       any_withheld |= holds(withheld, {s.line, s.column});
       any_fixed |= s.fix.has_value();
     }
@@ -196,7 +200,9 @@ FileReport analyze_file(const RuleSet& rules, const std::shared_ptr<const Parsed
     for (FieldFinding& f : check_fields(rule, *sites_rule, facts, report.plan_sites)) report.fields.push_back(std::move(f));
   }
   for (const PlanSiteRule& rule : rules.plan_site_rules) {
-    if (rule.files.matches(text)) plan_site_fixes(rule, facts, report.fields, report.plan_sites);
+    if (!rule.files.matches(text)) continue;
+    const FieldRule* field_rule = rules.field_rule(rule.field_rule);
+    plan_site_fixes(rule, field_rule != nullptr ? field_rule->anchor : "", facts, report.fields, report.plan_sites);
   }
   // Casts last: they are redundant only if the plan sites are threaded once the fixes above are made. A run()
   // whose wrapper would then be planned for the KV dtype must get the KV data unconverted; where it would not,
@@ -234,7 +240,7 @@ FileReport analyze_file(const RuleSet& rules, const std::shared_ptr<const Parsed
     if (!changed) break;
   }
   for (RunInputFinding& r : run_inputs) r.effect = effect(r, report.plan_sites, withheld);
-  drop_unused_fields(rules, report.fields, report.plan_sites, withheld);
+  drop_unused_fields(rules, facts, report.fields, report.plan_sites, withheld);
   report.run_inputs = std::move(run_inputs);
   report.run_scales = run_scales_of(rules, facts, report, target, unpinned);
 

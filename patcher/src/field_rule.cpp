@@ -2,6 +2,7 @@
 
 #include "kvpatch/dtype_roles.h"
 #include "kvpatch/edit_operations.h"
+#include "kvpatch/field_holders.h"
 #include "kvpatch/rule_engine.h"
 
 namespace kvpatch {
@@ -47,9 +48,12 @@ std::vector<FieldFinding> check_fields(const FieldRule& rule, const PlanSiteRule
     for (const Assignment* a : anchors) {
       if (!suppressed) suppressed = suppression(source, a->statement, rule.id);
     }
-    if (rule.require_sites &&
-        std::none_of(sites.begin(), sites.end(), [&](const PlanSite& s) {
-          return s.rule == rule.sites_rule && s.class_name == cls.name;
+    // A class is in scope when the plan sites of its own methods, or of the classes its instances inherit
+    // methods from, read the field it sets in __init__ (a base class's constants are a subclass's too).
+    if (rule.require_sites && std::none_of(sites.begin(), sites.end(), [&](const PlanSite& s) {
+          if (s.rule != rule.sites_rule) return false;
+          const std::vector<std::string> holders = field_holders(facts, s.class_name, rule.anchor);
+          return std::find(holders.begin(), holders.end(), cls.name) != holders.end();
         })) {
       continue;
     }

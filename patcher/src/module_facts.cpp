@@ -239,6 +239,34 @@ const ClassFacts* ModuleFacts::find_class(const std::string& name) const {
   return nullptr;
 }
 
+std::vector<const ClassFacts*> ModuleFacts::lineage(const ClassFacts& cls) const {
+  std::vector<const ClassFacts*> out{&cls};
+  for (;;) {
+    TSNode bases = field(out.back()->node, "superclasses");
+    if (!is(bases, "argument_list")) break;
+    std::vector<TSNode> positional;
+    for (TSNode base : named_children(bases)) {
+      if (!is(base, "keyword_argument") && !is(base, "comment")) positional.push_back(base);  // not metaclass=...
+    }
+    if (positional.size() != 1 || !is(positional.front(), "identifier")) break;
+    const ClassFacts* base = find_class(text(positional.front()));
+    // A cycle is no Python program (a name bound twice can look like one); stop rather than loop.
+    if (base == nullptr || std::find(out.begin(), out.end(), base) != out.end()) break;
+    out.push_back(base);
+  }
+  return out;
+}
+
+std::vector<const ClassFacts*> ModuleFacts::instance_classes(const ClassFacts& cls) const {
+  std::vector<const ClassFacts*> out{&cls};
+  for (const ClassFacts& other : classes_) {
+    if (&other == &cls) continue;
+    const std::vector<const ClassFacts*> up = lineage(other);
+    if (std::find(up.begin(), up.end(), &cls) != up.end()) out.push_back(&other);
+  }
+  return out;
+}
+
 const FunctionFacts* ModuleFacts::module_function(const std::string& name) const {
   for (const FunctionFacts& f : functions_) {
     if (f.class_name.empty() && f.outer < 0 && f.name == name) return &f;
@@ -290,7 +318,7 @@ std::vector<const Assignment*> ModuleFacts::local_assignments(const FunctionFact
   return out;
 }
 
-std::vector<const Assignment*> ModuleFacts::self_attribute_assignments(const ClassFacts& cls,
+std::vector<const Assignment*> ModuleFacts::own_attribute_assignments(const ClassFacts& cls,
                                                                        const std::string& attr) const {
   // Look up `<self>.<attr>` for each receiver name the class's methods use (nearly always `self`).
   std::vector<std::string> selves;
@@ -312,6 +340,23 @@ std::vector<const Assignment*> ModuleFacts::self_attribute_assignments(const Cla
     }
   }
   std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<const Assignment*> ModuleFacts::self_attribute_assignments(const ClassFacts& cls,
+                                                                       const std::string& attr) const {
+  std::vector<const Assignment*> out;
+  for (const ClassFacts* instance : instance_classes(cls)) {
+    // An assignment in a nearer class shadows the ones above it for this instance's class.
+    for (const ClassFacts* from : lineage(*instance)) {
+      const std::vector<const Assignment*> own = own_attribute_assignments(*from, attr);
+      if (own.empty()) continue;
+      out.insert(out.end(), own.begin(), own.end());
+      break;
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 

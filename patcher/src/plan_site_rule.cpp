@@ -5,6 +5,7 @@
 
 #include "kvpatch/dtype_roles.h"
 #include "kvpatch/edit_operations.h"
+#include "kvpatch/field_holders.h"
 #include "kvpatch/imported_names.h"
 #include "kvpatch/method_references.h"
 #include "kvpatch/rule_engine.h"
@@ -319,25 +320,70 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
   return sites;
 }
 
-void plan_site_fixes(const PlanSiteRule& rule, const ModuleFacts& facts, const std::vector<FieldFinding>& fields,
-                     std::vector<PlanSite>& sites) {
+namespace {
+
+// Why a missing site gets no fix from the field findings of the classes that must carry its field (holders), or
+// "" when every one of them has the same field, present or added.
+std::string field_not_in_reach(const PlanSiteRule& rule, const ModuleFacts& facts, const std::string& anchor,
+                               const PlanSite& site, const std::vector<std::string>& holders,
+                               const std::vector<const FieldFinding*>& findings) {
+  if (site.class_name.empty()) return "the call is outside a class, so no KV dtype field is in reach; pass the KV dtype by hand";
+  const ClassFacts* cls = facts.find_class(site.class_name);
+  if (holders.empty() && cls != nullptr && !anchor.empty() &&
+      (facts.lineage(*cls).size() > 1 || facts.instance_classes(*cls).size() > 1)) {
+    // Classes that inherit from each other: the anchor is there, but no __init__ that runs sets it.
+    return "no __init__ that runs for instances of " + site.class_name +
+           " (or of the module's classes inheriting its methods) assigns " + anchor +
+           ": an __init__ that does not call its base's keeps that one from running; so there is no place for the KV "
+           "dtype field; thread it by hand";
+  }
+  const bool own = holders.size() == 1 && holders.front() == site.class_name;
+  if (holders.empty() || (findings.empty() && own)) {
+    return "class " + site.class_name + " is not in the scope of rule " + rule.field_rule +
+           " and has no KV dtype field; thread it by hand or add the class to the rule's scope";
+  }
+  for (const std::string& holder : holders) {
+    const auto found = std::find_if(findings.begin(), findings.end(),
+                                    [&](const FieldFinding* f) { return f->class_name == holder; });
+    if (found == findings.end()) {
+      return "class " + holder + ", whose __init__ sets up instances that run " + site.class_name + "." + site.method +
+             ", is not in the scope of rule " + rule.field_rule + "; thread it by hand or add the class to the rule's scope";
+    }
+    const FieldFinding& f = **found;
+    if (f.field_text.empty()) {
+      return f.ignored ? "rule " + rule.field_rule + " is suppressed for " + f.class_name + " (" + f.reason +
+                             "), so no KV dtype field is added; pass the KV dtype by hand"
+                       : f.reason;
+    }
+    if (f.field_text != findings.front()->field_text) {
+      return "the classes whose instances run " + site.class_name + "." + site.method +
+             " keep the KV dtype in different fields (" + findings.front()->class_name + ": " +
+             findings.front()->field_text + ", " + f.class_name + ": " + f.field_text + "); pass it by hand";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+void plan_site_fixes(const PlanSiteRule& rule, const std::string& field_anchor, const ModuleFacts& facts,
+                     const std::vector<FieldFinding>& fields, std::vector<PlanSite>& sites) {
   for (PlanSite& site : sites) {
     if (site.rule != rule.id || site.status != SiteStatus::Missing) continue;
-    const FieldFinding* field_finding = nullptr;
+    // The field is read through the instance, so every class whose __init__ sets up an instance that can run
+    // this method must carry it: the site's own class, or the bases and subclasses in the module that do.
+    const std::vector<std::string> holders =
+        field_anchor.empty() || site.class_name.empty() ? std::vector<std::string>{site.class_name}
+                                                        : field_holders(facts, site.class_name, field_anchor);
+    std::vector<const FieldFinding*> findings;
     for (const FieldFinding& f : fields) {
-      if (f.rule == rule.field_rule && f.class_name == site.class_name && !site.class_name.empty()) field_finding = &f;
+      if (f.rule == rule.field_rule && std::find(holders.begin(), holders.end(), f.class_name) != holders.end()) {
+        findings.push_back(&f);
+      }
     }
-    if (field_finding == nullptr || field_finding->field_text.empty()) {
-      site.reason = field_finding != nullptr && field_finding->ignored
-                        ? "rule " + rule.field_rule + " is suppressed for " + site.class_name + " (" +
-                              field_finding->reason + "), so no KV dtype field is added; pass the KV dtype by hand"
-                    : field_finding != nullptr ? field_finding->reason
-                    : site.class_name.empty()
-                        ? "the call is outside a class, so no KV dtype field is in reach; pass the KV dtype by hand"
-                        : "class " + site.class_name + " is not in the scope of rule " + rule.field_rule +
-                              " and has no KV dtype field; thread it by hand or add the class to the rule's scope";
-      continue;
-    }
+    site.reason = field_not_in_reach(rule, facts, field_anchor, site, holders, findings);
+    if (!site.reason.empty()) continue;
+    const FieldFinding* field_finding = findings.front();
     // In a class whose other sites gate the KV dtype on the platform, a fixed site follows the same gate:
     // planning the KV dtype unconditionally would disagree with the casts the gate keeps. A gate that
     // reads locals can be copied only into the function it is written in, and only when those locals

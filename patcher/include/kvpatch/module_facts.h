@@ -54,6 +54,12 @@ public:
   const std::vector<TSNode>& calls_named(const std::string& name) const;
 
   const ClassFacts* find_class(const std::string& name) const;
+  // Where Python looks a method or attribute up for an instance of cls, as far as this module shows it: cls,
+  // then its base while cls has exactly one (positional) base and that base is a class of this module. Past a
+  // base imported from elsewhere, or a class with several bases (whose order C3 decides), the code is not seen.
+  std::vector<const ClassFacts*> lineage(const ClassFacts& cls) const;
+  // The classes whose instances run cls's methods: cls, and every class of the module with cls in its lineage.
+  std::vector<const ClassFacts*> instance_classes(const ClassFacts& cls) const;
   const FunctionFacts* module_function(const std::string& name) const;
   const FunctionFacts* method(const ClassFacts& cls, const std::string& name) const;
   const FunctionFacts* method(const std::string& class_name, const std::string& name) const;
@@ -63,7 +69,9 @@ public:
 
   // Assignments to a plain name inside one function (not its nested defs).
   std::vector<const Assignment*> local_assignments(const FunctionFacts& function, const std::string& name) const;
-  // `self.<attr> = ...` (Plain) and `self.<attr>[k] = ...` (ItemStore) and `self.<attr>.append(v)` in the class's methods.
+  // `self.<attr> = ...` (Plain) and `self.<attr>[k] = ...` (ItemStore) and `self.<attr>.append(v)` that can have
+  // set the attribute an instance running cls's methods reads: for cls and each class inheriting from it, those in
+  // the methods of the first class along its lineage that assigns it.
   std::vector<const Assignment*> self_attribute_assignments(const ClassFacts& cls, const std::string& attr) const;
   // Names bound at module level when it runs: imports (not those only under `if TYPE_CHECKING:`), assignments,
   // defs and classes.
@@ -72,6 +80,8 @@ public:
   std::string field_annotation_anywhere(const std::string& field) const;
 
 private:
+  // The assignments to `<self>.<attr>` in cls's own methods (and defs nested in them).
+  std::vector<const Assignment*> own_attribute_assignments(const ClassFacts& cls, const std::string& attr) const;
   void collect_scope(TSNode scope_body, const std::string& class_name, const std::string& method_name, int outer);
   void collect_function(TSNode def, const std::string& class_name, const std::string& method_name, int outer);
   void collect_class(TSNode def);

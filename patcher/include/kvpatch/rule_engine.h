@@ -23,9 +23,11 @@ std::vector<FieldFinding> check_fields(const FieldRule& rule, const PlanSiteRule
                                        const std::vector<PlanSite>& sites);
 
 // Gives each missing site of the rule its fix: the bound KV argument replaced (or added) with the
-// KV field of the site's class, as the field rule found or adds it.
-void plan_site_fixes(const PlanSiteRule& rule, const ModuleFacts& facts, const std::vector<FieldFinding>& fields,
-                     std::vector<PlanSite>& sites);
+// KV field of the site's class, as the field rule found or adds it. field_anchor is that rule's anchor
+// (`self.data_type`): it says which class's __init__ sets the field up when classes of the module inherit
+// from each other ("" when the rule set has no such field rule: the site's own class then).
+void plan_site_fixes(const PlanSiteRule& rule, const std::string& field_anchor, const ModuleFacts& facts,
+                     const std::vector<FieldFinding>& fields, std::vector<PlanSite>& sites);
 
 // The plan sites (indices into sites) that may plan the wrapper a consumer's receiver holds, by the
 // attribute the receiver is read from (see WrapperChannel).

@@ -25,9 +25,9 @@ std::vector<KvPlanForm> forms_of(const std::string& code, const std::map<std::st
   const ModuleFacts facts(*file);
   const PlanSiteRule& rule = *rules.plan_site_rule("flashinfer-mla-plan-kv-dtype");
   std::vector<PlanSite> sites = find_plan_sites(rule, facts);
-  const std::vector<FieldFinding> fields =
-      check_fields(*rules.field_rule(rule.field_rule), rule, facts, sites);
-  plan_site_fixes(rule, facts, fields, sites);
+  const FieldRule& field_rule = *rules.field_rule(rule.field_rule);
+  const std::vector<FieldFinding> fields = check_fields(field_rule, rule, facts, sites);
+  plan_site_fixes(rule, field_rule.anchor, facts, fields, sites);
   std::vector<KvPlanForm> out;
   out.reserve(sites.size());
   for (const PlanSite& s : sites) out.push_back(kv_plan_form(s, rule, rules, facts, fields));
