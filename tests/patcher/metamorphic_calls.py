@@ -10,6 +10,7 @@ metamorphic_test.py draws from these beside its rewrites of one line's text. Eac
   - a plan or run call's receiver, or its last positional argument, first assigned to a new local on the line before;
   - two adjacent definitions (methods of a class, or functions or classes of a module) in the other order;
   - `x = a if c else b` as an if statement that assigns a or b;
+  - a class's __init__ moved into a new base class just above it, which takes over the class's bases;
   - a call on one line split over several, one argument a line, or a call over several lines joined onto one.
 Each rewrite is (kind, new text, region): the old lines region[0]..region[1] became the new lines
 region[0]..region[2] (1-based), and no line outside them changed but for the shift; region None when no line moved;
@@ -421,6 +422,52 @@ def conditional_as_if(p, line):
     return out
 
 
+def init_moved_to_base(p, line):
+    """The class whose header is line, its __init__ moved into a new base class defined just above it.
+
+    The instance runs the same __init__ (inherited now), and its zero-argument super() still reaches the class's
+    old bases, which the new base takes over. Left alone: a decorated class (a dataclass would then make its own
+    __init__), a header over several lines, an __init__ that names its class or __class__ or a private `__x` (name
+    mangling follows the class), a decorated __init__, and a class with nothing else in its body."""
+    out = []
+    for node in ast.walk(p.tree):
+        if not isinstance(node, ast.ClassDef) or node.lineno != line or node.decorator_list:
+            continue
+        inits = [n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"]
+        if len(inits) != 1 or inits[0].decorator_list or len(node.body) < 2:
+            continue
+        init = inits[0]
+        header = p.lines[line - 1]
+        if not header.rstrip().endswith(":") or node.body[0].lineno == line:
+            continue
+        names = {n.id for n in ast.walk(init) if isinstance(n, ast.Name)} | {
+            n.attr for n in ast.walk(init) if isinstance(n, ast.Attribute)}
+        if node.name in names or "__class__" in names or any(
+                x.startswith("__") and not x.endswith("__") for x in names):
+            continue
+        i1, i2 = init.lineno, init.end_lineno
+        base = f"_KvpatchInit{line}"
+        bases = header[header.index("(") + 1 : header.rindex(")")] if "(" in header else ""
+        indent = header[: len(header) - len(header.lstrip())]
+        new_header = f"{indent}class {node.name}({base}):"
+        lines = p.lines
+        new_lines = [*lines[: line - 1], f"{indent}class {base}({bases}):", *lines[i1 - 1 : i2], new_header,
+                     *lines[line : i1 - 1], *lines[i2:]]
+        n_init = i2 - i1 + 1
+
+        def moved(n, c1=line, i1=i1, i2=i2, n_init=n_init):
+            if n < c1:
+                return n
+            if n == c1 or c1 < n < i1:
+                return n + 1 + n_init
+            if i1 <= n <= i2:
+                return n - i1 + c1 + 1
+            return n + 1
+
+        out.append(("__init__ moved into a base class", "\n".join(new_lines), moved))
+    return out
+
+
 def rewrites_at(p, line):
     """Every rewrite of the calls that start on 1-based line, its strings, and the locals it assigns."""
     out = []
@@ -429,4 +476,14 @@ def rewrites_at(p, line):
             out += keywords_reordered(p, node) + positionals_by_keyword(p, node)
             out += split_call(p, node) + joined_call(p, node)
     out += quotes_swapped(p, line) + local_renamed(p, line) + import_renamed(p, line) + self_renamed(p, line)
-    return out + through_local(p, line) + definitions_swapped(p, line) + conditional_as_if(p, line)
+    out += through_local(p, line) + definitions_swapped(p, line) + conditional_as_if(p, line)
+    return out + init_moved_to_base(p, line)
+
+
+# The rewrites made by one function each, by kind: metamorphic_test.py's --kind calls it alone (rewrites_at makes
+# every kind, walking the tree once per kind, which over a long backend's every line takes minutes).
+BY_KIND = {
+    "__init__ moved into a base class": init_moved_to_base,
+    "conditional as an if statement": conditional_as_if,
+    "definitions swapped": definitions_swapped,
+}

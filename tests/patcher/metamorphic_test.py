@@ -2,7 +2,7 @@
 """kvpatch on rewrites that leave the program as Python reads it (stdlib only).
 
   metamorphic_test.py --kvpatch BIN (--fixtures DIR | --sources DIR) [--count N] [--first-seed S] [--keep DIR]
-                      [--only lines|calls]
+                      [--only lines|calls] [--kind KIND]
 
 Each seed takes one backend that compiles and rewrites one place in it the way another author might have written
 the same code:
@@ -152,6 +152,54 @@ def relocated(findings, moved):
     return out
 
 
+def problems_of(kvpatch, base, rewritten, region, scratch):
+    """What the rewrite changed in kvpatch's outcome against the original's (base), and the rewrite's outcome."""
+    got = outcome(kvpatch, rewritten, scratch)
+    problems = []
+    if got[0] != base[0]:
+        problems.append(f"check exited {got[0]}, not {base[0]}")
+    if callable(region):
+        same = got[1] == relocated(base[1], region)
+    else:
+        first, last, end = region or (0, -1, -1)
+        same = canonical(got[1], first, end, end) == canonical(base[1], first, last, end)
+    if not same:
+        problems.append("check's findings changed")
+    if got[2] != base[2]:
+        problems.append(f"apply exited {got[2]}, not {base[2]}")
+    if got[2] != 2 and not compiles(got[3]):
+        problems.append("apply wrote code Python does not compile")
+    return problems, got
+
+
+def drawn(args, sources, parsed):
+    """(seed, path, 0-based line, kind, rewritten text, region) for each seed: one backend, one line, one rewrite."""
+    for seed in range(args.first_seed, args.first_seed + args.count):
+        rng = random.Random(seed)
+        path, text = sources[rng.randrange(len(sources))]
+        if path not in parsed:
+            parsed[path] = metamorphic_calls.Parsed(text)
+        for _ in range(LINES_PER_SEED):
+            i = rng.randrange(len(parsed[path].lines))
+            candidates = [r for r in rewrites(parsed[path], i, args.only) if compiles(r[1])]
+            if candidates:
+                break
+        else:
+            continue
+        yield (seed, path, i, *rng.choice(candidates))
+
+
+def every_one(args, sources, parsed):
+    """Every rewrite of the kind args.kind names, of every line of every backend, in order (seed shown as -1)."""
+    for path, text in sources:
+        parsed[path] = metamorphic_calls.Parsed(text)
+        for i in range(len(parsed[path].lines)):
+            made = metamorphic_calls.BY_KIND.get(args.kind)
+            for kind, rewritten, region in made(parsed[path], i + 1) if made else rewrites(parsed[path], i, args.only):
+                if kind == args.kind and compiles(rewritten):
+                    yield (-1, path, i, kind, rewritten, region)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--kvpatch", required=True)
@@ -163,6 +211,8 @@ def main():
     parser.add_argument("--keep", help="write each rewritten input that fails here as seed-N.py")
     parser.add_argument("--only", choices=["lines", "calls"], help="draw only the rewrites of one line's text, or only "
                         "those from Python's parse (metamorphic_calls.py)")
+    parser.add_argument("--kind", help="instead of drawing seeds, make every rewrite of this kind (as the summary "
+                        "names it, e.g. '__init__ moved into a base class') wherever it applies")
     args = parser.parse_args()
     kvpatch = os.path.abspath(args.kvpatch)
     sources = backends(args.fixtures, args.sources)
@@ -172,52 +222,29 @@ def main():
     scratch = tempfile.mkdtemp(prefix="kvpatch-metamorphic-")
     baselines, parsed, failed, tried, kinds = {}, {}, 0, 0, {}
     try:
-        for seed in range(args.first_seed, args.first_seed + args.count):
-            rng = random.Random(seed)
-            path, text = sources[rng.randrange(len(sources))]
-            if path not in parsed:
-                parsed[path] = metamorphic_calls.Parsed(text)
-            for _ in range(LINES_PER_SEED):
-                i = rng.randrange(len(parsed[path].lines))
-                candidates = [r for r in rewrites(parsed[path], i, args.only) if compiles(r[1])]
-                if candidates:
-                    break
-            else:
-                continue
-            kind, rewritten, region = rng.choice(candidates)
+        cases = every_one(args, sources, parsed) if args.kind else drawn(args, sources, parsed)
+        for seed, path, i, kind, rewritten, region in cases:
             if path not in baselines:
-                baselines[path] = outcome(kvpatch, text, scratch)
-            base = baselines[path]
-            got = outcome(kvpatch, rewritten, scratch)
+                baselines[path] = outcome(kvpatch, parsed[path].text, scratch)
+            problems, got = problems_of(kvpatch, baselines[path], rewritten, region, scratch)
             tried += 1
             kinds[kind] = kinds.get(kind, 0) + 1
-            problems = []
-            if got[0] != base[0]:
-                problems.append(f"check exited {got[0]}, not {base[0]}")
-            if callable(region):
-                same = got[1] == relocated(base[1], region)
-            else:
-                first, last, end = region or (0, -1, -1)
-                same = canonical(got[1], first, end, end) == canonical(base[1], first, last, end)
-            if not same:
-                problems.append("check's findings changed")
-            if got[2] != base[2]:
-                problems.append(f"apply exited {got[2]}, not {base[2]}")
-            if got[2] != 2 and not compiles(got[3]):
-                problems.append("apply wrote code Python does not compile")
             if problems:
                 failed += 1
                 print(f"seed {seed} ({path}:{i + 1}, {kind}): " + "; ".join(problems) + f" {got[4].strip()[-300:]}")
                 if args.keep:
                     os.makedirs(args.keep, exist_ok=True)
-                    with open(os.path.join(args.keep, f"seed-{seed}.py"), "w", encoding="utf-8", newline="") as f:
+                    name = f"seed-{seed}.py" if seed >= 0 else f"{os.path.basename(os.path.dirname(path))}-{i + 1}.py"
+                    with open(os.path.join(args.keep, name), "w", encoding="utf-8", newline="") as f:
                         f.write(rewritten)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    if args.kind and tried == 0:
+        print(f"metamorphic_test: no rewrite of kind {args.kind!r} applies to these backends", file=sys.stderr)
+        return 2
     counted = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
     print(f"{tried} rewrites of {len(sources)} backends ({counted}); {failed} changed the outcome")
     return 1 if failed else 0
-
 
 if __name__ == "__main__":
     sys.exit(main())
