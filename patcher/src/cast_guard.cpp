@@ -142,9 +142,10 @@ public:
     }
     const FieldRule* field_rule = rules_.field_rule(rule_.field_rule);
     for (const FieldFinding& f : fields_) {
-      if (f.rule != rule_.field_rule || !f.fix || field_rule == nullptr) continue;
-      const std::vector<std::string> holders = field_holders(facts_, class_name, field_rule->anchor);
-      if (std::find(holders.begin(), holders.end(), f.class_name) == holders.end()) continue;
+      if (f.rule != rule_.field_rule || !f.fix || field_rule == nullptr ||
+          !holds_field_for(facts_, f.class_name, class_name, field_rule->anchor)) {
+        continue;
+      }
       if (last_name(f.field_text) != attr) continue;
       const std::string source = "_ = " + field_rule->value + "\n";
       PythonTree tree(source);

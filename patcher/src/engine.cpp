@@ -140,9 +140,7 @@ void drop_unused_fields(const RuleSet& rules, const ModuleFacts& facts, std::vec
     if (!f.fix || rule == nullptr) continue;
     bool any_withheld = false, any_fixed = false;
     for (const PlanSite& s : sites) {
-      if (s.rule != rule->sites_rule) continue;
-      const std::vector<std::string> holders = field_holders(facts, s.class_name, rule->anchor);
-      if (std::find(holders.begin(), holders.end(), f.class_name) == holders.end()) continue;
+      if (s.rule != rule->sites_rule || !holds_field_for(facts, f.class_name, s.class_name, rule->anchor)) continue;
       any_withheld |= holds(withheld, {s.line, s.column});
       any_fixed |= s.fix.has_value();
     }

@@ -48,4 +48,10 @@ std::vector<std::string> field_holders(const ModuleFacts& facts, const std::stri
   return out;
 }
 
+bool holds_field_for(const ModuleFacts& facts, const std::string& holder, const std::string& class_name,
+                     const std::string& anchor) {
+  const std::vector<std::string> holders = field_holders(facts, class_name, anchor);
+  return std::find(holders.begin(), holders.end(), holder) != holders.end();
+}
+
 }  // namespace kvpatch

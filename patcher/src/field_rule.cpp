@@ -51,9 +51,7 @@ std::vector<FieldFinding> check_fields(const FieldRule& rule, const PlanSiteRule
     // A class is in scope when the plan sites of its own methods, or of the classes its instances inherit
     // methods from, read the field it sets in __init__ (a base class's constants are a subclass's too).
     if (rule.require_sites && std::none_of(sites.begin(), sites.end(), [&](const PlanSite& s) {
-          if (s.rule != rule.sites_rule) return false;
-          const std::vector<std::string> holders = field_holders(facts, s.class_name, rule.anchor);
-          return std::find(holders.begin(), holders.end(), cls.name) != holders.end();
+          return s.rule == rule.sites_rule && holds_field_for(facts, cls.name, s.class_name, rule.anchor);
         })) {
       continue;
     }

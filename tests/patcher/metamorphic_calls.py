@@ -458,7 +458,7 @@ def init_moved_to_base(p, line):
         def moved(n, c1=line, i1=i1, i2=i2, n_init=n_init):
             if n < c1:
                 return n
-            if n == c1 or c1 < n < i1:
+            if c1 <= n < i1:
                 return n + 1 + n_init
             if i1 <= n <= i2:
                 return n - i1 + c1 + 1

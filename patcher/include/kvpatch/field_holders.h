@@ -19,4 +19,8 @@ const ClassFacts* init_holder(const ModuleFacts& facts, const ClassFacts& cls, c
 std::vector<std::string> field_holders(const ModuleFacts& facts, const std::string& class_name,
                                        const std::string& anchor);
 
+// Whether holder is one of class_name's field holders (above): its field serves class_name's methods.
+bool holds_field_for(const ModuleFacts& facts, const std::string& holder, const std::string& class_name,
+                     const std::string& anchor);
+
 }  // namespace kvpatch
