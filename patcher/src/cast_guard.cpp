@@ -5,6 +5,7 @@
 #include "kvpatch/dtype_roles.h"
 #include "kvpatch/edit_operations.h"
 #include "kvpatch/field_holders.h"
+#include "kvpatch/reaching_definitions.h"
 
 namespace kvpatch {
 using syntax::field;
@@ -108,7 +109,8 @@ public:
     if (is(expr, "identifier")) {
       for (const FunctionFacts* f = scope; f != nullptr;
            f = f->outer >= 0 ? &facts_.functions()[static_cast<std::size_t>(f->outer)] : nullptr) {
-        const std::vector<const Assignment*> assignments = facts_.local_assignments(*f, text);
+        std::vector<const Assignment*> assignments = facts_.local_assignments(*f, text);
+        if (auto reaching = reaching_assignments(facts_, assignments, text, expr)) assignments = *reaching;
         if (assignments.empty()) continue;
         std::vector<KvPlanForm> forms;
         for (const Assignment* a : assignments) {

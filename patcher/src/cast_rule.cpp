@@ -8,6 +8,7 @@
 #include "kvpatch/dtype_roles.h"
 #include "kvpatch/edit_operations.h"
 #include "kvpatch/method_references.h"
+#include "kvpatch/reaching_definitions.h"
 #include "kvpatch/rule_engine.h"
 
 namespace kvpatch {
@@ -70,7 +71,8 @@ private:
       return !found;
     });
     if (found || !is(syntax::unparenthesized(expr), "identifier") || scope == nullptr) return found;
-    for (const Assignment* a : facts_.local_assignments(*scope, facts_.text(syntax::unparenthesized(expr)))) {
+    TSNode name = syntax::unparenthesized(expr);
+    for (const Assignment* a : assignments_reaching(facts_, *scope, facts_.text(name), name)) {
       if (a->kind != AssignmentKind::Plain || syntax::is_null(a->value) || syntax::contains(a->statement, cast)) continue;
       if (holds_kv(a->value, scope, cast, depth + 1)) return true;
     }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <functional>
 
+#include "kvpatch/reaching_definitions.h"
+
 namespace kvpatch {
 using syntax::field;
 using syntax::is;
@@ -173,23 +175,37 @@ std::string operand(const ModuleFacts& facts, TSNode node) {
 }  // namespace
 
 std::optional<DtypeArgument> DtypeClassifier::branch_choice(const std::vector<const Assignment*>& assignments, TSNode read,
-                                                            int depth) const {
+                                                            int depth, bool reaching) const {
   if (assignments.size() != 2 || assignments[0]->function != assignments[1]->function) return std::nullopt;
-  TSNode then_block = block_of(*assignments[0]);
-  TSNode else_block = block_of(*assignments[1]);
-  TSNode if_statement = syntax::parent(then_block);
-  TSNode else_clause = syntax::parent(else_block);
-  if (!is(if_statement, "if_statement") || !is(else_clause, "else_clause") ||
-      !syntax::same(syntax::parent(else_clause), if_statement) ||
-      !syntax::same(field(if_statement, "consequence"), then_block) || syntax::contains(if_statement, read)) {
+  const TSNode first_block = block_of(*assignments[0]);
+  const TSNode second_block = block_of(*assignments[1]);
+  if (syntax::is_null(first_block) || syntax::is_null(second_block)) return std::nullopt;
+  TSNode if_statement{};
+  TSNode value{};
+  TSNode alternative{};
+  TSNode owner = syntax::parent(second_block);
+  if (is(owner, "else_clause") && syntax::same(syntax::parent(first_block), syntax::parent(owner)) &&
+      syntax::same(field(syntax::parent(owner), "consequence"), first_block)) {
+    // `if c:` / `x = a` / `else:` / `x = b`
+    if_statement = syntax::parent(owner);
+    value = assignments[0]->value;
+    alternative = assignments[1]->value;
+  } else if (reaching && is(owner, "if_statement") && syntax::same(field(owner, "consequence"), second_block) &&
+             syntax::same(syntax::parent(owner), first_block) &&
+             ts_node_start_byte(owner) > ts_node_start_byte(assignments[0]->statement) &&
+             syntax::is_null(field(owner, "alternative"))) {
+    // `x = a` then `if c:` / `x = b` in the same block, both reaching the read: b when c holds, a otherwise.
+    if_statement = owner;
+    value = assignments[1]->value;
+    alternative = assignments[0]->value;
+  } else {
     return std::nullopt;
   }
+  if (syntax::contains(if_statement, read)) return std::nullopt;
   for (uint32_t i = 0; i < syntax::named_child_count(if_statement); ++i) {
     if (is(syntax::named_child(if_statement, i), "elif_clause")) return std::nullopt;
   }
   TSNode condition = field(if_statement, "condition");
-  TSNode value = assignments[0]->value;
-  TSNode alternative = assignments[1]->value;
   const std::string gate_expr =
       operand(facts_, value) + " if " + operand(facts_, condition) + " else " + operand(facts_, alternative);
   const FunctionFacts* scope =
@@ -222,7 +238,10 @@ DtypeArgument DtypeClassifier::classify(TSNode expr, const FunctionFacts* scope,
         outer = &facts_.functions()[static_cast<std::size_t>(outer->outer)];
         assignments = facts_.local_assignments(*outer, text);
       }
-      if (auto branches = branch_choice(assignments, expr, depth)) return *branches;
+      // Only the assignments that can reach this read count: one made in another branch does not.
+      const auto reaching = reaching_assignments(facts_, assignments, text, expr);
+      if (reaching) assignments = *reaching;
+      if (auto branches = branch_choice(assignments, expr, depth, reaching.has_value())) return *branches;
       if (!assignments.empty()) {
         std::vector<DtypeArgument> parts;
         for (const Assignment* a : assignments) {
@@ -247,7 +266,7 @@ DtypeArgument DtypeClassifier::classify(TSNode expr, const FunctionFacts* scope,
     if (method != nullptr && is(object, "identifier") && facts_.text(object) == self_name(*method)) {
       if (const ClassFacts* cls = facts_.find_class(method->class_name)) {
         const std::vector<const Assignment*> assignments = facts_.self_attribute_assignments(*cls, attr);
-        if (auto branches = branch_choice(assignments, expr, depth)) return *branches;
+        if (auto branches = branch_choice(assignments, expr, depth, false)) return *branches;
         std::vector<DtypeArgument> parts;
         for (const Assignment* a : assignments) {
           if (a->kind != AssignmentKind::Plain || syntax::is_null(a->value)) continue;

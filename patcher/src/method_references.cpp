@@ -4,6 +4,8 @@
 #include <array>
 #include <string_view>
 
+#include "kvpatch/reaching_definitions.h"
+
 namespace kvpatch {
 using syntax::field;
 using syntax::is;
@@ -76,29 +78,42 @@ std::string escape_context(TSNode outer, const ModuleFacts& facts) {
   return "read as a value (" + std::string(syntax::type(parent)) + ")";
 }
 
-// `name = r.m` in a function, with `name` assigned nowhere else in it, not a parameter, and every other
-// occurrence of it in the function a call: the calls, in source order. False when name is used otherwise.
+// `name = r.m` in a function, `name` not a parameter, and every other occurrence of it in the function a call
+// (or another assignment of it): the calls this assignment alone reaches, in source order. False when name is used
+// otherwise, or a call may see this value or another one.
 bool alias_calls(TSNode assignment, const std::string& name, const ModuleFacts& facts, std::vector<TSNode>& calls) {
   const FunctionFacts* function = facts.function_at(assignment);
-  if (function == nullptr || function->signature.index_of(name) >= 0 ||
-      facts.local_assignments(*function, name).size() != 1) {
-    return false;
+  if (function == nullptr || function->signature.index_of(name) >= 0) return false;
+  const std::vector<const Assignment*> all = facts.local_assignments(*function, name);
+  const Assignment* own = nullptr;
+  for (const Assignment* a : all) {
+    if (syntax::same(a->statement, assignment)) own = a;
   }
-  TSNode target = syntax::unparenthesized_target(field(assignment, "left"));
+  if (own == nullptr) return false;
+  auto targets = [&](TSNode n) {
+    return std::any_of(all.begin(), all.end(), [&](const Assignment* a) {
+      return is(a->statement, "assignment") && syntax::same(syntax::unparenthesized_target(field(a->statement, "left")), n);
+    });
+  };
   bool only_called = true;
   syntax::walk(function->body, [&](TSNode n) {
     if (!only_called) return false;
-    if (!is(n, "identifier") || syntax::same(n, target) || facts.text(n) != name) return true;
+    if (!is(n, "identifier") || facts.text(n) != name || targets(n)) return true;
     TSNode parent = syntax::parent(n);
     // `x.name` and `f(name=...)` name something else.
     if (is(parent, "attribute") && syntax::same(field(parent, "attribute"), n)) return true;
     if (is(parent, "keyword_argument") && syntax::same(field(parent, "name"), n)) return true;
     TSNode outer = parenthesized_outside(n);
-    if (is_callee(outer)) {
-      calls.push_back(syntax::parent(outer));
-    } else {
+    if (!is_callee(outer)) {
       only_called = false;
+      return true;
     }
+    // With the name assigned more than once, a call is this alias's only where no other value can reach it.
+    const std::vector<const Assignment*> reaching =
+        all.size() == 1 ? all : assignments_reaching(facts, *function, name, n);
+    const bool ours = std::find(reaching.begin(), reaching.end(), own) != reaching.end();
+    if (ours && reaching.size() > 1) only_called = false;
+    if (ours && reaching.size() == 1) calls.push_back(syntax::parent(outer));
     return true;
   });
   return only_called;

@@ -9,6 +9,7 @@
 #include "kvpatch/edit_operations.h"
 #include "kvpatch/imported_names.h"
 #include "kvpatch/method_references.h"
+#include "kvpatch/reaching_definitions.h"
 #include "kvpatch/rule_engine.h"
 
 namespace kvpatch {
@@ -584,7 +585,9 @@ private:
       std::vector<const Assignment*> assignments = facts_.local_assignments(*f, name);
       if (assignments.empty() && !parameter) continue;
       if (f == scope) {
-        // In the function itself only assignments that can run before the use reach it.
+        // In the function itself only assignments that can run before the use reach it: those the walk back from
+        // the use finds, or where it cannot tell, those that can run before the use.
+        if (auto reaching = reaching_assignments(facts_, assignments, name, name_node)) assignments = *reaching;
         assignments.erase(std::remove_if(assignments.begin(), assignments.end(),
                                          [&](const Assignment* a) { return !may_precede(*a, name_node, *f); }),
                           assignments.end());

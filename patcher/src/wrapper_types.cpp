@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kvpatch/dtype_roles.h"
+#include "kvpatch/reaching_definitions.h"
 
 namespace kvpatch {
 using syntax::field;
@@ -153,7 +154,7 @@ TypeVerdict WrapperTypes::of(TSNode expr, const FunctionFacts* scope, int depth)
         const std::string& annotation = f->signature.parameters[static_cast<std::size_t>(index)].annotation;
         if (!annotation.empty()) parts.push_back(of_annotation(annotation));
       }
-      const std::vector<const Assignment*> assignments = facts_.local_assignments(*f, name);
+      const std::vector<const Assignment*> assignments = assignments_reaching(facts_, *f, name, expr);
       for (const Assignment* a : assignments) {
         if (a->kind == AssignmentKind::Plain) parts.push_back(of(a->value, f, depth + 1));
         else if (a->kind == AssignmentKind::LoopTarget) parts.push_back(element_of(a->value, f, depth + 1));
@@ -275,7 +276,7 @@ std::string WrapperTypes::class_of(TSNode expr, const FunctionFacts* scope, int 
   std::vector<const Assignment*> assignments;
   if (is(expr, "identifier")) {
     if (method != nullptr && facts_.text(expr) == self_name(*method)) return method->class_name;
-    if (scope != nullptr) assignments = facts_.local_assignments(*scope, facts_.text(expr));
+    if (scope != nullptr) assignments = assignments_reaching(facts_, *scope, facts_.text(expr), expr);
   } else if (is(expr, "attribute") && method != nullptr && is(field(expr, "object"), "identifier") &&
              facts_.text(field(expr, "object")) == self_name(*method)) {
     if (const ClassFacts* cls = facts_.find_class(method->class_name)) {
@@ -303,7 +304,7 @@ std::string WrapperTypes::source_attribute(TSNode expr, const FunctionFacts* sco
   if (is(expr, "subscript")) return source_attribute(field(expr, "value"), scope, depth + 1);
   if (is(expr, "identifier") && scope != nullptr) {
     std::string found;
-    const std::vector<const Assignment*> assignments = facts_.local_assignments(*scope, facts_.text(expr));
+    const std::vector<const Assignment*> assignments = assignments_reaching(facts_, *scope, facts_.text(expr), expr);
     if (assignments.empty()) return "";
     for (const Assignment* a : assignments) {
       if (a->kind != AssignmentKind::Plain) return "";

@@ -9,7 +9,8 @@ metamorphic_test.py draws from these beside its rewrites of one line's text. Eac
     imported under another name (`as`);
   - a plan or run call's receiver, or its last positional argument, first assigned to a new local on the line before;
   - two adjacent definitions (methods of a class, or functions or classes of a module) in the other order;
-  - `x = a if c else b` as an if statement that assigns a or b;
+  - `x = a if c else b` as an if statement that assigns a or b, or (x a local) as `x = b` then `if c:` / `x = a`;
+  - a local's assignment `x = v` preceded by `x = None`;
   - a class's __init__ moved into a new base class just above it, which takes over the class's bases;
   - a call on one line split over several, one argument a line, or a call over several lines joined onto one.
 Each rewrite is (kind, new text, region): the old lines region[0]..region[1] became the new lines
@@ -422,6 +423,71 @@ def conditional_as_if(p, line):
     return out
 
 
+def enclosing_function(p, node):
+    """The function whose local a name stored by node is, or None at module or class level (or in a lambda or a
+    comprehension)."""
+    function = p.parent.get(node)
+    while function is not None and not isinstance(function, SCOPES):
+        function = p.parent.get(function)
+    return function if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+
+
+def plain_local_assignment(p, node, line):
+    """Whether node is `x = value` alone on its line(s) at line, x a plain local of a function, value not reading x."""
+    if not (isinstance(node, ast.Assign) and node.lineno == line and len(node.targets) == 1):
+        return False
+    target = node.targets[0]
+    if not isinstance(target, ast.Name) or enclosing_function(p, node) is None:
+        return False
+    if not statement_line_start(p, node) or p.inside(node, ast.JoinedStr):
+        return False
+    end = p.offset(node.end_lineno, node.end_col_offset)
+    rest = p.text[end : p.starts[node.end_lineno]].strip()
+    if rest and not rest.startswith("#"):
+        return False  # `; more` after it
+    return not any(isinstance(n, ast.Name) and n.id == target.id for n in ast.walk(node.value))
+
+
+def pure(node):
+    """A value whose evaluation has no effect and cannot fail once its names are bound: a constant, a name, or an
+    attribute of a name (`self.x`, `torch.bfloat16`)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, (ast.Name, ast.Constant))
+
+
+def conditional_as_override(p, line):
+    """`x = a if c else b` (x a local, b pure) as `x = b` then `if c:` / `x = a`: the same value either way."""
+    out = []
+    for node in ast.walk(p.tree):
+        if not (plain_local_assignment(p, node, line) and isinstance(node.value, ast.IfExp)):
+            continue
+        if not pure(node.value.orelse):
+            continue
+        indent = p.lines[line - 1][: len(p.lines[line - 1]) - len(p.lines[line - 1].lstrip())]
+        target, value = p.segment(node.targets[0]), node.value
+        block = (f"{indent}{target} = ({p.segment(value.orelse)})\n{indent}if ({p.segment(value.test)}):\n"
+                 f"{indent}    {target} = ({p.segment(value.body)})")
+        start, end = p.starts[line - 1], p.offset(node.end_lineno, node.end_col_offset)
+        added = block.count("\n") - (node.end_lineno - node.lineno)
+        out.append(("conditional as a default and an override", p.text[:start] + block + p.text[end:],
+                    (line, node.end_lineno, node.end_lineno + added)))
+    return out
+
+
+def placeholder_first(p, line):
+    """`x = v` (x a local, v not reading it) preceded by `x = None` on a line of its own: v replaces it at once."""
+    out = []
+    for node in ast.walk(p.tree):
+        if not plain_local_assignment(p, node, line):
+            continue
+        indent = p.lines[line - 1][: len(p.lines[line - 1]) - len(p.lines[line - 1].lstrip())]
+        start = p.starts[line - 1]
+        new_text = p.text[:start] + f"{indent}{node.targets[0].id} = None\n" + p.text[start:]
+        out.append(("local first assigned None", new_text, lambda n, line=line: n if n < line else n + 1))
+    return out
+
+
 def init_moved_to_base(p, line):
     """The class whose header is line, its __init__ moved into a new base class defined just above it.
 
@@ -477,6 +543,7 @@ def rewrites_at(p, line):
             out += split_call(p, node) + joined_call(p, node)
     out += quotes_swapped(p, line) + local_renamed(p, line) + import_renamed(p, line) + self_renamed(p, line)
     out += through_local(p, line) + definitions_swapped(p, line) + conditional_as_if(p, line)
+    out += conditional_as_override(p, line) + placeholder_first(p, line)
     return out + init_moved_to_base(p, line)
 
 
@@ -484,6 +551,8 @@ def rewrites_at(p, line):
 # every kind, walking the tree once per kind, which over a long backend's every line takes minutes).
 BY_KIND = {
     "__init__ moved into a base class": init_moved_to_base,
+    "conditional as a default and an override": conditional_as_override,
     "conditional as an if statement": conditional_as_if,
+    "local first assigned None": placeholder_first,
     "definitions swapped": definitions_swapped,
 }

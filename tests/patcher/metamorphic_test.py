@@ -2,7 +2,7 @@
 """kvpatch on rewrites that leave the program as Python reads it (stdlib only).
 
   metamorphic_test.py --kvpatch BIN (--fixtures DIR | --sources DIR) [--count N] [--first-seed S] [--keep DIR]
-                      [--only lines|calls] [--kind KIND]
+                      [--only lines|calls] [--kind KIND]...
 
 Each seed takes one backend that compiles and rewrites one place in it the way another author might have written
 the same code:
@@ -12,7 +12,8 @@ the same code:
   - parentheses around an assignment's value or target (`x = (v)`, `(x) = v`) or a call's receiver (`(w).plan(`);
   - an annotation on an assigned name (`x: object = v`);
   - and the rewrites made from Python's own parse that metamorphic_calls.py lists (keywords, quotes, renamed
-    locals and imports, calls split or joined, definitions swapped, a conditional as an if statement, ...).
+    locals and imports, calls split or joined, definitions swapped, a conditional as an if statement, a local first
+    assigned None, ...).
 Python must still compile the result. kvpatch's `check` must then report the same findings (rule, status and line,
 lines moved by the rewrite taken into account: a finding inside the rewritten lines counts as on their first) and
 exit the same, and `apply` must exit the same and write code that compiles. Tree-sitter keeps comments and
@@ -190,14 +191,17 @@ def drawn(args, sources, parsed):
 
 
 def every_one(args, sources, parsed):
-    """Every rewrite of the kind args.kind names, of every line of every backend, in order (seed shown as -1)."""
+    """Every rewrite of the kinds args.kind names, of every line of every backend, in order (seed shown as -1)."""
     for path, text in sources:
         parsed[path] = metamorphic_calls.Parsed(text)
         for i in range(len(parsed[path].lines)):
-            made = metamorphic_calls.BY_KIND.get(args.kind)
-            for kind, rewritten, region in made(parsed[path], i + 1) if made else rewrites(parsed[path], i, args.only):
-                if kind == args.kind and compiles(rewritten):
-                    yield (-1, path, i, kind, rewritten, region)
+            makers = [metamorphic_calls.BY_KIND.get(k) for k in args.kind]
+            if not all(makers):
+                makers = [lambda p, line, i=i: rewrites(p, i, args.only)]
+            for make in makers:
+                for kind, rewritten, region in make(parsed[path], i + 1):
+                    if kind in args.kind and compiles(rewritten):
+                        yield (-1, path, i, kind, rewritten, region)
 
 
 def main():
@@ -211,8 +215,9 @@ def main():
     parser.add_argument("--keep", help="write each rewritten input that fails here as seed-N.py")
     parser.add_argument("--only", choices=["lines", "calls"], help="draw only the rewrites of one line's text, or only "
                         "those from Python's parse (metamorphic_calls.py)")
-    parser.add_argument("--kind", help="instead of drawing seeds, make every rewrite of this kind (as the summary "
-                        "names it, e.g. '__init__ moved into a base class') wherever it applies")
+    parser.add_argument("--kind", action="append", help="instead of drawing seeds, make every rewrite of this kind "
+                        "(as the summary names it, e.g. '__init__ moved into a base class') wherever it applies; "
+                        "may be given more than once")
     args = parser.parse_args()
     kvpatch = os.path.abspath(args.kvpatch)
     sources = backends(args.fixtures, args.sources)
@@ -240,7 +245,7 @@ def main():
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if args.kind and tried == 0:
-        print(f"metamorphic_test: no rewrite of kind {args.kind!r} applies to these backends", file=sys.stderr)
+        print(f"metamorphic_test: no rewrite of kinds {args.kind!r} applies to these backends", file=sys.stderr)
         return 2
     counted = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
     print(f"{tried} rewrites of {len(sources)} backends ({counted}); {failed} changed the outcome")

@@ -25,10 +25,11 @@ private:
   // the model dtype (gate_expr its text) when they differ; `reads` are the nodes the gate evaluates.
   DtypeArgument choice(TSNode value, TSNode condition, TSNode alternative, const std::string& gate_expr,
                        const std::vector<TSNode>& reads, const FunctionFacts* scope, int depth) const;
-  // The same choice written as statements, `if c:` / `x = a` / `else:` / `x = b`, when those are the only two
-  // assignments of the name and `read` lies outside the if statement; nullopt otherwise.
-  std::optional<DtypeArgument> branch_choice(const std::vector<const Assignment*>& assignments, TSNode read,
-                                             int depth) const;
+  // The same choice written as statements, when `assignments` (those of a name that reach `read`) are two:
+  // `if c:` / `x = a` / `else:` / `x = b`, or, when `reaching` says the walk found them, `x = b` then `if c:` /
+  // `x = a` in the same block; `read` outside the if statement, which has no elif. nullopt otherwise.
+  std::optional<DtypeArgument> branch_choice(const std::vector<const Assignment*>& assignments, TSNode read, int depth,
+                                             bool reaching) const;
   DtypeRole role_of_name(const std::string& name) const;
   // True when the expression reads only the receiver's attributes and module-level names.
   bool reads_no_local(TSNode expr, const FunctionFacts* scope) const;

@@ -1,0 +1,27 @@
+#pragma once
+// Which assignments of a local name can give it its value where it is read: a read inside one branch of an
+// `if` sees that branch's assignment, not the other branch's, and `x = a` followed by `if c: x = b` leaves two.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kvpatch/module_facts.h"
+
+namespace kvpatch {
+
+// The assignments of `assignments` (every assignment of the plain name `name` in one function, as
+// ModuleFacts::local_assignments gives them) that can reach `read`, in module order, found by walking the
+// function's statements backwards from the read. nullopt when the walk cannot tell (then any of them can):
+// fewer than two assignments; a read in another function, a lambda or a generator expression; an assignment
+// inside a loop, try or match around or before the read; a walrus, or an assignment that is not a statement of
+// its own; a name bound some other way (import, def, del, global, nonlocal); no assignment before the read.
+std::optional<std::vector<const Assignment*>> reaching_assignments(const ModuleFacts& facts,
+                                                                   const std::vector<const Assignment*>& assignments,
+                                                                   const std::string& name, TSNode read);
+
+// The function's assignments of the plain name (ModuleFacts::local_assignments), narrowed to those that reach
+// `read` where the walk can tell.
+std::vector<const Assignment*> assignments_reaching(const ModuleFacts& facts, const FunctionFacts& function,
+                                                   const std::string& name, TSNode read);
+
+}  // namespace kvpatch
