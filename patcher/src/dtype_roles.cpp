@@ -134,15 +134,20 @@ DtypeArgument DtypeClassifier::combine(const std::vector<DtypeArgument>& parts, 
 
 DtypeArgument DtypeClassifier::choice(TSNode value, TSNode condition, TSNode alternative, const std::string& gate_expr,
                                       const std::vector<TSNode>& reads, const FunctionFacts* scope, int depth) const {
-  const DtypeArgument a = classify(value, scope, depth + 1);
-  const DtypeArgument b = classify(alternative, scope, depth + 1);
+  return decide(classify(value, scope, depth + 1), classify(alternative, scope, depth + 1),
+                one_line(facts_.file().text(condition)), gate_expr, reads, scope);
+}
+
+DtypeArgument DtypeClassifier::decide(const DtypeArgument& a, const DtypeArgument& b, const std::string& condition,
+                                      const std::string& gate_expr, const std::vector<TSNode>& reads,
+                                      const FunctionFacts* scope) const {
   if (a.role == b.role && a.role != DtypeRole::Unknown && a.role != DtypeRole::Gated) return with_role(a.role);
   const bool kv_and_model = (a.role == DtypeRole::KvCache && b.role == DtypeRole::Model) ||
                             (a.role == DtypeRole::Model && b.role == DtypeRole::KvCache);
   if (kv_and_model || ((a.role == DtypeRole::Gated || b.role == DtypeRole::Gated) && a.role != DtypeRole::Unknown &&
                        b.role != DtypeRole::Unknown)) {
     DtypeArgument gated = with_role(DtypeRole::Gated);
-    gated.condition = one_line(facts_.file().text(condition));
+    gated.condition = condition;
     gated.gate_expr = gate_expr;
     gated.gate_portable = std::all_of(reads.begin(), reads.end(), [&](TSNode n) { return reads_no_local(n, scope); });
     gated.gate_function = scope != nullptr ? scope->node : TSNode{};
@@ -176,42 +181,75 @@ std::string operand(const ModuleFacts& facts, TSNode node) {
 
 std::optional<DtypeArgument> DtypeClassifier::branch_choice(const std::vector<const Assignment*>& assignments, TSNode read,
                                                             int depth, bool reaching) const {
-  if (assignments.size() != 2 || assignments[0]->function != assignments[1]->function) return std::nullopt;
-  const TSNode first_block = block_of(*assignments[0]);
-  const TSNode second_block = block_of(*assignments[1]);
-  if (syntax::is_null(first_block) || syntax::is_null(second_block)) return std::nullopt;
-  TSNode if_statement{};
-  TSNode value{};
-  TSNode alternative{};
-  TSNode owner = syntax::parent(second_block);
-  if (is(owner, "else_clause") && syntax::same(syntax::parent(first_block), syntax::parent(owner)) &&
-      syntax::same(field(syntax::parent(owner), "consequence"), first_block)) {
-    // `if c:` / `x = a` / `else:` / `x = b`
-    if_statement = syntax::parent(owner);
-    value = assignments[0]->value;
-    alternative = assignments[1]->value;
-  } else if (reaching && is(owner, "if_statement") && syntax::same(field(owner, "consequence"), second_block) &&
-             syntax::same(syntax::parent(owner), first_block) &&
-             ts_node_start_byte(owner) > ts_node_start_byte(assignments[0]->statement) &&
-             syntax::is_null(field(owner, "alternative"))) {
-    // `x = a` then `if c:` / `x = b` in the same block, both reaching the read: b when c holds, a otherwise.
-    if_statement = owner;
-    value = assignments[1]->value;
-    alternative = assignments[0]->value;
-  } else {
+  if (assignments.size() < 2) return std::nullopt;
+  for (const Assignment* a : assignments) {
+    if (a->function != assignments.front()->function || syntax::is_null(block_of(*a))) return std::nullopt;
+  }
+  // The if statement whose branches hold the assignments: the one holding the last of them.
+  TSNode owner = syntax::parent(block_of(*assignments.back()));
+  TSNode if_statement = is(owner, "elif_clause") || is(owner, "else_clause") ? syntax::parent(owner) : owner;
+  if (!is(if_statement, "if_statement") || syntax::contains(if_statement, read)) return std::nullopt;
+  struct Branch {
+    TSNode condition{};  // null for the else
+    TSNode block{};
+    const Assignment* assignment = nullptr;
+  };
+  std::vector<Branch> branches{{field(if_statement, "condition"), field(if_statement, "consequence")}};
+  bool has_else = false;
+  for (TSNode clause : syntax::named_children(if_statement)) {
+    if (is(clause, "elif_clause")) branches.push_back({field(clause, "condition"), field(clause, "consequence")});
+    if (is(clause, "else_clause")) {
+      branches.push_back({TSNode{}, field(clause, "body")});
+      has_else = true;
+    }
+  }
+  // Without an else, `x = a` before the if statement in the same block is the value when no branch assigns; only
+  // the walk back from the read (`reaching`) says that nothing else can reach it.
+  const Assignment* fallback = nullptr;
+  for (const Assignment* a : assignments) {
+    TSNode block = block_of(*a);
+    auto branch = std::find_if(branches.begin(), branches.end(), [&](const Branch& b) { return syntax::same(b.block, block); });
+    if (branch != branches.end()) {
+      if (branch->assignment != nullptr) return std::nullopt;
+      branch->assignment = a;
+      continue;
+    }
+    if (!reaching || has_else || fallback != nullptr || !syntax::same(block, syntax::parent(if_statement)) ||
+        ts_node_start_byte(a->statement) > ts_node_start_byte(if_statement)) {
+      return std::nullopt;
+    }
+    fallback = a;
+  }
+  if ((!has_else && fallback == nullptr) ||
+      std::any_of(branches.begin(), branches.end(), [](const Branch& b) { return b.assignment == nullptr; })) {
     return std::nullopt;
   }
-  if (syntax::contains(if_statement, read)) return std::nullopt;
-  for (uint32_t i = 0; i < syntax::named_child_count(if_statement); ++i) {
-    if (is(syntax::named_child(if_statement, i), "elif_clause")) return std::nullopt;
-  }
-  TSNode condition = field(if_statement, "condition");
-  const std::string gate_expr =
-      operand(facts_, value) + " if " + operand(facts_, condition) + " else " + operand(facts_, alternative);
+  // `v1 if c1 else v2 if c2 else v3`, built from the last alternative up.
   const FunctionFacts* scope =
       assignments[0]->function >= 0 ? &facts_.functions()[static_cast<std::size_t>(assignments[0]->function)] : nullptr;
-  return choice(value, syntax::unparenthesized(condition), alternative, gate_expr, {condition, value, alternative},
-                scope, depth);
+  const std::size_t conditions = has_else ? branches.size() - 1 : branches.size();
+  TSNode last = has_else ? branches.back().assignment->value : fallback->value;
+  DtypeArgument rest = classify(last, scope, depth + 1);
+  std::string rest_text = operand(facts_, last);
+  std::vector<TSNode> reads{last};
+  for (std::size_t i = conditions; i-- > 0;) {
+    const Branch& b = branches[i];
+    reads.push_back(b.condition);
+    reads.push_back(b.assignment->value);
+    const std::string text =
+        operand(facts_, b.assignment->value) + " if " + operand(facts_, b.condition) + " else " + rest_text;
+    rest = decide(classify(b.assignment->value, scope, depth + 1), rest,
+                  one_line(facts_.text(syntax::unparenthesized(b.condition))), text, reads, scope);
+    rest_text = text;
+  }
+  if (rest.role == DtypeRole::Gated && conditions > 1) {
+    // The message names every condition the chain tests, in order.
+    rest.condition = one_line(facts_.text(syntax::unparenthesized(branches[0].condition)));
+    for (std::size_t i = 1; i < conditions; ++i) {
+      rest.condition += ", elif " + one_line(facts_.text(syntax::unparenthesized(branches[i].condition)));
+    }
+  }
+  return rest;
 }
 
 DtypeArgument DtypeClassifier::classify(TSNode expr, const FunctionFacts* scope, int depth) const {

@@ -25,9 +25,13 @@ private:
   // the model dtype (gate_expr its text) when they differ; `reads` are the nodes the gate evaluates.
   DtypeArgument choice(TSNode value, TSNode condition, TSNode alternative, const std::string& gate_expr,
                        const std::vector<TSNode>& reads, const FunctionFacts* scope, int depth) const;
-  // The same choice written as statements, when `assignments` (those of a name that reach `read`) are two:
-  // `if c:` / `x = a` / `else:` / `x = b`, or, when `reaching` says the walk found them, `x = b` then `if c:` /
-  // `x = a` in the same block; `read` outside the if statement, which has no elif. nullopt otherwise.
+  // The role of `a` where `condition` holds and of `b` otherwise, as choice() decides it.
+  DtypeArgument decide(const DtypeArgument& a, const DtypeArgument& b, const std::string& condition,
+                       const std::string& gate_expr, const std::vector<TSNode>& reads, const FunctionFacts* scope) const;
+  // The same choice written as statements, when `assignments` (those of a name that reach `read`) are one in each
+  // branch of an if statement (elif clauses too, read as `a if c1 else b if c2 else c`) with an else, or, without
+  // one, when `reaching` says the walk back from the read found them, with `x = d` before the if statement in the
+  // same block as the last alternative; `read` outside the if statement. nullopt otherwise.
   std::optional<DtypeArgument> branch_choice(const std::vector<const Assignment*>& assignments, TSNode read, int depth,
                                              bool reaching) const;
   DtypeRole role_of_name(const std::string& name) const;
