@@ -252,6 +252,21 @@ std::optional<DtypeArgument> DtypeClassifier::branch_choice(const std::vector<co
   return rest;
 }
 
+bool DtypeClassifier::calls_own_method(const FunctionFacts& method) const {
+  const std::string self = self_name(method);
+  bool calls = false;
+  syntax::walk(method.body, [&](TSNode n) {
+    if (calls) return false;
+    if (is(n, "call")) {
+      TSNode callee = syntax::unparenthesized(field(n, "function"));
+      TSNode object = is(callee, "attribute") ? syntax::unparenthesized(field(callee, "object")) : TSNode{};
+      calls = is(object, "identifier") && facts_.text(object) == self;
+    }
+    return !calls;
+  });
+  return calls;
+}
+
 DtypeArgument DtypeClassifier::classify(TSNode expr, const FunctionFacts* scope, int depth) const {
   expr = syntax::unparenthesized(expr);
   const std::string text = one_line(facts_.file().text(expr));
@@ -303,8 +318,20 @@ DtypeArgument DtypeClassifier::classify(TSNode expr, const FunctionFacts* scope,
     const FunctionFacts* method = holding_method(facts_, scope);
     if (method != nullptr && is(object, "identifier") && facts_.text(object) == self_name(*method)) {
       if (const ClassFacts* cls = facts_.find_class(method->class_name)) {
-        const std::vector<const Assignment*> assignments = facts_.self_attribute_assignments(*cls, attr);
-        if (auto branches = branch_choice(assignments, expr, depth, false)) return *branches;
+        std::vector<const Assignment*> assignments = facts_.self_attribute_assignments(*cls, attr);
+        // Set in one function: read there, the assignments before the read count; read elsewhere, when that
+        // function is __init__, the ones it leaves at its end.
+        const int setter = assignments.empty() ? -1 : assignments.front()->function;
+        const FunctionFacts* set_in = setter >= 0 ? &facts_.functions()[static_cast<std::size_t>(setter)] : nullptr;
+        std::optional<std::vector<const Assignment*>> reaching;
+        if (set_in != nullptr && facts_.index_of(facts_.function_at(expr)) == setter) {
+          reaching = reaching_assignments(facts_, assignments, text, expr);
+        } else if (set_in != nullptr && set_in->is_method() && set_in->name == "__init__" &&
+                   !syntax::contains(set_in->node, expr) && !calls_own_method(*set_in)) {
+          reaching = reaching_end(facts_, assignments, text);
+        }
+        if (reaching) assignments = *reaching;
+        if (auto branches = branch_choice(assignments, expr, depth, reaching.has_value())) return *branches;
         std::vector<DtypeArgument> parts;
         for (const Assignment* a : assignments) {
           if (a->kind != AssignmentKind::Plain || syntax::is_null(a->value)) continue;

@@ -39,6 +39,19 @@ public:
     }
   }
 
+  // From the end of the function, when every way out of it is its end: no return statement (nor yield).
+  bool run_to_end() {
+    if (binds_anywhere(body_, {"global_statement", "nonlocal_statement"})) return false;
+    bool exits_early = false;
+    syntax::walk(body_, [&](TSNode n) {
+      if (is(n, "function_definition") || is(n, "lambda") || is(n, "class_definition")) return false;
+      if (is(n, "return_statement") || is(n, "yield")) exits_early = true;
+      return !exits_early;
+    });
+    bool assigned = false;
+    return !exits_early && scan(body_, syntax::statements(body_).size(), assigned);
+  }
+
   std::vector<const Assignment*> found;
 
 private:
@@ -202,6 +215,26 @@ std::optional<std::vector<const Assignment*>> reaching_assignments(const ModuleF
   const FunctionFacts& f = facts.functions()[static_cast<std::size_t>(function)];
   ReachingWalk walk(facts, assignments, name, f.body);
   if (!walk.run(read) || walk.found.empty()) return std::nullopt;
+  std::vector<const Assignment*> out;
+  for (const Assignment* a : assignments) {
+    if (std::find(walk.found.begin(), walk.found.end(), a) != walk.found.end()) out.push_back(a);
+  }
+  return out;
+}
+
+std::optional<std::vector<const Assignment*>> reaching_end(const ModuleFacts& facts,
+                                                           const std::vector<const Assignment*>& assignments,
+                                                           const std::string& target) {
+  if (assignments.size() < 2) return std::nullopt;
+  const int function = assignments.front()->function;
+  for (const Assignment* a : assignments) {
+    if (a->kind != AssignmentKind::Plain || !is(a->statement, "assignment") || a->function != function) {
+      return std::nullopt;
+    }
+  }
+  if (function < 0) return std::nullopt;
+  ReachingWalk walk(facts, assignments, target, facts.functions()[static_cast<std::size_t>(function)].body);
+  if (!walk.run_to_end() || walk.found.empty()) return std::nullopt;
   std::vector<const Assignment*> out;
   for (const Assignment* a : assignments) {
     if (std::find(walk.found.begin(), walk.found.end(), a) != walk.found.end()) out.push_back(a);

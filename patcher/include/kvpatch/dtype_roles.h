@@ -35,6 +35,8 @@ private:
   std::optional<DtypeArgument> branch_choice(const std::vector<const Assignment*>& assignments, TSNode read, int depth,
                                              bool reaching) const;
   DtypeRole role_of_name(const std::string& name) const;
+  // Whether the method calls a method of its own instance (`self.f(...)`), which may read what it has set so far.
+  bool calls_own_method(const FunctionFacts& method) const;
   // True when the expression reads only the receiver's attributes and module-level names.
   bool reads_no_local(TSNode expr, const FunctionFacts* scope) const;
   // True when every local the expression reads is a parameter of `scope` that `scope` never reassigns.

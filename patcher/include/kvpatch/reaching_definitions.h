@@ -19,6 +19,13 @@ std::optional<std::vector<const Assignment*>> reaching_assignments(const ModuleF
                                                                    const std::vector<const Assignment*>& assignments,
                                                                    const std::string& name, TSNode read);
 
+// The same for what the function leaves behind when it returns (an `__init__`'s `self.x = ...`, read later by other
+// methods): the assignments of `target` that reach the end of its body. nullopt when the walk cannot tell, as
+// above, or the function can return before its end (a return statement, or a yield).
+std::optional<std::vector<const Assignment*>> reaching_end(const ModuleFacts& facts,
+                                                           const std::vector<const Assignment*>& assignments,
+                                                           const std::string& target);
+
 // The function's assignments of the plain name (ModuleFacts::local_assignments), narrowed to those that reach
 // `read` where the walk can tell.
 std::vector<const Assignment*> assignments_reaching(const ModuleFacts& facts, const FunctionFacts& function,

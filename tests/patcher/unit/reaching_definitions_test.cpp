@@ -161,6 +161,19 @@ def reassigned_from_itself(a, b):
     x = a
     x = b
     x = seen(x)
+
+
+def at_end(c, a, b):
+    x = a
+    if c:
+        x = b
+
+
+def returns_early(c, a, b):
+    x = a
+    if c:
+        return
+    x = b
 )PY";
 
 struct Module {
@@ -189,6 +202,17 @@ struct Module {
 };
 
 using Lines = std::vector<int>;
+
+// The lines of the assignments of `x` that reach the end of the named function; nullopt when the walk cannot tell.
+std::optional<Lines> at_end(const Module& m, const std::string& function) {
+  const FunctionFacts* f = m.facts.module_function(function);
+  REQUIRE(f != nullptr);
+  const auto found = reaching_end(m.facts, m.facts.local_assignments(*f, "x"), "x");
+  if (!found) return std::nullopt;
+  Lines lines;
+  for (const Assignment* a : *found) lines.push_back(static_cast<int>(ts_node_start_point(a->statement).row) + 1);
+  return lines;
+}
 }  // namespace
 
 TEST_SUITE("reaching_definitions") {
@@ -234,5 +258,11 @@ TEST_SUITE("reaching_definitions") {
     CHECK(m.reaching("walrus") == std::nullopt);
     CHECK(m.reaching("read_first") == std::nullopt);
     CHECK(m.reaching("reassigned_from_itself") == std::nullopt);
+  }
+
+  TEST_CASE("what a function leaves at its end, unless it can return before") {
+    const Module m;
+    CHECK(at_end(m, "at_end") == Lines{154, 156});
+    CHECK(at_end(m, "returns_early") == std::nullopt);
   }
 }
