@@ -5,6 +5,7 @@
 #include "kvpatch/dtype_roles.h"
 #include "kvpatch/edit_operations.h"
 #include "kvpatch/field_holders.h"
+#include "kvpatch/assignment_branches.h"
 #include "kvpatch/reaching_definitions.h"
 
 namespace kvpatch {
@@ -57,23 +58,29 @@ std::string comparison(TSNode node) {
   return op;
 }
 
-// `kv if kv == D else model` or `model if kv != D else kv`: D as one-line text; "" for any other expression.
-std::string only_for_dtype(std::string_view source, TSNode expr, const DtypeRoleNames& roles) {
-  expr = syntax::unparenthesized(expr);
-  if (!is(expr, "conditional_expression")) return "";
-  const std::vector<TSNode> parts = syntax::statements(expr);  // value, condition, alternative
-  if (parts.size() != 3) return "";
-  TSNode test = syntax::unparenthesized(parts[1]);
+// `kv if kv == D else model` or `model if kv != D else kv` (the three parts of a conditional, or the branches
+// of an if statement read as one): D as one-line text; "" for any other choice.
+std::string only_for_dtype(std::string_view source, TSNode value, TSNode condition, TSNode alternative,
+                           const DtypeRoleNames& roles) {
+  TSNode test = syntax::unparenthesized(condition);
   const std::string op = comparison(test);
   if (op != "==" && op != "!=") return "";
-  const std::string kv = squeezed(node_text(source, op == "==" ? parts[0] : parts[2]));
-  const std::string model = squeezed(node_text(source, op == "==" ? parts[2] : parts[0]));
+  const std::string kv = squeezed(node_text(source, op == "==" ? value : alternative));
+  const std::string model = squeezed(node_text(source, op == "==" ? alternative : value));
   if (!listed(roles.kv_cache, last_name(kv)) || !listed(roles.model, last_name(model))) return "";
   TSNode left = syntax::named_child(test, 0);
   TSNode right = syntax::named_child(test, 1);
   if (squeezed(node_text(source, left)) == kv) return one_line(node_text(source, right));
   if (squeezed(node_text(source, right)) == kv) return one_line(node_text(source, left));
   return "";
+}
+
+// The same for an expression: D when it is such a conditional.
+std::string only_for_dtype(std::string_view source, TSNode expr, const DtypeRoleNames& roles) {
+  expr = syntax::unparenthesized(expr);
+  if (!is(expr, "conditional_expression")) return "";
+  const std::vector<TSNode> parts = syntax::statements(expr);  // value, condition, alternative
+  return parts.size() == 3 ? only_for_dtype(source, parts[0], parts[1], parts[2], roles) : "";
 }
 
 KvPlanForm unclear(std::string why) {
@@ -90,57 +97,67 @@ KvPlanForm only_for(std::string dtype) {
   return f;
 }
 
+KvPlanForm model_dtype(std::string why) {
+  KvPlanForm f;
+  f.kind = KvPlanForm::Kind::ModelDtype;
+  f.why = std::move(why);
+  return f;
+}
+
+bool same_form(const KvPlanForm& a, const KvPlanForm& b) {
+  return a.kind == b.kind && squeezed(a.only_for) == squeezed(b.only_for);
+}
+
 class PlanFormReader {
 public:
   PlanFormReader(const PlanSiteRule& rule, const RuleSet& rules, const ModuleFacts& facts,
                  const std::vector<FieldFinding>& fields)
-      : rule_(rule), rules_(rules), facts_(facts), fields_(fields) {}
+      : rule_(rule), rules_(rules), facts_(facts), fields_(fields), classifier_(facts, rule.roles) {}
 
   KvPlanForm of_node(TSNode expr, const FunctionFacts* scope, int depth) const {
     expr = syntax::unparenthesized(expr);
     const std::string text = one_line(facts_.text(expr));
     if (depth > kMaxDepth) return unclear("the definition of " + text + " is too long a chain to follow");
-    const std::string dtype = only_for_dtype(facts_.file().source.text(), expr, rule_.roles);
-    if (!dtype.empty()) return only_for(dtype);
     if (is(expr, "conditional_expression")) {
       const std::vector<TSNode> parts = syntax::statements(expr);
-      return combined_plan_form({of_node(parts.front(), scope, depth + 1), of_node(parts.back(), scope, depth + 1)});
+      if (parts.size() == 3) return of_choice(parts[0], parts[1], parts[2], scope, depth);
     }
     if (is(expr, "identifier")) {
       for (const FunctionFacts* f = scope; f != nullptr;
            f = f->outer >= 0 ? &facts_.functions()[static_cast<std::size_t>(f->outer)] : nullptr) {
         std::vector<const Assignment*> assignments = facts_.local_assignments(*f, text);
-        if (auto reaching = reaching_assignments(facts_, assignments, text, expr)) assignments = *reaching;
+        const auto reaching = reaching_assignments(facts_, assignments, text, expr);
+        if (reaching) assignments = *reaching;
         if (assignments.empty()) continue;
-        std::vector<KvPlanForm> forms;
         for (const Assignment* a : assignments) {
           if (a->kind != AssignmentKind::Plain || syntax::is_null(a->value)) {
             return unclear(text + " is assigned in a way kvpatch does not follow");
           }
-          forms.push_back(of_node(a->value, f, depth + 1));
         }
-        return combined_plan_form(forms);
+        return of_assignments(assignments, expr, reaching.has_value(), depth);
       }
-      return {};  // a parameter or global: its name says it is the KV-cache dtype
     }
     if (is(expr, "attribute")) {
       const FunctionFacts* method = holding_method(facts_, scope);
       TSNode object = field(expr, "object");
       if (method != nullptr && is(object, "identifier") && facts_.text(object) == self_name(*method)) {
-        return of_field(method->class_name, facts_.text(field(expr, "attribute")), depth + 1);
+        return of_field(method->class_name, facts_.text(field(expr, "attribute")), expr, depth + 1);
       }
     }
-    return {};
+    return of_leaf(expr, scope);
   }
 
-  // Every value the class assigns to `self.<attr>`, and the one the field rule adds there.
-  KvPlanForm of_field(const std::string& class_name, const std::string& attr, int depth) const {
+  // Every value the class assigns to `self.<attr>` (those that reach `read`, when it is given and that can be told),
+  // and the one the field rule adds there.
+  KvPlanForm of_field(const std::string& class_name, const std::string& attr, TSNode read, int depth) const {
     std::vector<KvPlanForm> forms;
     if (const ClassFacts* cls = facts_.find_class(class_name)) {
-      for (const Assignment* a : facts_.self_attribute_assignments(*cls, attr)) {
-        if (a->kind != AssignmentKind::Plain || syntax::is_null(a->value)) continue;
-        forms.push_back(of_node(a->value, &facts_.functions()[static_cast<std::size_t>(a->function)], depth + 1));
-      }
+      std::vector<const Assignment*> assignments = facts_.self_attribute_assignments(*cls, attr);
+      std::optional<std::vector<const Assignment*>> reaching;
+      if (!syntax::is_null(read)) reaching = attribute_assignments_reaching(facts_, assignments, one_line(facts_.text(read)), read);
+      if (reaching) assignments = *reaching;
+      std::erase_if(assignments, [](const Assignment* a) { return a->kind != AssignmentKind::Plain || syntax::is_null(a->value); });
+      if (!assignments.empty()) forms.push_back(of_assignments(assignments, read, reaching.has_value(), depth));
     }
     const FieldRule* field_rule = rules_.field_rule(rule_.field_rule);
     for (const FieldFinding& f : fields_) {
@@ -159,10 +176,63 @@ public:
   }
 
 private:
+  // `value if condition else alternative`, as an expression or as an if statement's branches.
+  KvPlanForm of_choice(TSNode value, TSNode condition, TSNode alternative, const FunctionFacts* scope, int depth) const {
+    const std::string dtype = only_for_dtype(facts_.file().source.text(), value, condition, alternative, rule_.roles);
+    if (!dtype.empty()) return only_for(dtype);
+    return choose(of_node(value, scope, depth + 1), of_node(alternative, scope, depth + 1), condition);
+  }
+
+  // The form where `condition` holds and the one where it does not, as one.
+  KvPlanForm choose(const KvPlanForm& a, const KvPlanForm& b, TSNode condition) const {
+    if (a.kind == KvPlanForm::Kind::Unclear) return a;
+    if (b.kind == KvPlanForm::Kind::Unclear) return b;
+    if (same_form(a, b)) return a;
+    return unclear("the KV dtype it plans depends on " + one_line(facts_.text(syntax::unparenthesized(condition))) +
+                   ", which is no test of the cache's own dtype that a guard on the cast could repeat");
+  }
+
+  // The values of a name's assignments (plain ones, those that reach `read` when `reaching`); branches of one if
+  // statement are read as the conditional they spell.
+  KvPlanForm of_assignments(const std::vector<const Assignment*>& assignments, TSNode read, bool reaching,
+                            int depth) const {
+    auto scope_of = [&](const Assignment* a) {
+      return a->function >= 0 ? &facts_.functions()[static_cast<std::size_t>(a->function)] : nullptr;
+    };
+    if (!syntax::is_null(read)) {
+      if (const auto branches = assignment_branches(assignments, read, reaching)) {
+        const FunctionFacts* scope = scope_of(branches->front().assignment);
+        if (branches->size() == 2) {
+          return of_choice((*branches)[0].assignment->value, (*branches)[0].condition, (*branches)[1].assignment->value,
+                           scope, depth + 1);
+        }
+        // An elif chain, `v1 if c1 else v2 if c2 else v3`, from the last alternative up.
+        KvPlanForm rest = of_node(branches->back().assignment->value, scope, depth + 1);
+        for (std::size_t i = branches->size() - 1; i-- > 0;) {
+          rest = choose(of_node((*branches)[i].assignment->value, scope, depth + 1), rest, (*branches)[i].condition);
+        }
+        return rest;
+      }
+    }
+    std::vector<KvPlanForm> forms;
+    forms.reserve(assignments.size());
+    for (const Assignment* a : assignments) forms.push_back(of_node(a->value, scope_of(a), depth + 1));
+    return combined_plan_form(forms);
+  }
+
+  // An expression kvpatch does not look into: the site's classification already took it for the KV-cache dtype
+  // (by its name, say), unless the classifier reads it as the model dtype.
+  KvPlanForm of_leaf(TSNode expr, const FunctionFacts* scope) const {
+    const DtypeArgument role = classifier_.classify(expr, scope);
+    if (role.role == DtypeRole::Model) return model_dtype(one_line(facts_.text(expr)) + " is the model dtype");
+    return {};
+  }
+
   const PlanSiteRule& rule_;
   const RuleSet& rules_;
   const ModuleFacts& facts_;
   const std::vector<FieldFinding>& fields_;
+  DtypeClassifier classifier_;
 };
 
 // `<x>.dtype <op> <dtype>` with the operands either way round.
@@ -202,12 +272,17 @@ bool earlier_branch_took(const ModuleFacts& facts, TSNode if_statement, TSNode c
 
 KvPlanForm combined_plan_form(const std::vector<KvPlanForm>& forms) {
   KvPlanForm out;
+  for (const KvPlanForm& f : forms) {
+    if (f.kind == KvPlanForm::Kind::Unclear) return f;
+  }
   for (std::size_t i = 0; i < forms.size(); ++i) {
-    if (forms[i].kind == KvPlanForm::Kind::Unclear) return forms[i];
     if (i == 0) {
       out = forms[i];
-    } else if (forms[i].kind != out.kind || squeezed(forms[i].only_for) != squeezed(out.only_for)) {
-      return unclear("the plan names the KV-cache dtype unconditionally in one place and only for some dtypes in another");
+    } else if (!same_form(forms[i], out)) {
+      const bool model = forms[i].kind == KvPlanForm::Kind::ModelDtype || out.kind == KvPlanForm::Kind::ModelDtype;
+      return unclear(model ? "the plan names the KV-cache dtype in one place and the model dtype in another ("
+                                 + (out.kind == KvPlanForm::Kind::ModelDtype ? out.why : forms[i].why) + ")"
+                           : "the plan names the KV-cache dtype unconditionally in one place and only for some dtypes in another");
     }
   }
   return out;
@@ -219,7 +294,7 @@ KvPlanForm kv_plan_form(const PlanSite& site, const PlanSiteRule& rule, const Ru
   if (site.fix) {
     const std::size_t dot = site.fix_text.find('.');
     if (dot == std::string::npos) return unclear("the fix passes " + site.fix_text + ", which is not a field");
-    return reader.of_field(site.class_name, site.fix_text.substr(dot + 1), 0);
+    return reader.of_field(site.class_name, site.fix_text.substr(dot + 1), TSNode{}, 0);
   }
   if (!site.kv_argument) return {};  // left to a default that names the KV-cache dtype
   TSNode value = ts_node_named_descendant_for_byte_range(site.argument_list,

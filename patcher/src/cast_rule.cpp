@@ -278,10 +278,17 @@ private:
     f.redundant = true;
     for (const std::string& a : accepted) f.consumer += (f.consumer.empty() ? "" : ", ") + a;
     const KvPlanForm form = plan_form(planning);
+    const bool several = std::set<std::size_t>(planning.begin(), planning.end()).size() > 1;
     if (form.kind == KvPlanForm::Kind::Unclear) {
       f.redundant = false;
-      f.consumer = "the plan sites of " + f.consumer + " do not name one KV dtype form (" + form.why +
-                   "); remove or guard the cast by hand";
+      f.consumer += std::string(several ? ", whose plan sites do not" : ", whose plan site does not") +
+                    " name one KV dtype form (" + form.why + "); remove or guard the cast by hand";
+      return f;
+    }
+    if (form.kind == KvPlanForm::Kind::ModelDtype) {
+      f.redundant = false;
+      f.consumer += std::string(several ? ", whose plan sites name" : ", whose plan site names") +
+                    " the model dtype (" + form.why + "), so run() is planned for the cast data";
       return f;
     }
     if (form.kind == KvPlanForm::Kind::CacheDtypeOnlyFor) return guarded(f, call, form.only_for);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "kvpatch/assignment_branches.h"
 #include "kvpatch/reaching_definitions.h"
 
 namespace kvpatch {
@@ -159,15 +160,6 @@ DtypeArgument DtypeClassifier::decide(const DtypeArgument& a, const DtypeArgumen
 }
 
 namespace {
-// The block a plain one-target assignment statement stands in directly (`x = v` on its own), or null.
-TSNode block_of(const Assignment& a) {
-  if (a.kind != AssignmentKind::Plain || syntax::is_null(a.value) || !is(a.statement, "assignment")) return TSNode{};
-  TSNode statement = syntax::parent(a.statement);
-  if (!is(statement, "expression_statement") || syntax::named_child_count(statement) != 1) return TSNode{};
-  TSNode block = syntax::parent(statement);
-  return is(block, "block") ? block : TSNode{};
-}
-
 // An operand of a `value if condition else alternative` written out: in parentheses when it would not
 // parse there bare.
 std::string operand(const ModuleFacts& facts, TSNode node) {
@@ -181,59 +173,18 @@ std::string operand(const ModuleFacts& facts, TSNode node) {
 
 std::optional<DtypeArgument> DtypeClassifier::branch_choice(const std::vector<const Assignment*>& assignments, TSNode read,
                                                             int depth, bool reaching) const {
-  if (assignments.size() < 2) return std::nullopt;
-  for (const Assignment* a : assignments) {
-    if (a->function != assignments.front()->function || syntax::is_null(block_of(*a))) return std::nullopt;
-  }
-  // The if statement whose branches hold the assignments: the one holding the last of them.
-  TSNode owner = syntax::parent(block_of(*assignments.back()));
-  TSNode if_statement = is(owner, "elif_clause") || is(owner, "else_clause") ? syntax::parent(owner) : owner;
-  if (!is(if_statement, "if_statement") || syntax::contains(if_statement, read)) return std::nullopt;
-  struct Branch {
-    TSNode condition{};  // null for the else
-    TSNode block{};
-    const Assignment* assignment = nullptr;
-  };
-  std::vector<Branch> branches{{field(if_statement, "condition"), field(if_statement, "consequence")}};
-  bool has_else = false;
-  for (TSNode clause : syntax::named_children(if_statement)) {
-    if (is(clause, "elif_clause")) branches.push_back({field(clause, "condition"), field(clause, "consequence")});
-    if (is(clause, "else_clause")) {
-      branches.push_back({TSNode{}, field(clause, "body")});
-      has_else = true;
-    }
-  }
-  // Without an else, `x = a` before the if statement in the same block is the value when no branch assigns; only
-  // the walk back from the read (`reaching`) says that nothing else can reach it.
-  const Assignment* fallback = nullptr;
-  for (const Assignment* a : assignments) {
-    TSNode block = block_of(*a);
-    auto branch = std::find_if(branches.begin(), branches.end(), [&](const Branch& b) { return syntax::same(b.block, block); });
-    if (branch != branches.end()) {
-      if (branch->assignment != nullptr) return std::nullopt;
-      branch->assignment = a;
-      continue;
-    }
-    if (!reaching || has_else || fallback != nullptr || !syntax::same(block, syntax::parent(if_statement)) ||
-        ts_node_start_byte(a->statement) > ts_node_start_byte(if_statement)) {
-      return std::nullopt;
-    }
-    fallback = a;
-  }
-  if ((!has_else && fallback == nullptr) ||
-      std::any_of(branches.begin(), branches.end(), [](const Branch& b) { return b.assignment == nullptr; })) {
-    return std::nullopt;
-  }
+  const auto branches = assignment_branches(assignments, read, reaching);
+  if (!branches) return std::nullopt;
   // `v1 if c1 else v2 if c2 else v3`, built from the last alternative up.
   const FunctionFacts* scope =
       assignments[0]->function >= 0 ? &facts_.functions()[static_cast<std::size_t>(assignments[0]->function)] : nullptr;
-  const std::size_t conditions = has_else ? branches.size() - 1 : branches.size();
-  TSNode last = has_else ? branches.back().assignment->value : fallback->value;
+  const std::size_t conditions = branches->size() - 1;
+  TSNode last = branches->back().assignment->value;
   DtypeArgument rest = classify(last, scope, depth + 1);
   std::string rest_text = operand(facts_, last);
   std::vector<TSNode> reads{last};
   for (std::size_t i = conditions; i-- > 0;) {
-    const Branch& b = branches[i];
+    const AssignmentBranch& b = (*branches)[i];
     reads.push_back(b.condition);
     reads.push_back(b.assignment->value);
     const std::string text =
@@ -244,27 +195,12 @@ std::optional<DtypeArgument> DtypeClassifier::branch_choice(const std::vector<co
   }
   if (rest.role == DtypeRole::Gated && conditions > 1) {
     // The message names every condition the chain tests, in order.
-    rest.condition = one_line(facts_.text(syntax::unparenthesized(branches[0].condition)));
+    rest.condition = one_line(facts_.text(syntax::unparenthesized((*branches)[0].condition)));
     for (std::size_t i = 1; i < conditions; ++i) {
-      rest.condition += ", elif " + one_line(facts_.text(syntax::unparenthesized(branches[i].condition)));
+      rest.condition += ", elif " + one_line(facts_.text(syntax::unparenthesized((*branches)[i].condition)));
     }
   }
   return rest;
-}
-
-bool DtypeClassifier::calls_own_method(const FunctionFacts& method) const {
-  const std::string self = self_name(method);
-  bool calls = false;
-  syntax::walk(method.body, [&](TSNode n) {
-    if (calls) return false;
-    if (is(n, "call")) {
-      TSNode callee = syntax::unparenthesized(field(n, "function"));
-      TSNode object = is(callee, "attribute") ? syntax::unparenthesized(field(callee, "object")) : TSNode{};
-      calls = is(object, "identifier") && facts_.text(object) == self;
-    }
-    return !calls;
-  });
-  return calls;
 }
 
 DtypeArgument DtypeClassifier::classify(TSNode expr, const FunctionFacts* scope, int depth) const {
@@ -313,33 +249,35 @@ DtypeArgument DtypeClassifier::classify(TSNode expr, const FunctionFacts* scope,
 
   if (is(expr, "attribute")) {
     const std::string attr = one_line(facts_.file().text(field(expr, "attribute")));
-    if (role_of_name(attr) == DtypeRole::KvCache) return with_role(DtypeRole::KvCache);
     TSNode object = field(expr, "object");
     const FunctionFacts* method = holding_method(facts_, scope);
+    std::optional<DtypeArgument> assigned;  // what the class's assignments of `self.<attr>` give it here
     if (method != nullptr && is(object, "identifier") && facts_.text(object) == self_name(*method)) {
       if (const ClassFacts* cls = facts_.find_class(method->class_name)) {
         std::vector<const Assignment*> assignments = facts_.self_attribute_assignments(*cls, attr);
         // Set in one function: read there, the assignments before the read count; read elsewhere, when that
         // function is __init__, the ones it leaves at its end.
-        const int setter = assignments.empty() ? -1 : assignments.front()->function;
-        const FunctionFacts* set_in = setter >= 0 ? &facts_.functions()[static_cast<std::size_t>(setter)] : nullptr;
-        std::optional<std::vector<const Assignment*>> reaching;
-        if (set_in != nullptr && facts_.index_of(facts_.function_at(expr)) == setter) {
-          reaching = reaching_assignments(facts_, assignments, text, expr);
-        } else if (set_in != nullptr && set_in->is_method() && set_in->name == "__init__" &&
-                   !syntax::contains(set_in->node, expr) && !calls_own_method(*set_in)) {
-          reaching = reaching_end(facts_, assignments, text);
-        }
+        const auto reaching = attribute_assignments_reaching(facts_, assignments, text, expr);
         if (reaching) assignments = *reaching;
-        if (auto branches = branch_choice(assignments, expr, depth, reaching.has_value())) return *branches;
+        assigned = branch_choice(assignments, expr, depth, reaching.has_value());
         std::vector<DtypeArgument> parts;
         for (const Assignment* a : assignments) {
-          if (a->kind != AssignmentKind::Plain || syntax::is_null(a->value)) continue;
+          if (assigned || a->kind != AssignmentKind::Plain || syntax::is_null(a->value)) continue;
           parts.push_back(classify(a->value, &facts_.functions()[static_cast<std::size_t>(a->function)], depth + 1));
         }
-        if (!parts.empty()) return combine(parts, text);
+        if (!parts.empty()) assigned = combine(parts, text);
       }
     }
+    if (role_of_name(attr) == DtypeRole::KvCache) {
+      // Named as the KV-cache dtype, it is taken for one whatever gate picks it (the cast guard reads that gate), but
+      // not where every assignment reaching the read gives it the model dtype: passing it plans the model dtype.
+      if (assigned && assigned->role == DtypeRole::Model) {
+        return with_role(DtypeRole::Unknown, text + " is named as the KV-cache dtype but holds the model dtype here; "
+                                                    "assign it the KV-cache dtype, or pass the model dtype by its own name");
+      }
+      return with_role(DtypeRole::KvCache);
+    }
+    if (assigned) return *assigned;
     const DtypeRole role = role_of_name(attr);
     if (role != DtypeRole::Unknown) return with_role(role);
     return with_role(DtypeRole::Unknown, "cannot tell which dtype " + text + " holds");

@@ -242,6 +242,37 @@ std::optional<std::vector<const Assignment*>> reaching_end(const ModuleFacts& fa
   return out;
 }
 
+namespace {
+// Whether the method calls a method of its own instance (`self.f(...)`).
+bool calls_own_method(const ModuleFacts& facts, const FunctionFacts& method) {
+  const std::string self = self_name(method);
+  bool calls = false;
+  syntax::walk(method.body, [&](TSNode n) {
+    if (calls) return false;
+    if (is(n, "call")) {
+      TSNode callee = syntax::unparenthesized(field(n, "function"));
+      TSNode object = is(callee, "attribute") ? syntax::unparenthesized(field(callee, "object")) : TSNode{};
+      calls = is(object, "identifier") && facts.text(object) == self;
+    }
+    return !calls;
+  });
+  return calls;
+}
+}  // namespace
+
+std::optional<std::vector<const Assignment*>> attribute_assignments_reaching(
+    const ModuleFacts& facts, const std::vector<const Assignment*>& assignments, const std::string& target, TSNode read) {
+  const int setter = assignments.empty() ? -1 : assignments.front()->function;
+  if (setter < 0) return std::nullopt;
+  const FunctionFacts& set_in = facts.functions()[static_cast<std::size_t>(setter)];
+  if (facts.index_of(facts.function_at(read)) == setter) return reaching_assignments(facts, assignments, target, read);
+  if (set_in.is_method() && set_in.name == "__init__" && !syntax::contains(set_in.node, read) &&
+      !calls_own_method(facts, set_in)) {
+    return reaching_end(facts, assignments, target);
+  }
+  return std::nullopt;
+}
+
 std::vector<const Assignment*> assignments_reaching(const ModuleFacts& facts, const FunctionFacts& function,
                                                    const std::string& name, TSNode read) {
   std::vector<const Assignment*> all = facts.local_assignments(function, name);

@@ -475,6 +475,46 @@ def conditional_as_override(p, line):
     return out
 
 
+def conditional_as_init_override(p, line):
+    """`self.x = a if c else b` in __init__ (b pure, neither c nor a reading any `.x`) as `self.x = b` then `if c:` /
+    `self.x = a`. Other methods see what __init__ leaves, the same value either way; kvpatch reads __init__ so only
+    when it neither returns early nor calls its own methods, so such an __init__ is left alone."""
+    out = []
+    for node in ast.walk(p.tree):
+        if not (isinstance(node, ast.Assign) and node.lineno == line and len(node.targets) == 1):
+            continue
+        target, value = node.targets[0], node.value
+        function = enclosing_function(p, node)
+        if not (isinstance(value, ast.IfExp) and pure(value.orelse) and function is not None
+                and function.name == "__init__" and function.args.args and isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name) and target.value.id == function.args.args[0].arg):
+            continue
+        if not statement_line_start(p, node) or p.inside(node, ast.JoinedStr):
+            continue
+        end = p.offset(node.end_lineno, node.end_col_offset)
+        rest = p.text[end : p.starts[node.end_lineno]].strip()
+        if rest and not rest.startswith("#"):
+            continue  # `; more` after it
+        self_arg = target.value.id
+        reads_x = any(isinstance(n, ast.Attribute) and n.attr == target.attr for part in (value.test, value.body)
+                      for n in ast.walk(part))
+        early = any(isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom)) for n in ast.walk(function))
+        own_calls = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                        and isinstance(n.func.value, ast.Name) and n.func.value.id == self_arg
+                        for n in ast.walk(function))
+        if reads_x or early or own_calls:
+            continue
+        indent = p.lines[line - 1][: len(p.lines[line - 1]) - len(p.lines[line - 1].lstrip())]
+        text = p.segment(target)
+        block = (f"{indent}{text} = ({p.segment(value.orelse)})\n{indent}if ({p.segment(value.test)}):\n"
+                 f"{indent}    {text} = ({p.segment(value.body)})")
+        start = p.starts[line - 1]
+        added = block.count("\n") - (node.end_lineno - node.lineno)
+        kind = "attribute conditional as a default and an override in __init__"
+        out.append((kind, p.text[:start] + block + p.text[end:], (line, node.end_lineno, node.end_lineno + added)))
+    return out
+
+
 def placeholder_first(p, line):
     """`x = v` (x a local, v not reading it) preceded by `x = None` on a line of its own: v replaces it at once."""
     out = []
@@ -543,7 +583,7 @@ def rewrites_at(p, line):
             out += split_call(p, node) + joined_call(p, node)
     out += quotes_swapped(p, line) + local_renamed(p, line) + import_renamed(p, line) + self_renamed(p, line)
     out += through_local(p, line) + definitions_swapped(p, line) + conditional_as_if(p, line)
-    out += conditional_as_override(p, line) + placeholder_first(p, line)
+    out += conditional_as_override(p, line) + conditional_as_init_override(p, line) + placeholder_first(p, line)
     return out + init_moved_to_base(p, line)
 
 
@@ -551,6 +591,7 @@ def rewrites_at(p, line):
 # every kind, walking the tree once per kind, which over a long backend's every line takes minutes).
 BY_KIND = {
     "__init__ moved into a base class": init_moved_to_base,
+    "attribute conditional as a default and an override in __init__": conditional_as_init_override,
     "conditional as a default and an override": conditional_as_override,
     "conditional as an if statement": conditional_as_if,
     "local first assigned None": placeholder_first,

@@ -115,7 +115,7 @@ def line_rewrites(lines, i):
 
 
 def outcome(kvpatch, text, scratch):
-    """check's exit and findings as (rule, status, line), apply's exit, and the text apply wrote."""
+    """check's exit and findings as (rule, status, line, guard dtype), apply's exit, and the text apply wrote."""
     path = os.path.join(scratch, BACKEND)
     with open(path, "w", encoding="utf-8", newline="") as f:
         f.write(text)
@@ -127,7 +127,9 @@ def outcome(kvpatch, text, scratch):
     check = run("check", "--format", "json")
     try:
         report = json.loads(check.stdout)
-        findings = {k: sorted((e["rule"], e.get("status", ""), e["line"]) for e in report[k]) for k in CATEGORIES}
+        # A cast guarded for the other dtypes and one removed are both `redundant`: the guard's dtype tells them apart.
+        findings = {k: sorted((e["rule"], e.get("status", ""), e["line"], e.get("kept_for_dtypes_other_than", ""))
+                              for e in report[k]) for k in CATEGORIES}
         findings["summary"] = report["summary"]
     except (json.JSONDecodeError, KeyError):
         findings = None
@@ -149,7 +151,7 @@ def relocated(findings, moved):
         return findings
     out = {"summary": findings["summary"]}
     for k in CATEGORIES:
-        out[k] = sorted((r, s, moved(n)) for r, s, n in findings[k])
+        out[k] = sorted((r, s, moved(n), x) for r, s, n, x in findings[k])
     return out
 
 

@@ -12,18 +12,23 @@ namespace kvpatch {
 
 // The KV dtype a threaded plan site names once the edits are made.
 struct KvPlanForm {
-  enum class Kind { CacheDtype, CacheDtypeOnlyFor, Unclear };
+  // ModelDtype: what the site passes holds the model dtype for every cache (a field named as the KV-cache dtype
+  // but assigned the model dtype), so run() still needs the cast.
+  enum class Kind { CacheDtype, CacheDtypeOnlyFor, ModelDtype, Unclear };
   Kind kind = Kind::CacheDtype;
   std::string only_for;  // CacheDtypeOnlyFor: D of `kv if kv == D else model`, as one-line source text
-  std::string why;       // Unclear: why
+  std::string why;       // Unclear and ModelDtype: why
 };
 
 // The form of a site's bound KV dtype (or, for a site the edits fix, of the field it gets), read through
-// locals and the class's `self.<field> = ...` assignments.
+// locals and the class's `self.<field> = ...` assignments, those that reach the read where that can be told.
+// The upstream gate written as statements (`if kv == D:` x = kv, `else:` x = model; or x = model, then
+// `if kv == D:` x = kv) is that form too. Any other choice between the KV-cache and the model dtype (say, on
+// the GPU) is Unclear: no test of the cache's dtype can stand for it in a guard.
 KvPlanForm kv_plan_form(const PlanSite& site, const PlanSiteRule& rule, const RuleSet& rules, const ModuleFacts& facts,
                         const std::vector<FieldFinding>& fields);
 
-// One form when every site agrees (no sites: CacheDtype); Unclear otherwise.
+// One form when every site agrees (no sites: CacheDtype); the first Unclear, or Unclear, otherwise.
 KvPlanForm combined_plan_form(const std::vector<KvPlanForm>& forms);
 
 // True when the cast only runs for a value whose `.dtype` is not `dtype`: inside `if <x>.dtype != D:` (or an

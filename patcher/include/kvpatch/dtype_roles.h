@@ -28,15 +28,11 @@ private:
   // The role of `a` where `condition` holds and of `b` otherwise, as choice() decides it.
   DtypeArgument decide(const DtypeArgument& a, const DtypeArgument& b, const std::string& condition,
                        const std::string& gate_expr, const std::vector<TSNode>& reads, const FunctionFacts* scope) const;
-  // The same choice written as statements, when `assignments` (those of a name that reach `read`) are one in each
-  // branch of an if statement (elif clauses too, read as `a if c1 else b if c2 else c`) with an else, or, without
-  // one, when `reaching` says the walk back from the read found them, with `x = d` before the if statement in the
-  // same block as the last alternative; `read` outside the if statement. nullopt otherwise.
+  // The same choice written as statements (assignment_branches: elif clauses read as `a if c1 else b if c2 else c`,
+  // a default before an if without an else as the last alternative). nullopt when the assignments have no such shape.
   std::optional<DtypeArgument> branch_choice(const std::vector<const Assignment*>& assignments, TSNode read, int depth,
                                              bool reaching) const;
   DtypeRole role_of_name(const std::string& name) const;
-  // Whether the method calls a method of its own instance (`self.f(...)`), which may read what it has set so far.
-  bool calls_own_method(const FunctionFacts& method) const;
   // True when the expression reads only the receiver's attributes and module-level names.
   bool reads_no_local(TSNode expr, const FunctionFacts* scope) const;
   // True when every local the expression reads is a parameter of `scope` that `scope` never reassigns.

@@ -26,6 +26,13 @@ std::optional<std::vector<const Assignment*>> reaching_end(const ModuleFacts& fa
                                                            const std::vector<const Assignment*>& assignments,
                                                            const std::string& target);
 
+// The same for a read of `self.<attr>` (`target` its text), given the assignments that can set it
+// (ModuleFacts::self_attribute_assignments), all in one function: read in that function, those that reach the read;
+// read in another method, when the one function is `__init__` and it calls no method of its own instance (which could
+// read what it has set so far), those it leaves at its end. nullopt when neither applies or the walk cannot tell.
+std::optional<std::vector<const Assignment*>> attribute_assignments_reaching(
+    const ModuleFacts& facts, const std::vector<const Assignment*>& assignments, const std::string& target, TSNode read);
+
 // The function's assignments of the plain name (ModuleFacts::local_assignments), narrowed to those that reach
 // `read` where the walk can tell.
 std::vector<const Assignment*> assignments_reaching(const ModuleFacts& facts, const FunctionFacts& function,

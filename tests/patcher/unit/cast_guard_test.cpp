@@ -90,6 +90,55 @@ TEST_SUITE("cast_guard") {
     CHECK(f[0].kind == KvPlanForm::Kind::Unclear);
   }
 
+  TEST_CASE("upstream's gate written as statements is upstream's form; a gate on anything else is no form a guard can repeat") {
+    const std::string kv = "model_runner.kv_cache_dtype";
+    const std::string model = "model_runner.dtype";
+    const std::string fp8 = "model_runner.kv_cache_dtype == torch.float8_e4m3fn";
+    auto form = [](const std::string& field, const std::string& passed) {
+      const std::vector<KvPlanForm> f = forms_of(updater(field, passed));
+      REQUIRE(f.size() == 1);
+      return f[0];
+    };
+    auto expect_only_for = [&](const std::string& field) {
+      for (const char* passed : {"self.kv_data_type", "plan_kv"}) {
+        CAPTURE(field);
+        CAPTURE(passed);
+        const KvPlanForm f = form(field, passed);
+        CHECK(f.kind == KvPlanForm::Kind::CacheDtypeOnlyFor);
+        CHECK(f.only_for == "torch.float8_e4m3fn");
+      }
+    };
+    // if / else, either way round, and the model dtype overridden for the one dtype.
+    expect_only_for("if " + fp8 + ":\n            self.kv_data_type = " + kv + "\n        else:\n            self.kv_data_type = " + model);
+    expect_only_for("if " + kv + " != torch.float8_e4m3fn:\n            self.kv_data_type = " + model +
+                    "\n        else:\n            self.kv_data_type = " + kv);
+    expect_only_for("self.kv_data_type = " + model + "\n        if " + fp8 + ":\n            self.kv_data_type = " + kv);
+    // Through a local of __init__.
+    expect_only_for("d = " + model + "\n        if " + fp8 + ":\n            d = " + kv + "\n        self.kv_data_type = d");
+
+    // A gate on the GPU, as an expression or as statements: the plan's KV dtype is no test of the cache's dtype.
+    KvPlanForm f = form("self.kv_data_type = " + kv + " if torch.cuda.get_device_capability()[0] == 9 else " + model,
+                        "self.kv_data_type");
+    CHECK(f.kind == KvPlanForm::Kind::Unclear);
+    CHECK(f.why.find("torch.cuda.get_device_capability()[0] == 9") != std::string::npos);
+    f = form("self.kv_data_type = " + model + "\n        if torch.cuda.get_device_capability()[0] == 9:\n"
+             "            self.kv_data_type = " + kv, "plan_kv");
+    CHECK(f.kind == KvPlanForm::Kind::Unclear);
+    // An elif chain whose first test is upstream's: the other branches differ from it, so no single form.
+    f = form("if " + fp8 + ":\n            self.kv_data_type = " + kv + "\n        elif model_runner.sm90:\n"
+             "            self.kv_data_type = " + kv + "\n        else:\n            self.kv_data_type = " + model,
+             "self.kv_data_type");
+    CHECK(f.kind == KvPlanForm::Kind::Unclear);
+    // The same test on a branch's own value (no else, nothing before): kvpatch cannot tell, and pools both.
+    f = form("if " + fp8 + ":\n            self.kv_data_type = " + kv + "\n        if not " + fp8 +
+             ":\n            self.kv_data_type = " + model, "self.kv_data_type");
+    CHECK(f.kind == KvPlanForm::Kind::Unclear);
+    // The model dtype where the override is made in another method than __init__: both values are pooled.
+    f = form("self.kv_data_type = " + kv + "\n\n    def reset(self, model_runner):\n        self.kv_data_type = " + model,
+             "self.kv_data_type");
+    CHECK(f.kind == KvPlanForm::Kind::Unclear);
+  }
+
   TEST_CASE("combined forms: all alike, else unclear") {
     KvPlanForm a;
     KvPlanForm b;
