@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
+#include "kvpatch/assignment_branches.h"
 #include "kvpatch/dtype_roles.h"
 #include "kvpatch/edit_operations.h"
 #include "kvpatch/field_holders.h"
-#include "kvpatch/assignment_branches.h"
 #include "kvpatch/reaching_definitions.h"
 
 namespace kvpatch {
@@ -154,9 +154,12 @@ public:
     if (const ClassFacts* cls = facts_.find_class(class_name)) {
       std::vector<const Assignment*> assignments = facts_.self_attribute_assignments(*cls, attr);
       std::optional<std::vector<const Assignment*>> reaching;
-      if (!syntax::is_null(read)) reaching = attribute_assignments_reaching(facts_, assignments, one_line(facts_.text(read)), read);
+      if (!syntax::is_null(read)) {
+        reaching = attribute_assignments_reaching(facts_, assignments, one_line(facts_.text(read)), read);
+      }
       if (reaching) assignments = *reaching;
-      std::erase_if(assignments, [](const Assignment* a) { return a->kind != AssignmentKind::Plain || syntax::is_null(a->value); });
+      std::erase_if(assignments,
+                    [](const Assignment* a) { return a->kind != AssignmentKind::Plain || syntax::is_null(a->value); });
       if (!assignments.empty()) forms.push_back(of_assignments(assignments, read, reaching.has_value(), depth));
     }
     const FieldRule* field_rule = rules_.field_rule(rule_.field_rule);
@@ -201,15 +204,15 @@ private:
     };
     if (!syntax::is_null(read)) {
       if (const auto branches = assignment_branches(assignments, read, reaching)) {
-        const FunctionFacts* scope = scope_of(branches->front().assignment);
-        if (branches->size() == 2) {
-          return of_choice((*branches)[0].assignment->value, (*branches)[0].condition, (*branches)[1].assignment->value,
-                           scope, depth + 1);
-        }
-        // An elif chain, `v1 if c1 else v2 if c2 else v3`, from the last alternative up.
-        KvPlanForm rest = of_node(branches->back().assignment->value, scope, depth + 1);
-        for (std::size_t i = branches->size() - 1; i-- > 0;) {
-          rest = choose(of_node((*branches)[i].assignment->value, scope, depth + 1), rest, (*branches)[i].condition);
+        // `v1 if c1 else v2 if c2 else v3`, from the last test up: only that one, against the else or default
+        // value, can be upstream's gate; each earlier test chooses between forms.
+        const std::vector<AssignmentBranch>& b = *branches;
+        const FunctionFacts* scope = scope_of(b.front().assignment);
+        const std::size_t last = b.size() - 2;
+        KvPlanForm rest =
+            of_choice(b[last].assignment->value, b[last].condition, b.back().assignment->value, scope, depth + 1);
+        for (std::size_t i = last; i-- > 0;) {
+          rest = choose(of_node(b[i].assignment->value, scope, depth + 1), rest, b[i].condition);
         }
         return rest;
       }

@@ -260,12 +260,14 @@ DtypeArgument DtypeClassifier::classify(TSNode expr, const FunctionFacts* scope,
         const auto reaching = attribute_assignments_reaching(facts_, assignments, text, expr);
         if (reaching) assignments = *reaching;
         assigned = branch_choice(assignments, expr, depth, reaching.has_value());
-        std::vector<DtypeArgument> parts;
-        for (const Assignment* a : assignments) {
-          if (assigned || a->kind != AssignmentKind::Plain || syntax::is_null(a->value)) continue;
-          parts.push_back(classify(a->value, &facts_.functions()[static_cast<std::size_t>(a->function)], depth + 1));
+        if (!assigned) {
+          std::vector<DtypeArgument> parts;
+          for (const Assignment* a : assignments) {
+            if (a->kind != AssignmentKind::Plain || syntax::is_null(a->value)) continue;
+            parts.push_back(classify(a->value, &facts_.functions()[static_cast<std::size_t>(a->function)], depth + 1));
+          }
+          if (!parts.empty()) assigned = combine(parts, text);
         }
-        if (!parts.empty()) assigned = combine(parts, text);
       }
     }
     if (role_of_name(attr) == DtypeRole::KvCache) {

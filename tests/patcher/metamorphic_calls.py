@@ -400,17 +400,24 @@ def definitions_swapped(p, line):
     return out
 
 
+def alone_on_its_lines(p, node):
+    """Whether the statement starts its line, lies outside any f-string and has nothing after it but a comment (no
+    `; more`), so that it can be replaced line for line."""
+    if not statement_line_start(p, node) or p.inside(node, ast.JoinedStr):
+        return False
+    end = p.offset(node.end_lineno, node.end_col_offset)
+    rest = p.text[end : p.starts[node.end_lineno]].strip()
+    return not rest or rest.startswith("#")
+
+
 def conditional_as_if(p, line):
     out = []
     for node in ast.walk(p.tree):
         if not (isinstance(node, ast.Assign) and node.lineno == line and isinstance(node.value, ast.IfExp)):
             continue
-        if len(node.targets) != 1 or not statement_line_start(p, node) or p.inside(node, ast.JoinedStr):
+        if len(node.targets) != 1 or not alone_on_its_lines(p, node):
             continue
         end = p.offset(node.end_lineno, node.end_col_offset)
-        rest = p.text[end : p.starts[node.end_lineno]].strip()
-        if rest and not rest.startswith("#"):
-            continue  # `; more` after it
         indent = p.lines[line - 1][: len(p.lines[line - 1]) - len(p.lines[line - 1].lstrip())]
         target, value = p.segment(node.targets[0]), node.value
         # Each part goes on one line: inside the parentheses its line breaks stay legal.
@@ -439,12 +446,8 @@ def plain_local_assignment(p, node, line):
     target = node.targets[0]
     if not isinstance(target, ast.Name) or enclosing_function(p, node) is None:
         return False
-    if not statement_line_start(p, node) or p.inside(node, ast.JoinedStr):
+    if not alone_on_its_lines(p, node):
         return False
-    end = p.offset(node.end_lineno, node.end_col_offset)
-    rest = p.text[end : p.starts[node.end_lineno]].strip()
-    if rest and not rest.startswith("#"):
-        return False  # `; more` after it
     return not any(isinstance(n, ast.Name) and n.id == target.id for n in ast.walk(node.value))
 
 
@@ -456,23 +459,22 @@ def pure(node):
     return isinstance(node, (ast.Name, ast.Constant))
 
 
+def as_override(p, node, kind):
+    """The rewrite of `t = a if c else b` (node, alone on its lines) as `t = b` then `if c:` / `t = a`."""
+    line = node.lineno
+    indent = p.lines[line - 1][: len(p.lines[line - 1]) - len(p.lines[line - 1].lstrip())]
+    target, value = p.segment(node.targets[0]), node.value
+    block = (f"{indent}{target} = ({p.segment(value.orelse)})\n{indent}if ({p.segment(value.test)}):\n"
+             f"{indent}    {target} = ({p.segment(value.body)})")
+    start, end = p.starts[line - 1], p.offset(node.end_lineno, node.end_col_offset)
+    added = block.count("\n") - (node.end_lineno - node.lineno)
+    return kind, p.text[:start] + block + p.text[end:], (line, node.end_lineno, node.end_lineno + added)
+
+
 def conditional_as_override(p, line):
     """`x = a if c else b` (x a local, b pure) as `x = b` then `if c:` / `x = a`: the same value either way."""
-    out = []
-    for node in ast.walk(p.tree):
-        if not (plain_local_assignment(p, node, line) and isinstance(node.value, ast.IfExp)):
-            continue
-        if not pure(node.value.orelse):
-            continue
-        indent = p.lines[line - 1][: len(p.lines[line - 1]) - len(p.lines[line - 1].lstrip())]
-        target, value = p.segment(node.targets[0]), node.value
-        block = (f"{indent}{target} = ({p.segment(value.orelse)})\n{indent}if ({p.segment(value.test)}):\n"
-                 f"{indent}    {target} = ({p.segment(value.body)})")
-        start, end = p.starts[line - 1], p.offset(node.end_lineno, node.end_col_offset)
-        added = block.count("\n") - (node.end_lineno - node.lineno)
-        out.append(("conditional as a default and an override", p.text[:start] + block + p.text[end:],
-                    (line, node.end_lineno, node.end_lineno + added)))
-    return out
+    return [as_override(p, node, "conditional as a default and an override") for node in ast.walk(p.tree)
+            if plain_local_assignment(p, node, line) and isinstance(node.value, ast.IfExp) and pure(node.value.orelse)]
 
 
 def conditional_as_init_override(p, line):
@@ -487,31 +489,17 @@ def conditional_as_init_override(p, line):
         function = enclosing_function(p, node)
         if not (isinstance(value, ast.IfExp) and pure(value.orelse) and function is not None
                 and function.name == "__init__" and function.args.args and isinstance(target, ast.Attribute)
-                and isinstance(target.value, ast.Name) and target.value.id == function.args.args[0].arg):
+                and isinstance(target.value, ast.Name) and target.value.id == function.args.args[0].arg
+                and alone_on_its_lines(p, node)):
             continue
-        if not statement_line_start(p, node) or p.inside(node, ast.JoinedStr):
-            continue
-        end = p.offset(node.end_lineno, node.end_col_offset)
-        rest = p.text[end : p.starts[node.end_lineno]].strip()
-        if rest and not rest.startswith("#"):
-            continue  # `; more` after it
-        self_arg = target.value.id
         reads_x = any(isinstance(n, ast.Attribute) and n.attr == target.attr for part in (value.test, value.body)
                       for n in ast.walk(part))
         early = any(isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom)) for n in ast.walk(function))
         own_calls = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                        and isinstance(n.func.value, ast.Name) and n.func.value.id == self_arg
+                        and isinstance(n.func.value, ast.Name) and n.func.value.id == target.value.id
                         for n in ast.walk(function))
-        if reads_x or early or own_calls:
-            continue
-        indent = p.lines[line - 1][: len(p.lines[line - 1]) - len(p.lines[line - 1].lstrip())]
-        text = p.segment(target)
-        block = (f"{indent}{text} = ({p.segment(value.orelse)})\n{indent}if ({p.segment(value.test)}):\n"
-                 f"{indent}    {text} = ({p.segment(value.body)})")
-        start = p.starts[line - 1]
-        added = block.count("\n") - (node.end_lineno - node.lineno)
-        kind = "attribute conditional as a default and an override in __init__"
-        out.append((kind, p.text[:start] + block + p.text[end:], (line, node.end_lineno, node.end_lineno + added)))
+        if not (reads_x or early or own_calls):
+            out.append(as_override(p, node, "attribute conditional as a default and an override in __init__"))
     return out
 
 

@@ -150,6 +150,15 @@ TEST_SUITE("cast_guard") {
     CHECK(combined_plan_form({a, a}).kind == KvPlanForm::Kind::CacheDtype);
     CHECK(combined_plan_form({b, c}).kind == KvPlanForm::Kind::CacheDtypeOnlyFor);
     CHECK(combined_plan_form({a, b}).kind == KvPlanForm::Kind::Unclear);
+    // The model dtype stays the model dtype only where every site plans it; beside the KV-cache dtype it is unclear,
+    // and the message keeps why.
+    KvPlanForm m;
+    m.kind = KvPlanForm::Kind::ModelDtype;
+    m.why = "model_runner.dtype is the model dtype";
+    CHECK(combined_plan_form({m, m}).kind == KvPlanForm::Kind::ModelDtype);
+    const KvPlanForm mixed = combined_plan_form({a, m});
+    CHECK(mixed.kind == KvPlanForm::Kind::Unclear);
+    CHECK(mixed.why.find(m.why) != std::string::npos);
   }
 
   TEST_CASE("a cast is guarded when only other dtypes reach it") {
