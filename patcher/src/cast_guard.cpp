@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kvpatch/assignment_branches.h"
+#include "kvpatch/cache_dtype_gate.h"
 #include "kvpatch/dtype_roles.h"
 #include "kvpatch/edit_operations.h"
 #include "kvpatch/field_holders.h"
@@ -14,74 +15,6 @@ using syntax::is;
 
 namespace {
 constexpr int kMaxDepth = 8;  // bounds chains of assignments (and cycles through them)
-
-std::string node_text(std::string_view source, TSNode node) {
-  return std::string(source.substr(ts_node_start_byte(node), ts_node_end_byte(node) - ts_node_start_byte(node)));
-}
-
-// Text without whitespace or enclosing parentheses, for comparing expressions as written.
-std::string squeezed(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != '\\') out += c;
-  }
-  while (out.size() >= 2 && out.front() == '(' && out.back() == ')') {
-    int depth = 0;
-    bool encloses = true;
-    for (std::size_t i = 0; i + 1 < out.size() && encloses; ++i) {
-      depth += out[i] == '(' ? 1 : out[i] == ')' ? -1 : 0;
-      encloses = depth > 0;
-    }
-    if (!encloses) break;
-    out = out.substr(1, out.size() - 2);
-  }
-  return out;
-}
-
-std::string last_name(const std::string& text) {
-  const std::size_t dot = text.rfind('.');
-  return dot == std::string::npos ? text : text.substr(dot + 1);
-}
-
-bool listed(const std::vector<std::string>& names, const std::string& name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
-// The comparison operator of a two-operand comparison ("==", "!=", ...), "" otherwise.
-std::string comparison(TSNode node) {
-  if (!is(node, "comparison_operator") || syntax::named_child_count(node) != 2) return "";
-  std::string op;
-  for (uint32_t i = 0; i < ts_node_child_count(node); ++i) {
-    TSNode child = ts_node_child(node, i);
-    if (!ts_node_is_named(child)) op += std::string(syntax::type(child));
-  }
-  return op;
-}
-
-// `kv if kv == D else model` or `model if kv != D else kv` (the three parts of a conditional, or the branches
-// of an if statement read as one): D as one-line text; "" for any other choice.
-std::string only_for_dtype(std::string_view source, TSNode value, TSNode condition, TSNode alternative,
-                           const DtypeRoleNames& roles) {
-  TSNode test = syntax::unparenthesized(condition);
-  const std::string op = comparison(test);
-  if (op != "==" && op != "!=") return "";
-  const std::string kv = squeezed(node_text(source, op == "==" ? value : alternative));
-  const std::string model = squeezed(node_text(source, op == "==" ? alternative : value));
-  if (!listed(roles.kv_cache, last_name(kv)) || !listed(roles.model, last_name(model))) return "";
-  TSNode left = syntax::named_child(test, 0);
-  TSNode right = syntax::named_child(test, 1);
-  if (squeezed(node_text(source, left)) == kv) return one_line(node_text(source, right));
-  if (squeezed(node_text(source, right)) == kv) return one_line(node_text(source, left));
-  return "";
-}
-
-// The same for an expression: D when it is such a conditional.
-std::string only_for_dtype(std::string_view source, TSNode expr, const DtypeRoleNames& roles) {
-  expr = syntax::unparenthesized(expr);
-  if (!is(expr, "conditional_expression")) return "";
-  const std::vector<TSNode> parts = syntax::statements(expr);  // value, condition, alternative
-  return parts.size() == 3 ? only_for_dtype(source, parts[0], parts[1], parts[2], roles) : "";
-}
 
 KvPlanForm unclear(std::string why) {
   KvPlanForm f;
@@ -168,7 +101,7 @@ public:
           !holds_field_for(facts_, f.class_name, class_name, field_rule->anchor)) {
         continue;
       }
-      if (last_name(f.field_text) != attr) continue;
+      if (dotted_last_name(f.field_text) != attr) continue;
       const std::string source = "_ = " + field_rule->value + "\n";
       PythonTree tree(source);
       TSNode assignment = syntax::named_child(syntax::named_child(tree.root(), 0), 0);
@@ -242,7 +175,7 @@ private:
 bool compares_dtype(const ModuleFacts& facts, TSNode condition, const std::string& op, const std::string& value,
                     const std::string& dtype) {
   condition = syntax::unparenthesized(condition);
-  if (comparison(condition) != op) return false;
+  if (two_operand_comparison(condition) != op) return false;
   const std::string a = squeezed(facts.text(syntax::named_child(condition, 0)));
   const std::string b = squeezed(facts.text(syntax::named_child(condition, 1)));
   const std::string want = squeezed(value) + ".dtype";

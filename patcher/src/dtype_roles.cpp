@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "kvpatch/assignment_branches.h"
+#include "kvpatch/cache_dtype_gate.h"
 #include "kvpatch/reaching_definitions.h"
 
 namespace kvpatch {
@@ -135,8 +136,12 @@ DtypeArgument DtypeClassifier::combine(const std::vector<DtypeArgument>& parts, 
 
 DtypeArgument DtypeClassifier::choice(TSNode value, TSNode condition, TSNode alternative, const std::string& gate_expr,
                                       const std::vector<TSNode>& reads, const FunctionFacts* scope, int depth) const {
-  return decide(classify(value, scope, depth + 1), classify(alternative, scope, depth + 1),
-                one_line(facts_.file().text(condition)), gate_expr, reads, scope);
+  DtypeArgument out = decide(classify(value, scope, depth + 1), classify(alternative, scope, depth + 1),
+                             one_line(facts_.file().text(condition)), gate_expr, reads, scope);
+  if (out.role == DtypeRole::Gated) {
+    out.gate_tests_cache_dtype = !only_for_dtype(facts_.file().source.text(), value, condition, alternative, names_).empty();
+  }
+  return out;
 }
 
 DtypeArgument DtypeClassifier::decide(const DtypeArgument& a, const DtypeArgument& b, const std::string& condition,
@@ -192,6 +197,11 @@ std::optional<DtypeArgument> DtypeClassifier::branch_choice(const std::vector<co
     rest = decide(classify(b.assignment->value, scope, depth + 1), rest,
                   one_line(facts_.text(syntax::unparenthesized(b.condition))), text, reads, scope);
     rest_text = text;
+  }
+  if (rest.role == DtypeRole::Gated && conditions == 1) {
+    rest.gate_tests_cache_dtype = !only_for_dtype(facts_.file().source.text(), (*branches)[0].assignment->value,
+                                                  (*branches)[0].condition, last, names_)
+                                       .empty();
   }
   if (rest.role == DtypeRole::Gated && conditions > 1) {
     // The message names every condition the chain tests, in order.
@@ -254,7 +264,8 @@ DtypeArgument DtypeClassifier::classify(TSNode expr, const FunctionFacts* scope,
     std::optional<DtypeArgument> assigned;  // what the class's assignments of `self.<attr>` give it here
     if (method != nullptr && is(object, "identifier") && facts_.text(object) == self_name(*method)) {
       if (const ClassFacts* cls = facts_.find_class(method->class_name)) {
-        std::vector<const Assignment*> assignments = facts_.self_attribute_assignments(*cls, attr);
+        const std::vector<const Assignment*> all = facts_.self_attribute_assignments(*cls, attr);
+        std::vector<const Assignment*> assignments = all;
         // Set in one function: read there, the assignments before the read count; read elsewhere, when that
         // function is __init__, the ones it leaves at its end.
         const auto reaching = attribute_assignments_reaching(facts_, assignments, text, expr);
@@ -268,15 +279,20 @@ DtypeArgument DtypeClassifier::classify(TSNode expr, const FunctionFacts* scope,
           }
           if (!parts.empty()) assigned = combine(parts, text);
         }
+        if (assigned && assigned->role == DtypeRole::Gated && set_only_in_init(facts_, all)) assigned->gate_attribute = attr;
       }
     }
     if (role_of_name(attr) == DtypeRole::KvCache) {
-      // Named as the KV-cache dtype, it is taken for one whatever gate picks it (the cast guard reads that gate), but
-      // not where every assignment reaching the read gives it the model dtype: passing it plans the model dtype.
+      // Named as the KV-cache dtype, it is taken for one when upstream's gate on the cache's own dtype picks it (the
+      // cast guard reads that gate), but not where every assignment reaching the read gives it the model dtype:
+      // passing it plans the model dtype.
       if (assigned && assigned->role == DtypeRole::Model) {
         return with_role(DtypeRole::Unknown, text + " is named as the KV-cache dtype but holds the model dtype here; "
                                                     "assign it the KV-cache dtype, or pass the model dtype by its own name");
       }
+      // A gate on anything but the cache's own dtype (the GPU, say) plans the model dtype for an FP8 cache where it
+      // fails, so the casts stay: the site counts as gated, as it would under any other name.
+      if (assigned && assigned->role == DtypeRole::Gated && !assigned->gate_tests_cache_dtype) return *assigned;
       return with_role(DtypeRole::KvCache);
     }
     if (assigned) return *assigned;

@@ -385,14 +385,22 @@ void plan_site_fixes(const PlanSiteRule& rule, const std::string& field_anchor, 
     if (!site.reason.empty()) continue;
     const FieldFinding* field_finding = findings.front();
     // In a class whose other sites gate the KV dtype on the platform, a fixed site follows the same gate:
-    // planning the KV dtype unconditionally would disagree with the casts the gate keeps. A gate that
-    // reads locals can be copied only into the function it is written in, and only when those locals
-    // are that function's parameters, never reassigned (so they hold the same values at both sites).
+    // planning the KV dtype unconditionally would disagree with the casts the gate keeps. A gate held in an
+    // attribute set only in __init__ is read through that attribute from any other method with an instance. A gate
+    // written out that reads locals can be copied only into the function it is written in, and only when those
+    // locals are that function's parameters, never reassigned (so they hold the same values at both sites).
     const FunctionFacts* site_function = facts.function_at(site.call);
+    // The field is read through the method's own instance parameter, whatever it is named; a static or class
+    // method, or one without parameters, has none.
+    const FunctionFacts* method = holding_method(facts, site_function);
+    const std::string self = method != nullptr ? self_name(*method) : "";
+    auto via_attribute = [&](const PlanSite& other) {
+      return !other.kv_dtype.gate_attribute.empty() && !self.empty() && method->name != "__init__";
+    };
     auto reusable = [&](const PlanSite& other) {
       const DtypeArgument& kv = other.kv_dtype;
-      return kv.gate_portable || (kv.gate_reads_parameters && site_function != nullptr &&
-                                  syntax::same(site_function->node, kv.gate_function));
+      return via_attribute(other) || kv.gate_portable ||
+             (kv.gate_reads_parameters && site_function != nullptr && syntax::same(site_function->node, kv.gate_function));
     };
     const PlanSite* gated = nullptr;
     for (const PlanSite& other : sites) {
@@ -408,12 +416,10 @@ void plan_site_fixes(const PlanSiteRule& rule, const std::string& field_anchor, 
     }
     site.fix_gated = gated != nullptr;
     site.fix_condition = gated != nullptr ? gated->condition : "";
-    site.fix_text = gated != nullptr ? gated->kv_dtype.gate_expr : field_finding->field_text;
-    if (gated == nullptr) {
-      // The field is read through the method's own instance parameter, whatever it is named; a static or
-      // class method, or one without parameters, has none.
-      const FunctionFacts* method = holding_method(facts, site_function);
-      const std::string self = method != nullptr ? self_name(*method) : "";
+    if (gated != nullptr) {
+      site.fix_text = via_attribute(*gated) ? self + "." + gated->kv_dtype.gate_attribute : gated->kv_dtype.gate_expr;
+    } else {
+      site.fix_text = field_finding->field_text;
       if (self.empty() || site.fix_text.find('.') == std::string::npos) {
         site.reason = (method != nullptr ? "the call's method " + method->name + " takes no instance"
                                          : std::string("the call is in the class body, outside any method")) +

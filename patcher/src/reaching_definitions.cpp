@@ -273,6 +273,14 @@ std::optional<std::vector<const Assignment*>> attribute_assignments_reaching(
   return std::nullopt;
 }
 
+bool set_only_in_init(const ModuleFacts& facts, const std::vector<const Assignment*>& assignments) {
+  return !assignments.empty() && std::all_of(assignments.begin(), assignments.end(), [&](const Assignment* a) {
+    if (a->function < 0) return false;
+    const FunctionFacts& f = facts.functions()[static_cast<std::size_t>(a->function)];
+    return f.is_method() && f.name == "__init__";
+  });
+}
+
 std::vector<const Assignment*> assignments_reaching(const ModuleFacts& facts, const FunctionFacts& function,
                                                    const std::string& name, TSNode read) {
   std::vector<const Assignment*> all = facts.local_assignments(function, name);

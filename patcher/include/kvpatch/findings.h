@@ -31,6 +31,11 @@ struct DtypeArgument {
   // that function's parameters, never reassigned there, so another site of the same function can reuse it.
   TSNode gate_function{};
   bool gate_reads_parameters = false;
+  // For Gated: the gate is upstream's `kv if kv == D else model` (cache_dtype_gate.h), a test of the cache's own dtype.
+  bool gate_tests_cache_dtype = false;
+  // For Gated: the attribute `self.<gate_attribute>` that holds the gate, set only in `__init__`, so any other method
+  // of the class reads the same gate through it.
+  std::string gate_attribute;
   std::string reason;     // for Unknown: why
 };
 

@@ -33,6 +33,10 @@ std::optional<std::vector<const Assignment*>> reaching_end(const ModuleFacts& fa
 std::optional<std::vector<const Assignment*>> attribute_assignments_reaching(
     const ModuleFacts& facts, const std::vector<const Assignment*>& assignments, const std::string& target, TSNode read);
 
+// True when there is at least one assignment and every one is made in a method named `__init__` (of the class or a
+// base): what the attribute holds once the instance is built, the same for every other method that reads it.
+bool set_only_in_init(const ModuleFacts& facts, const std::vector<const Assignment*>& assignments);
+
 // The function's assignments of the plain name (ModuleFacts::local_assignments), narrowed to those that reach
 // `read` where the walk can tell.
 std::vector<const Assignment*> assignments_reaching(const ModuleFacts& facts, const FunctionFacts& function,

@@ -187,4 +187,58 @@ TEST_SUITE("wrapper_and_dtype") {
     CHECK(m.dtypes.classify_text("model_runner.kv_cache_dtype").role == DtypeRole::KvCache);
     CHECK(m.dtypes.classify_text("None").role == DtypeRole::Unknown);
   }
+
+  TEST_CASE("a KV-named field is the KV-cache dtype under upstream's gate on the cache's dtype, a gate under any other") {
+    const char* source = R"PY(
+import torch
+
+
+class Updater:
+    def __init__(self, model_runner):
+        self.data_type = model_runner.dtype
+        self.kv_data_type = model_runner.kv_cache_dtype if torch.cuda.get_device_capability()[0] == 9 else self.data_type
+        if model_runner.kv_cache_dtype != torch.float8_e4m3fn:
+            self.kv_upstream = model_runner.dtype
+        else:
+            self.kv_upstream = model_runner.kv_cache_dtype
+        self.plan_kv = model_runner.kv_cache_dtype if model_runner.fp8_native else model_runner.dtype
+        self.late_kv = model_runner.kv_cache_dtype
+
+    def refresh(self, model_runner):
+        self.late_kv = model_runner.kv_cache_dtype if model_runner.fp8_native else model_runner.dtype
+
+    def plan(self):
+        return self.kv_data_type, self.kv_upstream, self.plan_kv, self.late_kv
+)PY";
+    const auto file = test::parse(source);
+    const ModuleFacts facts(*file);
+    // kv_upstream is read as named for the KV cache here, so that the rule's names decide its role.
+    const DtypeRoleNames names{{"kv_data_type", "kv_cache_dtype", "kv_upstream"}, {"dtype", "data_type"}};
+    const DtypeClassifier dtypes(facts, names);
+    const FunctionFacts* plan = facts.method("Updater", "plan");
+    REQUIRE(plan != nullptr);
+    TSNode ret{};
+    syntax::walk(plan->body, [&](TSNode n) {
+      if (syntax::is(n, "return_statement")) ret = n;
+      return true;
+    });
+    const std::vector<TSNode> read = syntax::statements(ts_node_named_child(ret, 0));
+    REQUIRE(read.size() == 4);
+
+    const DtypeArgument gpu = dtypes.classify(read[0], plan);
+    CHECK(gpu.role == DtypeRole::Gated);  // FP8 bytes would reach a BF16 plan on any other GPU without the cast
+    CHECK(gpu.condition == "torch.cuda.get_device_capability()[0] == 9");
+    CHECK_FALSE(gpu.gate_tests_cache_dtype);
+    CHECK(gpu.gate_attribute == "kv_data_type");
+
+    CHECK(dtypes.classify(read[1], plan).role == DtypeRole::KvCache);  // the cast guard repeats the gate
+
+    const DtypeArgument flag = dtypes.classify(read[2], plan);
+    CHECK(flag.role == DtypeRole::Gated);
+    CHECK(flag.gate_attribute == "plan_kv");  // set in __init__ only: every other method reads the same gate
+
+    const DtypeArgument late = dtypes.classify(read[3], plan);
+    CHECK(late.role == DtypeRole::Gated);
+    CHECK(late.gate_attribute.empty());  // also set in refresh(): what it holds depends on the call order
+  }
 }
