@@ -1,6 +1,7 @@
 #include "kvpatch/field_holders.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace kvpatch {
 using syntax::field;
@@ -8,30 +9,54 @@ using syntax::is;
 
 namespace {
 
-// Whether __init__ runs the __init__ above its class: `super().__init__(...)`, `super(C, self).__init__(...)`
-// or `Base.__init__(self, ...)`, written in its own body (a call in a nested def may never run).
-bool calls_inherited_init(const ModuleFacts& facts, const FunctionFacts& init, const ClassFacts& base) {
+// Where in cls's lineage `up` the lookup of the __init__ that up[i]'s `init` runs next starts: up[i + 1] for
+// `super().__init__(...)`, the class after C for `super(C, self).__init__(...)`, X for `X.__init__(self, ...)` with X a
+// class further up (an explicit call may pass over the classes between, which is Python's lookup from X too). The
+// call must be in init's own body (one in a nested def may never run). nullopt when it calls none kvpatch can place.
+std::optional<std::size_t> next_init_lookup(const ModuleFacts& facts, const FunctionFacts& init,
+                                            const std::vector<const ClassFacts*>& up, std::size_t i) {
+  auto position = [&](const std::string& name) -> std::optional<std::size_t> {
+    for (std::size_t k = i + 1; k < up.size(); ++k) {
+      if (up[k]->name == name) return k;
+    }
+    return std::nullopt;
+  };
   for (TSNode call : facts.calls_named("__init__")) {
     if (facts.function_at(call) != &init) continue;
     TSNode callee = field(call, "function");
     if (!is(callee, "attribute")) continue;
     TSNode object = syntax::unparenthesized(field(callee, "object"));
-    if (is(object, "call") && facts.text(field(object, "function")) == "super") return true;
-    if (is(object, "identifier") && facts.text(object) == base.name) return true;
+    if (is(object, "call") && facts.text(field(object, "function")) == "super") {
+      const std::vector<TSNode> args = syntax::statements(field(object, "arguments"));
+      if (args.empty()) return i + 1;
+      if (!is(args[0], "identifier")) continue;
+      const std::string start = facts.text(args[0]);
+      if (start == up[i]->name) return i + 1;
+      if (auto k = position(start)) return *k + 1;
+      continue;
+    }
+    if (is(object, "identifier")) {
+      if (auto k = position(facts.text(object))) return *k;
+    }
   }
-  return false;
+  return std::nullopt;
 }
 
 }  // namespace
 
 const ClassFacts* init_holder(const ModuleFacts& facts, const ClassFacts& cls, const std::string& anchor) {
   const std::vector<const ClassFacts*> up = facts.lineage(cls);
-  for (std::size_t i = 0; i < up.size(); ++i) {
+  for (std::size_t i = 0; i < up.size();) {
     const FunctionFacts* init = facts.method(*up[i], "__init__");
-    if (init == nullptr) continue;  // the instance runs the __init__ above
+    if (init == nullptr) {  // the instance runs the __init__ above
+      ++i;
+      continue;
+    }
     const std::string self = self_name(*init);
     if (!self.empty() && !facts.local_assignments(*init, through_instance(self, anchor)).empty()) return up[i];
-    if (i + 1 == up.size() || !calls_inherited_init(facts, *init, *up[i + 1])) return nullptr;
+    const std::optional<std::size_t> next = next_init_lookup(facts, *init, up, i);
+    if (!next || *next >= up.size()) return nullptr;
+    i = *next;
   }
   return nullptr;
 }

@@ -104,6 +104,15 @@ bool installed_as_method(TSNode function_name, const std::string& method, const 
 
 // The site of a read of the method (receiver given) or of a plan alias (receiver "") as a value: unknown,
 // unless a kvpatch: ignore comment vouches for it.
+// The classes whose instances run a method of class_name: that class and the module's classes inheriting it.
+std::vector<std::string> classes_running(const ModuleFacts& facts, const std::string& class_name) {
+  std::vector<std::string> out;
+  if (const ClassFacts* cls = facts.find_class(class_name)) {
+    for (const ClassFacts* c : facts.instance_classes(*cls)) out.push_back(c->name);
+  }
+  return out;
+}
+
 PlanSite escaped_site(const PlanSiteRule& rule, const ModuleFacts& facts, const MethodValue& value,
                       const std::string& receiver, const std::string& callee) {
   PlanSite site;
@@ -117,6 +126,7 @@ PlanSite escaped_site(const PlanSiteRule& rule, const ModuleFacts& facts, const 
   if (const FunctionFacts* method = holding_method(facts, facts.function_at(value.node)); method != nullptr) {
     site.class_name = method->class_name;
     site.method = method->name;
+    site.run_by = classes_running(facts, site.class_name);
   }
   if (auto reason = suppression(facts.file().source, value.node, rule.id)) {
     site.status = SiteStatus::Ignored;
@@ -224,6 +234,7 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
     if (method != nullptr) {
       site.class_name = method->class_name;
       site.method = method->name;
+      site.run_by = classes_running(facts, site.class_name);
     }
 
     Binding binding = bind_arguments(*signature, arguments);
@@ -445,8 +456,12 @@ std::vector<std::size_t> sites_planning(const Fp8Consumer& consumer, const std::
   for (const WrapperChannel& c : consumer.planned_by) {
     if (c.receiver_source == receiver_source) channel = &c;
   }
+  // A site in a base class's method plans the wrappers of the classes inheriting it: their instances run it.
   auto in_classes = [](const WrapperChannel& c, const PlanSite& s) {
-    return std::any_of(c.classes.begin(), c.classes.end(), [&](const std::string& g) { return glob_match(g, s.class_name); });
+    return std::any_of(c.classes.begin(), c.classes.end(), [&](const std::string& g) {
+      return glob_match(g, s.class_name) ||
+             std::any_of(s.run_by.begin(), s.run_by.end(), [&](const std::string& name) { return glob_match(g, name); });
+    });
   };
   std::vector<std::size_t> out;
   for (std::size_t i = 0; i < sites.size(); ++i) {

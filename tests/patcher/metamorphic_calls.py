@@ -11,7 +11,8 @@ metamorphic_test.py draws from these beside its rewrites of one line's text. Eac
   - two adjacent definitions (methods of a class, or functions or classes of a module) in the other order;
   - `x = a if c else b` as an if statement that assigns a or b, or (x a local) as `x = b` then `if c:` / `x = a`;
   - a local's assignment `x = v` preceded by `x = None`;
-  - a class's __init__ moved into a new base class just above it, which takes over the class's bases;
+  - a class's __init__, or another of its methods, moved into a new base class just above it, which takes over the
+    class's bases;
   - a call on one line split over several, one argument a line, or a call over several lines joined onto one.
 Each rewrite is (kind, new text, region): the old lines region[0]..region[1] became the new lines
 region[0]..region[2] (1-based), and no line outside them changed but for the shift; region None when no line moved;
@@ -516,49 +517,76 @@ def placeholder_first(p, line):
     return out
 
 
+def moved_to_base(p, cls, method, kind):
+    """The class cls with its method moved into a new base class defined just above it, which takes over the class's
+    bases: [(kind, text, region)], or [] where Python might not read the result as the same program.
+
+    Left alone: a decorated class (a dataclass would then make its own __init__) or method, a header over several
+    lines, a class with nothing else in its body, a method that names its class or __class__ or a private `__x`
+    (name mangling follows the class), and for any method but __init__, a class whose body names the method outside
+    its def (`run = forward`) or calls super() elsewhere (which would then reach the moved method)."""
+    line = cls.lineno
+    header = p.lines[line - 1]
+    if cls.decorator_list or method.decorator_list or len(cls.body) < 2:
+        return []
+    if not header.rstrip().endswith(":") or cls.body[0].lineno == line:
+        return []
+    names = {n.id for n in ast.walk(method) if isinstance(n, ast.Name)} | {
+        n.attr for n in ast.walk(method) if isinstance(n, ast.Attribute)}
+    if cls.name in names or "__class__" in names or any(x.startswith("__") and not x.endswith("__") for x in names):
+        return []
+    if method.name != "__init__":
+        rest = [n for statement in cls.body if statement is not method for n in ast.walk(statement)]
+        defined = [n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == method.name]
+        if len(defined) != 1 or any(isinstance(n, ast.Name) and n.id in (method.name, "super") for n in rest):
+            return []
+    i1, i2 = method.lineno, method.end_lineno
+    base = f"_KvpatchBase{line}_{method.name}"
+    bases = header[header.index("(") + 1 : header.rindex(")")] if "(" in header else ""
+    indent = header[: len(header) - len(header.lstrip())]
+    new_header = f"{indent}class {cls.name}({base}):"
+    lines = p.lines
+    new_lines = [*lines[: line - 1], f"{indent}class {base}({bases}):", *lines[i1 - 1 : i2], new_header,
+                 *lines[line : i1 - 1], *lines[i2:]]
+    n_moved = i2 - i1 + 1
+
+    def moved(n, c1=line, i1=i1, i2=i2, n_moved=n_moved):
+        if n < c1:
+            return n
+        if c1 <= n < i1:
+            return n + 1 + n_moved
+        if i1 <= n <= i2:
+            return n - i1 + c1 + 1
+        return n + 1
+
+    return [(kind, "\n".join(new_lines), moved)]
+
+
 def init_moved_to_base(p, line):
     """The class whose header is line, its __init__ moved into a new base class defined just above it.
 
     The instance runs the same __init__ (inherited now), and its zero-argument super() still reaches the class's
-    old bases, which the new base takes over. Left alone: a decorated class (a dataclass would then make its own
-    __init__), a header over several lines, an __init__ that names its class or __class__ or a private `__x` (name
-    mangling follows the class), a decorated __init__, and a class with nothing else in its body."""
+    old bases, which the new base takes over (moved_to_base says what is left alone)."""
     out = []
     for node in ast.walk(p.tree):
-        if not isinstance(node, ast.ClassDef) or node.lineno != line or node.decorator_list:
-            continue
-        inits = [n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"]
-        if len(inits) != 1 or inits[0].decorator_list or len(node.body) < 2:
-            continue
-        init = inits[0]
-        header = p.lines[line - 1]
-        if not header.rstrip().endswith(":") or node.body[0].lineno == line:
-            continue
-        names = {n.id for n in ast.walk(init) if isinstance(n, ast.Name)} | {
-            n.attr for n in ast.walk(init) if isinstance(n, ast.Attribute)}
-        if node.name in names or "__class__" in names or any(
-                x.startswith("__") and not x.endswith("__") for x in names):
-            continue
-        i1, i2 = init.lineno, init.end_lineno
-        base = f"_KvpatchInit{line}"
-        bases = header[header.index("(") + 1 : header.rindex(")")] if "(" in header else ""
-        indent = header[: len(header) - len(header.lstrip())]
-        new_header = f"{indent}class {node.name}({base}):"
-        lines = p.lines
-        new_lines = [*lines[: line - 1], f"{indent}class {base}({bases}):", *lines[i1 - 1 : i2], new_header,
-                     *lines[line : i1 - 1], *lines[i2:]]
-        n_init = i2 - i1 + 1
+        if isinstance(node, ast.ClassDef) and node.lineno == line:
+            inits = [n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"]
+            if len(inits) == 1:
+                out += moved_to_base(p, node, inits[0], "__init__ moved into a base class")
+    return out
 
-        def moved(n, c1=line, i1=i1, i2=i2, n_init=n_init):
-            if n < c1:
-                return n
-            if c1 <= n < i1:
-                return n + 1 + n_init
-            if i1 <= n <= i2:
-                return n - i1 + c1 + 1
-            return n + 1
 
-        out.append(("__init__ moved into a base class", "\n".join(new_lines), moved))
+def method_moved_to_base(p, line):
+    """The method (not __init__) whose def is on line moved into a new base class defined just above its class: the
+    plan and run calls then sit in a base's method, read through the instances of the class below it."""
+    out = []
+    for node in ast.walk(p.tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for method in node.body:
+            if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method.lineno == line and (
+                    method.name != "__init__"):
+                out += moved_to_base(p, node, method, "method moved into a base class")
     return out
 
 
@@ -572,13 +600,14 @@ def rewrites_at(p, line):
     out += quotes_swapped(p, line) + local_renamed(p, line) + import_renamed(p, line) + self_renamed(p, line)
     out += through_local(p, line) + definitions_swapped(p, line) + conditional_as_if(p, line)
     out += conditional_as_override(p, line) + conditional_as_init_override(p, line) + placeholder_first(p, line)
-    return out + init_moved_to_base(p, line)
+    return out + init_moved_to_base(p, line) + method_moved_to_base(p, line)
 
 
 # The rewrites made by one function each, by kind: metamorphic_test.py's --kind calls it alone (rewrites_at makes
 # every kind, walking the tree once per kind, which over a long backend's every line takes minutes).
 BY_KIND = {
     "__init__ moved into a base class": init_moved_to_base,
+    "method moved into a base class": method_moved_to_base,
     "attribute conditional as a default and an override in __init__": conditional_as_init_override,
     "conditional as a default and an override": conditional_as_override,
     "conditional as an if statement": conditional_as_if,

@@ -10,8 +10,9 @@ namespace kvpatch {
 
 // The class whose __init__ assigns `anchor` (a rule's `self.x`, read through each __init__'s own instance
 // parameter) for instances of cls: cls's own __init__ if it assigns it; else, going up cls's lineage, the next
-// __init__ that runs, as long as each one passed over calls the one above it (`super().__init__(...)` or
-// `Base.__init__(self, ...)`) or the class has none. nullptr when no __init__ along the way assigns it.
+// __init__ that runs, as long as each one passed over calls one further up (`super().__init__(...)`,
+// `super(C, self).__init__(...)`, or `X.__init__(self, ...)` for any class X above it, which may pass over classes
+// between) or the class has none. nullptr when no __init__ along the way assigns it.
 const ClassFacts* init_holder(const ModuleFacts& facts, const ClassFacts& cls, const std::string& anchor);
 
 // The holders (above) of every class whose instances run class_name's methods, each named once, in module order:

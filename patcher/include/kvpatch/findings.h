@@ -50,6 +50,8 @@ struct PlanSite {
   int line = 0;
   int column = 0;
   std::string class_name;
+  // The classes whose instances run the site's method: its class and the module's classes inheriting it.
+  std::vector<std::string> run_by;
   std::string method;
   std::string receiver;  // "" for an alias called as a function
   std::string callee;
