@@ -6,7 +6,7 @@ metamorphic_test.py draws from these beside its rewrites of one line's text. Eac
   - a plan call's trailing positional arguments passed by keyword, under the names Python would bind them to;
   - a string's quotes swapped (`'x'` for `"x"`);
   - a function's local renamed at every use, a method's instance parameter (`self`) renamed, or an imported name
-    imported under another name (`as`);
+    imported under another name (`as`), or its module imported instead and the name read as its attribute;
   - a plan or run call's receiver, or its last positional argument, first assigned to a new local on the line before;
   - two adjacent definitions (methods of a class, or functions or classes of a module) in the other order;
   - `x = a if c else b` as an if statement that assigns a or b, or (x a local) as `x = b` then `if c:` / `x = a`;
@@ -273,6 +273,42 @@ def import_renamed(p, line):
             start, end = p.span(alias)
             edits = [(start, end, f"{name} as {new}")] + [(*p.span(n), new) for n in uses]
             out.append(("import renamed", p.edited(edits), None))
+    return out
+
+
+def import_as_module(p, line):
+    """`from m import X, Y as Z` on one line as `import m as _kvpatch_m<line>`, every use of X and Z then read through
+    it (`_kvpatch_m<line>.X`, `_kvpatch_m<line>.Y`): the wrapper, torch's dtypes or partial reached as module
+    attributes. Left alone where import_renamed leaves a name alone, and for relative or `__future__` imports."""
+    out = []
+    for node in ast.walk(p.tree):
+        if not isinstance(node, ast.ImportFrom) or node.lineno != line or node.end_lineno != line:
+            continue
+        if p.inside(node, SCOPES) or node.level or node.module in (None, "__future__"):
+            continue
+        module = f"_kvpatch_m{line}"
+        if re.search(rf"\b{module}\b", p.text):
+            continue
+        edits = [(*p.span(node), f"import {node.module} as {module}")]
+        for alias in node.names:
+            bound = alias.asname or alias.name
+            if alias.name == "*" or any(
+                    isinstance(n, ast.Constant) and isinstance(n.value, str) and re.search(rf"\b{bound}\b", n.value)
+                    and not isinstance(p.parent.get(n), ast.Expr) for n in ast.walk(p.tree)):
+                break
+            uses = [n for n in ast.walk(p.tree) if isinstance(n, ast.Name) and n.id == bound]
+            if any(not isinstance(n.ctx, ast.Load) or p.inside(n, ast.JoinedStr) for n in uses):
+                break
+            if any(isinstance(n, SCOPES) and getattr(n, "name", None) == bound for n in ast.walk(p.tree)):
+                break
+            if any(isinstance(n, ast.arg) and n.arg == bound for n in ast.walk(p.tree)):
+                break
+            if sum(bound in [a.asname or a.name for a in n.names] for n in ast.walk(p.tree)
+                   if isinstance(n, (ast.Import, ast.ImportFrom))) != 1:
+                break
+            edits += [(*p.span(n), f"{module}.{alias.name}") for n in uses]
+        else:
+            out.append(("import as a module", p.edited(edits), None))
     return out
 
 
@@ -598,6 +634,7 @@ def rewrites_at(p, line):
             out += keywords_reordered(p, node) + positionals_by_keyword(p, node)
             out += split_call(p, node) + joined_call(p, node)
     out += quotes_swapped(p, line) + local_renamed(p, line) + import_renamed(p, line) + self_renamed(p, line)
+    out += import_as_module(p, line)
     out += through_local(p, line) + definitions_swapped(p, line) + conditional_as_if(p, line)
     out += conditional_as_override(p, line) + conditional_as_init_override(p, line) + placeholder_first(p, line)
     return out + init_moved_to_base(p, line) + method_moved_to_base(p, line)
@@ -607,6 +644,7 @@ def rewrites_at(p, line):
 # every kind, walking the tree once per kind, which over a long backend's every line takes minutes).
 BY_KIND = {
     "__init__ moved into a base class": init_moved_to_base,
+    "import as a module": import_as_module,
     "method moved into a base class": method_moved_to_base,
     "attribute conditional as a default and an override in __init__": conditional_as_init_override,
     "conditional as a default and an override": conditional_as_override,
