@@ -54,7 +54,7 @@ private:
            facts_.text(field(args[0], "attribute")) == rule_.cast_argument_attribute;
   }
 
-  // The expression reads a KV-cache source, directly or through a local assigned from one.
+  // The expression reads a KV-cache source, directly, through a local assigned from one, or as a cast of one.
   bool holds_kv(TSNode expr, const FunctionFacts* scope, TSNode cast, int depth) const {
     if (depth > kMaxTraceDepth) return false;
     bool found = false;
@@ -70,8 +70,11 @@ private:
       }
       return !found;
     });
-    if (found || !is(syntax::unparenthesized(expr), "identifier") || scope == nullptr) return found;
+    if (found) return true;
     TSNode name = syntax::unparenthesized(expr);
+    // `k = k.to(q.dtype)` twice over: the second cast's value is the first's, still the cache's data.
+    if (is(name, "call") && is_cast(name)) return holds_kv(field(field(name, "function"), "object"), scope, cast, depth + 1);
+    if (!is(name, "identifier") || scope == nullptr) return false;
     for (const Assignment* a : assignments_reaching(facts_, *scope, facts_.text(name), name)) {
       if (a->kind != AssignmentKind::Plain || syntax::is_null(a->value) || syntax::contains(a->statement, cast)) continue;
       if (holds_kv(a->value, scope, cast, depth + 1)) return true;
@@ -97,6 +100,16 @@ private:
       TSNode parent = syntax::parent(current);
       if (syntax::is_null(parent)) return;
       const std::string_view type = syntax::type(parent);
+      // `x = value`, or value's own element of `a, x = ..., value`: on to x's reads.
+      if (TSNode target = syntax::assigned_target(current); !syntax::is_null(target)) {
+        TSNode assignment = is(parent, "assignment") ? parent : syntax::parent(parent);
+        if (!is(target, "identifier")) {
+          out.push_back({TSNode{}, "assigned to " + one_line(facts_.text(target)) + " at " + at(assignment)});
+          return;
+        }
+        trace_uses(facts_.text(target), assignment, scope, depth + 1, seen, out);
+        return;
+      }
       // A tuple or list literal carries the value on to where it goes: FlashInfer's
       // run(kv_cache=(ckv, kpe)) takes the two KV views as one argument.
       if (type == "parenthesized_expression" || type == "conditional_expression" || type == "tuple" ||
@@ -118,15 +131,6 @@ private:
       if (type == "keyword_argument" && syntax::same(field(parent, "value"), current)) {
         TSNode call = syntax::parent(syntax::parent(parent));
         out.push_back({call, one_line(facts_.text(field(call, "function"))) + " at " + at(call)});
-        return;
-      }
-      if (type == "assignment" && syntax::same(field(parent, "right"), current)) {
-        TSNode left = syntax::unparenthesized_target(field(parent, "left"));
-        if (!is(left, "identifier")) {
-          out.push_back({TSNode{}, "assigned to " + one_line(facts_.text(left)) + " at " + at(parent)});
-          return;
-        }
-        trace_uses(facts_.text(left), parent, scope, depth + 1, seen, out);
         return;
       }
       if (type == "expression_statement") return;  // computed and dropped
@@ -152,7 +156,7 @@ private:
       }
       if (ts_node_start_byte(n) < ts_node_start_byte(assignment)) return true;
       TSNode parent = syntax::parent(n);
-      if (syntax::is_assigned_name(n)) return true;  // rebinding, not a read
+      if (syntax::is_bound_by_assignment(n)) return true;  // rebinding, not a read
       if (is(parent, "attribute") && syntax::same(field(parent, "attribute"), n)) return true;  // `x.name`, not name
       if (is(parent, "keyword_argument") && syntax::same(field(parent, "name"), n)) return true;
       trace(n, scope, depth, seen, out);
@@ -229,9 +233,12 @@ private:
     f.call = call;
     TSNode parent = syntax::parent(call);
     TSNode object = syntax::unparenthesized(field(field(call, "function"), "object"));
-    const TSNode target = is(parent, "assignment") ? syntax::unparenthesized_target(field(parent, "left")) : TSNode{};
-    const bool assigned = is(parent, "assignment") && syntax::same(field(parent, "right"), call) && is(target, "identifier");
-    TSNode anchor = assigned ? parent : call;
+    // `x = <cast>`, or x's own element of `a, x = ..., <cast>` (then the statement stays whatever the fix).
+    const TSNode target = syntax::assigned_target(call);
+    const bool whole = is(parent, "assignment");
+    const bool assigned = is(target, "identifier");
+    TSNode assignment = whole ? parent : syntax::parent(parent);
+    TSNode anchor = assigned ? assignment : call;
     const SourcePosition p = source_.position(ts_node_start_byte(anchor));
     f.line = p.line;
     f.column = p.column;
@@ -240,7 +247,7 @@ private:
     std::set<uint32_t> seen;
     if (assigned) {
       f.variable = facts_.text(target);
-      trace_uses(f.variable, parent, scope, 0, seen, consumers);
+      trace_uses(f.variable, assignment, scope, 0, seen, consumers);
     } else {
       trace(call, scope, 0, seen, consumers);
     }
@@ -293,7 +300,7 @@ private:
     }
     if (form.kind == KvPlanForm::Kind::CacheDtypeOnlyFor) return guarded(f, call, form.only_for);
     try {
-      const bool self_cast = assigned && is(object, "identifier") && facts_.text(object) == f.variable;
+      const bool self_cast = assigned && whole && is(object, "identifier") && facts_.text(object) == f.variable;
       if (self_cast) f.removed_statement = syntax::parent(parent);
       f.fix = self_cast ? remove_statement(source_, f.removed_statement, rule_.id)
                         : std::vector<Edit>{unwrap_method_call(call, rule_.id)};

@@ -90,10 +90,11 @@ bool alias_calls(TSNode assignment, const std::string& name, const ModuleFacts& 
     if (syntax::same(a->statement, assignment)) own = a;
   }
   if (own == nullptr) return false;
+  // Bound by one of the name's assignments (`name = ...`, `name, x = ...`): not a use.
   auto targets = [&](TSNode n) {
-    return std::any_of(all.begin(), all.end(), [&](const Assignment* a) {
-      return is(a->statement, "assignment") && syntax::same(syntax::unparenthesized_target(field(a->statement, "left")), n);
-    });
+    return syntax::is_bound_by_assignment(n) && std::any_of(all.begin(), all.end(), [&](const Assignment* a) {
+             return syntax::contains(a->statement, n);
+           });
   };
   bool only_called = true;
   syntax::walk(function->body, [&](TSNode n) {
@@ -145,11 +146,12 @@ std::vector<MethodValue> method_values(const std::string& method, const ModuleFa
     value.node = node;
     value.receiver = receiver;
     TSNode parent = syntax::parent(outer);
-    const TSNode target = is(parent, "assignment") ? syntax::unparenthesized_target(field(parent, "left")) : TSNode{};
-    if (is(parent, "assignment") && syntax::same(field(parent, "right"), outer) && is(target, "identifier")) {
+    // `name = r.m`, or name's own element of `a, name = ..., r.m`.
+    const TSNode target = syntax::assigned_target(outer);
+    if (is(target, "identifier")) {
       const std::string name = facts.text(target);
       std::vector<TSNode> calls;
-      if (alias_calls(parent, name, facts, calls)) {
+      if (alias_calls(is(parent, "assignment") ? parent : syntax::parent(parent), name, facts, calls)) {
         value.alias = name;
         value.alias_calls = std::move(calls);
       } else {

@@ -169,7 +169,15 @@ void ModuleFacts::add_assignment_targets(TSNode left, TSNode value, TSNode state
     assignments_.push_back(
         {AssignmentKind::ItemStore, one_line(file_->text(field(left, "value"))), value, statement, function});
   } else {
-    // Tuple and list targets: each name gets a value we do not track.
+    // `a, b = x, y`: Python evaluates the whole right side, then binds each name to its element in order, so each
+    // name is assigned its own (syntax::unpacked_pairs). Any other unpacking (of a call's result, a starred part)
+    // gives each name a value kvpatch does not track.
+    const auto pairs = kind == AssignmentKind::Plain && !syntax::is_null(value) ? syntax::unpacked_pairs(left, value)
+                                                                                : std::vector<std::pair<TSNode, TSNode>>{};
+    if (!pairs.empty()) {
+      for (const auto& [target, element] : pairs) add_assignment_targets(target, element, statement, function, kind);
+      return;
+    }
     for (TSNode part : named_children(left)) {
       add_assignment_targets(part, TSNode{}, statement, function, AssignmentKind::Unpacked);
     }

@@ -1,5 +1,6 @@
 #include "kvpatch/python_syntax.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -165,12 +166,43 @@ TSNode unparenthesized_target(TSNode node) {
   return node;
 }
 
-bool is_assigned_name(TSNode node) {
+std::vector<std::pair<TSNode, TSNode>> unpacked_pairs(TSNode left, TSNode right) {
+  left = unparenthesized_target(left);
+  right = unparenthesized(right);
+  const bool sequence_left = is(left, "pattern_list") || is(left, "tuple_pattern") || is(left, "list_pattern");
+  const bool sequence_right = is(right, "expression_list") || is(right, "tuple") || is(right, "list");
+  if (!sequence_left || !sequence_right) return {};
+  const std::vector<TSNode> targets = named_children(left);
+  const std::vector<TSNode> values = named_children(right);
+  auto starred = [](TSNode n) { return is(n, "list_splat_pattern") || is(n, "list_splat") || is(n, "dictionary_splat"); };
+  if (targets.size() != values.size() || std::any_of(targets.begin(), targets.end(), starred) ||
+      std::any_of(values.begin(), values.end(), starred)) {
+    return {};
+  }
+  std::vector<std::pair<TSNode, TSNode>> out;
+  for (std::size_t i = 0; i < targets.size(); ++i) out.emplace_back(targets[i], values[i]);
+  return out;
+}
+
+TSNode assigned_target(TSNode value) {
+  TSNode up = parent(value);
+  if (is(up, "assignment")) return same(field(up, "right"), value) ? unparenthesized_target(field(up, "left")) : TSNode{};
+  TSNode assignment = parent(up);
+  if (!is(assignment, "assignment") || !same(unparenthesized(field(assignment, "right")), up)) return TSNode{};
+  for (const auto& [target, element] : unpacked_pairs(field(assignment, "left"), field(assignment, "right"))) {
+    if (same(element, value)) return unparenthesized_target(target);
+  }
+  return TSNode{};
+}
+
+bool is_bound_by_assignment(TSNode node) {
   TSNode up = parent(node);
-  while ((is(up, "tuple_pattern") || is(up, "parenthesized_expression")) && same(unparenthesized_target(up), node)) {
+  while (is(up, "pattern_list") || is(up, "tuple_pattern") || is(up, "list_pattern") ||
+         is(up, "parenthesized_expression") || is(up, "list_splat_pattern")) {
+    node = up;
     up = parent(up);
   }
-  return is(up, "assignment") && same(unparenthesized_target(field(up, "left")), node);
+  return is(up, "assignment") && same(field(up, "left"), node);
 }
 
 TSNode unparenthesized(TSNode node) {

@@ -27,7 +27,9 @@ public:
         return false;
       }
     }
-    if (holds_assignment(statement)) return false;  // `x = f(x)`, or the read in an if's condition: not followed
+    // The read in an if's condition, or a loop's, where the statement also assigns the name: not followed. In the
+    // value of `x = f(x)` (or `a, x = x, a`) the read comes before the binding: the statements before it tell.
+    if (holds_assignment(statement) && !read_before_binding(statement, read)) return false;
     TSNode block = syntax::parent(statement);
     for (;;) {
       bool assigned = false;
@@ -61,6 +63,16 @@ private:
       if (syntax::same(all[i], statement)) return i;
     }
     return all.size();
+  }
+
+  // Whether the statement is a plain assignment (`x = v`, `a = b = v`, `a, b = v`) and the read lies in the value v,
+  // which Python evaluates before it binds any target, with no assignment of the name (a walrus) inside v.
+  bool read_before_binding(TSNode statement, TSNode read) const {
+    if (!is(statement, "expression_statement") || syntax::named_child_count(statement) != 1) return false;
+    TSNode value = syntax::named_child(statement, 0);
+    if (!is(value, "assignment")) return false;
+    while (is(value, "assignment")) value = field(value, "right");
+    return !syntax::is_null(value) && syntax::contains(value, read) && !holds_assignment(value);
   }
 
   bool holds_assignment(TSNode node) const {

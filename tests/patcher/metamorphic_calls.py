@@ -11,6 +11,7 @@ metamorphic_test.py draws from these beside its rewrites of one line's text. Eac
   - two adjacent definitions (methods of a class, or functions or classes of a module) in the other order;
   - `x = a if c else b` as an if statement that assigns a or b, or (x a local) as `x = b` then `if c:` / `x = a`;
   - a local's assignment `x = v` preceded by `x = None`;
+  - two assignments in a row `a = x` / `b = y` as `a, b = x, y`;
   - a class's __init__, or another of its methods, moved into a new base class just above it, which takes over the
     class's bases;
   - a call on one line split over several, one argument a line, or a call over several lines joined onto one.
@@ -376,6 +377,40 @@ def through_local(p, line):
     return out
 
 
+def assignments_joined(p, line):
+    """`a = x` on line and `b = y` the next statement of the same block, each on one line of its own, as
+    `a, b = x, y` on line: the same program when y does not read a (it is evaluated before a is bound then)."""
+    out = []
+    for node in ast.walk(p.tree):
+        if not (isinstance(node, ast.Assign) and node.lineno == line == node.end_lineno):
+            continue
+        block = next((getattr(p.parent.get(node), f) for f in ("body", "orelse", "finalbody")
+                      if node in getattr(p.parent.get(node), f, [])), None)
+        if block is None or block.index(node) + 1 == len(block):
+            continue
+        after = block[block.index(node) + 1]
+        pair = (node, after)
+        if not (isinstance(after, ast.Assign) and after.lineno == after.end_lineno):
+            continue
+        # Next to each other, with no comment to lose (an ignore comment would then stop hiding its finding).
+        if after.lineno != line + 1 or any("#" in p.lines[a.lineno - 1][a.end_col_offset :] for a in pair):
+            continue
+        if any(len(a.targets) != 1 or not isinstance(a.targets[0], ast.Name) or not alone_on_its_lines(p, a)
+               for a in pair) or node.targets[0].id == after.targets[0].id:
+            continue
+        if any(isinstance(n, ast.Name) and n.id == node.targets[0].id for n in ast.walk(after.value)):
+            continue
+        if any(isinstance(n, ast.JoinedStr) for a in pair for n in ast.walk(a)):
+            continue
+        bare = (ast.Tuple, ast.Lambda, ast.IfExp, ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Starred)
+        values = [f"({p.segment(a.value)})" if isinstance(a.value, bare) else p.segment(a.value) for a in pair]
+        indent = p.lines[line - 1][: len(p.lines[line - 1]) - len(p.lines[line - 1].lstrip())]
+        joined = f"{indent}{node.targets[0].id}, {after.targets[0].id} = {values[0]}, {values[1]}"
+        lines = [*p.lines[: line - 1], joined, *p.lines[after.lineno :]]
+        out.append(("assignments joined as one tuple assignment", "\n".join(lines), (line, after.lineno, line)))
+    return out
+
+
 def names_outside_functions(nodes):
     """The names read by code that runs when these statements run (not the bodies of the functions they define)."""
     out = set()
@@ -636,6 +671,7 @@ def rewrites_at(p, line):
     out += quotes_swapped(p, line) + local_renamed(p, line) + import_renamed(p, line) + self_renamed(p, line)
     out += import_as_module(p, line)
     out += through_local(p, line) + definitions_swapped(p, line) + conditional_as_if(p, line)
+    out += assignments_joined(p, line)
     out += conditional_as_override(p, line) + conditional_as_init_override(p, line) + placeholder_first(p, line)
     return out + init_moved_to_base(p, line) + method_moved_to_base(p, line)
 
@@ -644,6 +680,7 @@ def rewrites_at(p, line):
 # every kind, walking the tree once per kind, which over a long backend's every line takes minutes).
 BY_KIND = {
     "__init__ moved into a base class": init_moved_to_base,
+    "assignments joined as one tuple assignment": assignments_joined,
     "import as a module": import_as_module,
     "method moved into a base class": method_moved_to_base,
     "attribute conditional as a default and an override in __init__": conditional_as_init_override,

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kvpatch/source_file.h"
@@ -81,8 +82,14 @@ TSNode unparenthesized(TSNode node);
 // The same for an assignment target, where the grammar reads `(a)` as a one-element tuple pattern without a comma:
 // (a) -> a, but (a,) stays.
 TSNode unparenthesized_target(TSNode node);
-// Whether the node is the whole target of a plain assignment, `n = ...` or `(n) = ...`.
-bool is_assigned_name(TSNode node);
+// `a, b = x, y` (tuple or list on either side, parenthesized or not), given its left and right sides: each target
+// with the element Python binds it to, when both sides list as many and none is starred; empty for any other.
+std::vector<std::pair<TSNode, TSNode>> unpacked_pairs(TSNode left, TSNode right);
+// The target a value is bound to: x of `x = value` (or `(x) = value`), or x of `a, x = ..., value` (unpacked_pairs);
+// null when the value is not bound to a target of its own.
+TSNode assigned_target(TSNode value);
+// Whether the node is bound by an assignment: its whole target, or a name anywhere in a tuple or list target.
+bool is_bound_by_assignment(TSNode node);
 // Tokens the grammar lets stand anywhere, outside the structure: a comment, a backslash ending a line.
 bool is_extra(TSNode node);
 // Whether one of the node's unnamed children (its keywords and punctuation) is `token`.

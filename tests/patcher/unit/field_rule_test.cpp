@@ -66,23 +66,31 @@ TEST_SUITE("field_rule") {
     CHECK(r.fields[0].fix.has_value());
   }
 
-  TEST_CASE("an anchor assigned only by unpacking a tuple gets its own reason, not the branch one") {
+  TEST_CASE("an anchor assigned only by unpacking a call's result gets its own reason, not the branch one") {
     const RuleSet rules = load_rule_set(KVPATCH_DEFAULT_RULES_DIR);
-    const FileReport r = analyze_file(rules, test::parse(R"PY(from flashinfer import BatchMLAPagedAttentionWrapper
+    const std::string code = R"PY(from flashinfer import BatchMLAPagedAttentionWrapper
 
 
 class FlashInferMLAIndicesUpdaterDecode:
     def __init__(self, model_runner):
-        self.data_type, self.heads = model_runner.dtype, 16
+        self.data_type, self.heads = model_runner.dtypes()
 
     def plan(self, wrapper: BatchMLAPagedAttentionWrapper):
         wrapper.plan(1, 2, 3, 4, 16, 512, 64, 1, False, 0.1, self.data_type, self.data_type)
-)PY"));
+)PY";
+    const FileReport r = analyze_file(rules, test::parse(code));
     REQUIRE(r.fields.size() == 1);
     CHECK_FALSE(r.fields[0].fix.has_value());
     CHECK(r.fields[0].reason ==
           "self.data_type is assigned in FlashInferMLAIndicesUpdaterDecode.__init__ only by unpacking "
-          "(`self.data_type, self.heads = model_runner.dtype, 16`), which kvpatch does not extend; add "
+          "(`self.data_type, self.heads = model_runner.dtypes()`), which kvpatch does not extend; add "
           "self.kv_data_type by hand");
+
+    // Element by element (`a, b = x, y`) it is a plain assignment: the field goes after it.
+    std::string pairwise = code;
+    pairwise.replace(pairwise.find("model_runner.dtypes()"), 21, "model_runner.dtype, 16");
+    const FileReport p = analyze_file(rules, test::parse(pairwise));
+    REQUIRE(p.fields.size() == 1);
+    CHECK(p.fields[0].fix.has_value());
   }
 }

@@ -174,6 +174,22 @@ def returns_early(c, a, b):
     if c:
         return
     x = b
+
+
+def swapped(a, b):
+    x, y = a, b
+    x, y = y, x
+    seen(x)
+
+
+def swap_read(a, b):
+    x, y = a, b
+    y, x = seen(x), y
+
+
+def walrus_in_value(a, b):
+    x = a
+    x = (x := b) + seen(x)
 )PY";
 
 struct Module {
@@ -257,7 +273,25 @@ TEST_SUITE("reaching_definitions") {
     CHECK(m.reaching("declared") == std::nullopt);
     CHECK(m.reaching("walrus") == std::nullopt);
     CHECK(m.reaching("read_first") == std::nullopt);
-    CHECK(m.reaching("reassigned_from_itself") == std::nullopt);
+  }
+
+  TEST_CASE("a read in an assignment's value comes before its binding: the statements before it tell") {
+    const Module m;
+    CHECK(m.reaching("reassigned_from_itself") == Lines{149});  // `x = seen(x)` reads x = b
+    CHECK(m.reaching("swap_read") == Lines{173});               // `y, x = seen(x), y` reads x of `x, y = a, b`
+    CHECK(m.reaching("walrus_in_value") == std::nullopt);       // a walrus in the value binds x before the read
+  }
+
+  TEST_CASE("`a, b = x, y` assigns each name its own element") {
+    const Module m;
+    CHECK(m.reaching("swapped") == Lines{168});
+    const FunctionFacts* f = m.facts.module_function("swapped");
+    REQUIRE(f != nullptr);
+    const std::vector<const Assignment*> xs = m.facts.local_assignments(*f, "x");
+    REQUIRE(xs.size() == 2);
+    CHECK(xs[0]->kind == AssignmentKind::Plain);
+    CHECK(m.file->text(xs[0]->value) == "a");
+    CHECK(m.file->text(xs[1]->value) == "y");
   }
 
   TEST_CASE("what a function leaves at its end, unless it can return before") {
