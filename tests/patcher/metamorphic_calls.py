@@ -243,6 +243,26 @@ def local_renamed(p, line):
     return out
 
 
+def imported_name_uses(p, name):
+    """Every read of a name a module-level import binds, or None where rewriting them all would not keep the program:
+    a string that names it (a forward annotation, `__all__`; docstrings aside), a store or an f-string use, a scope or
+    parameter that binds it again, or another import of it."""
+    if any(isinstance(n, ast.Constant) and isinstance(n.value, str) and re.search(rf"\b{name}\b", n.value)
+           and not isinstance(p.parent.get(n), ast.Expr) for n in ast.walk(p.tree)):
+        return None
+    uses = [n for n in ast.walk(p.tree) if isinstance(n, ast.Name) and n.id == name]
+    if any(not isinstance(n.ctx, ast.Load) or p.inside(n, ast.JoinedStr) for n in uses):
+        return None
+    if any(isinstance(n, SCOPES) and getattr(n, "name", None) == name for n in ast.walk(p.tree)):
+        return None
+    if any(isinstance(n, ast.arg) and n.arg == name for n in ast.walk(p.tree)):
+        return None
+    if sum(name in [a.asname or a.name for a in n.names] for n in ast.walk(p.tree)
+           if isinstance(n, (ast.Import, ast.ImportFrom))) != 1:
+        return None
+    return uses
+
+
 def import_renamed(p, line):
     """`from m import X` as `from m import X as X_renamed` (or `import X` likewise) with every use of X renamed."""
     out = []
@@ -256,20 +276,8 @@ def import_renamed(p, line):
             new = f"{name}_renamed"
             if alias.asname or "." in name or name == "*" or re.search(rf"\b{new}\b", p.text):
                 continue
-            # A string that names it (a forward annotation, `__all__`; docstrings aside) or a scope that binds it
-            # again would need more than a rename to stay the same program.
-            if any(isinstance(n, ast.Constant) and isinstance(n.value, str) and re.search(rf"\b{name}\b", n.value)
-                   and not isinstance(p.parent.get(n), ast.Expr) for n in ast.walk(p.tree)):
-                continue
-            uses = [n for n in ast.walk(p.tree) if isinstance(n, ast.Name) and n.id == name]
-            if any(not isinstance(n.ctx, ast.Load) or p.inside(n, ast.JoinedStr) for n in uses):
-                continue
-            if any(isinstance(n, SCOPES) and getattr(n, "name", None) == name for n in ast.walk(p.tree)):
-                continue
-            if any(isinstance(n, ast.arg) and n.arg == name for n in ast.walk(p.tree)):
-                continue
-            if sum(name in [a.asname or a.name for a in n.names] for n in ast.walk(p.tree)
-                   if isinstance(n, (ast.Import, ast.ImportFrom))) != 1:
+            uses = imported_name_uses(p, name)
+            if uses is None:
                 continue
             start, end = p.span(alias)
             edits = [(start, end, f"{name} as {new}")] + [(*p.span(n), new) for n in uses]
@@ -292,20 +300,8 @@ def import_as_module(p, line):
             continue
         edits = [(*p.span(node), f"import {node.module} as {module}")]
         for alias in node.names:
-            bound = alias.asname or alias.name
-            if alias.name == "*" or any(
-                    isinstance(n, ast.Constant) and isinstance(n.value, str) and re.search(rf"\b{bound}\b", n.value)
-                    and not isinstance(p.parent.get(n), ast.Expr) for n in ast.walk(p.tree)):
-                break
-            uses = [n for n in ast.walk(p.tree) if isinstance(n, ast.Name) and n.id == bound]
-            if any(not isinstance(n.ctx, ast.Load) or p.inside(n, ast.JoinedStr) for n in uses):
-                break
-            if any(isinstance(n, SCOPES) and getattr(n, "name", None) == bound for n in ast.walk(p.tree)):
-                break
-            if any(isinstance(n, ast.arg) and n.arg == bound for n in ast.walk(p.tree)):
-                break
-            if sum(bound in [a.asname or a.name for a in n.names] for n in ast.walk(p.tree)
-                   if isinstance(n, (ast.Import, ast.ImportFrom))) != 1:
+            uses = None if alias.name == "*" else imported_name_uses(p, alias.asname or alias.name)
+            if uses is None:
                 break
             edits += [(*p.span(n), f"{module}.{alias.name}") for n in uses]
         else:
@@ -608,7 +604,8 @@ def moved_to_base(p, cls, method, kind):
         return []
     if method.name != "__init__":
         rest = [n for statement in cls.body if statement is not method for n in ast.walk(statement)]
-        defined = [n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == method.name]
+        defined = [n for n in cls.body
+                   if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == method.name]
         if len(defined) != 1 or any(isinstance(n, ast.Name) and n.id in (method.name, "super") for n in rest):
             return []
     i1, i2 = method.lineno, method.end_lineno
