@@ -102,8 +102,6 @@ bool installed_as_method(TSNode function_name, const std::string& method, const 
   return is(target, "attribute") && facts.text(field(target, "attribute")) == method;
 }
 
-// The site of a read of the method (receiver given) or of a plan alias (receiver "") as a value: unknown,
-// unless a kvpatch: ignore comment vouches for it.
 // The classes whose instances run a method of class_name: that class and the module's classes inheriting it.
 std::vector<std::string> classes_running(const ModuleFacts& facts, const std::string& class_name) {
   std::vector<std::string> out;
@@ -113,6 +111,8 @@ std::vector<std::string> classes_running(const ModuleFacts& facts, const std::st
   return out;
 }
 
+// The site of a read of the method (receiver given) or of a plan alias (receiver "") as a value: unknown,
+// unless a kvpatch: ignore comment vouches for it.
 PlanSite escaped_site(const PlanSiteRule& rule, const ModuleFacts& facts, const MethodValue& value,
                       const std::string& receiver, const std::string& callee) {
   PlanSite site;
