@@ -171,6 +171,19 @@ bool is_last_clause(TSNode clause) {
   }
   return true;
 }
+
+// Whether removing the statements in `going` takes this one with it: it is one of them, or an `if` with no elif/else,
+// alone on its lines, all of whose body goes (remove_statement deletes such an `if` whole).
+bool goes(const SourceFile& source, TSNode statement, const std::vector<TSNode>& going) {
+  if (std::any_of(going.begin(), going.end(), [&](TSNode g) { return syntax::same(g, statement); })) return true;
+  if (!is(statement, "if_statement") || !syntax::is_null(field(statement, "alternative"))) return false;
+  if (!starts_line(source, statement) || !ends_line(source, statement)) return false;
+  const TSNode body = field(statement, "consequence");
+  if (!is(body, "block")) return false;
+  const std::vector<TSNode> statements = syntax::statements(body);
+  return !statements.empty() && std::all_of(statements.begin(), statements.end(),
+                                            [&](TSNode s) { return goes(source, s, going); });
+}
 }  // namespace
 
 std::vector<Edit> remove_statement(const SourceFile& source, TSNode statement, const std::string& rule,
@@ -179,8 +192,7 @@ std::vector<Edit> remove_statement(const SourceFile& source, TSNode statement, c
   TSNode owner = syntax::parent(block);
   const std::vector<TSNode> statements = syntax::statements(block);
   const bool empties_block = std::all_of(statements.begin(), statements.end(), [&](TSNode s) {
-    return syntax::same(s, statement) ||
-           std::any_of(going.begin(), going.end(), [&](TSNode g) { return syntax::same(s, g); });
+    return syntax::same(s, statement) || goes(source, s, going);
   });
   const bool first = syntax::same(statements.front(), statement);
   // What a statement that the block keeps as `pass` (its first) or loses (the others) becomes.
@@ -193,10 +205,11 @@ std::vector<Edit> remove_statement(const SourceFile& source, TSNode statement, c
   if (!empties_block) return removed_from(false);
   // A branch goes only when dropping it keeps every other branch's condition: a whole `if` with no
   // elif/else, or the last elif/else clause. Elsewhere `pass` keeps the branch, so no later clause
-  // starts running in the case the cast handled.
+  // starts running in the case the cast handled. The whole `if` is then removed as a statement of its own block,
+  // which it may empty in turn (a guard that is all of a `with` body).
   if (is(owner, "if_statement") && syntax::same(field(owner, "consequence"), block)) {
     if (syntax::is_null(field(owner, "alternative")) && starts_line(source, owner) && ends_line(source, owner)) {
-      return {delete_lines(source, owner, rule)};
+      return remove_statement(source, owner, rule, going);
     }
     return removed_from(first);
   }

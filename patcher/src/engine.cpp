@@ -21,19 +21,16 @@ std::string position_list(const std::vector<SourcePosition>& positions) {
   return out;
 }
 
-// Each removal is made as if it were the only one; two or more in one block can empty it (a guard written
-// `if k.dtype != q.dtype:` over two casts), which would leave an `if` with no body. Removals of the same block are
-// made again knowing each other.
+// Each removal is made as if it were the only one; two or more can empty a block (a guard written
+// `if k.dtype != q.dtype:` over two casts, or two guards that are all of a `with` body), which would leave a compound
+// statement with no body. Each removal is made again knowing the others, wherever they are.
 void remove_together(const SourceFile& source, std::vector<CastFinding>& casts) {
   auto removing = [](const CastFinding& c) { return !syntax::is_null(c.removed_statement) && !c.fix.empty(); };
   for (CastFinding& c : casts) {
     if (!removing(c)) continue;
     std::vector<TSNode> going;
-    const TSNode block = syntax::parent(c.removed_statement);
     for (const CastFinding& other : casts) {
-      if (&other != &c && removing(other) && syntax::same(syntax::parent(other.removed_statement), block)) {
-        going.push_back(other.removed_statement);
-      }
+      if (&other != &c && removing(other)) going.push_back(other.removed_statement);
     }
     if (!going.empty()) c.fix = remove_statement(source, c.removed_statement, c.rule, going);
   }

@@ -85,12 +85,13 @@ std::vector<FieldFinding> check_fields(const FieldRule& rule, const PlanSiteRule
       continue;
     }
 
-    // Insert after the last `<anchor> = ...` written directly in __init__'s body (not in a branch).
+    // Insert after the last `<anchor> = ...` written directly in __init__'s body, or in a `with` there (not in a
+    // branch), beside it: it runs whenever __init__ does.
     const Assignment* anchor = nullptr;
     const Assignment* unpacked = nullptr;  // `self.data_type, x = ...` directly in the body: not a place to copy
     for (const Assignment* a : anchors) {
       TSNode statement = syntax::parent(a->statement);
-      if (!syntax::is(statement, "expression_statement") || !syntax::same(syntax::parent(statement), init->body)) continue;
+      if (!syntax::is(statement, "expression_statement") || !syntax::is_straight_line_in(statement, init->body)) continue;
       if (a->kind == AssignmentKind::Plain) anchor = a;
       else unpacked = a;
     }

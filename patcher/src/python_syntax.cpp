@@ -148,6 +148,15 @@ bool contains(TSNode outer, TSNode inner) {
   return ts_node_start_byte(outer) <= ts_node_start_byte(inner) && ts_node_end_byte(inner) <= ts_node_end_byte(outer);
 }
 
+bool is_straight_line_in(TSNode statement, TSNode block) {
+  for (TSNode at = parent(statement); !is_null(at); at = parent(parent(at))) {
+    if (same(at, block)) return true;
+    const TSNode owner = parent(at);
+    if (!is(owner, "with_statement") || !same(field(owner, "body"), at)) return false;
+  }
+  return false;
+}
+
 bool is_extra(TSNode node) { return is(node, "comment") || is(node, "line_continuation"); }
 
 bool has_token(TSNode node, std::string_view token) {

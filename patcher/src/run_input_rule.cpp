@@ -569,11 +569,12 @@ private:
     return false;
   }
 
-  // An assignment written directly in the function's body: once it ran, a parameter's value is gone.
+  // An assignment written directly in the function's body (or a `with` there): once it ran, a parameter's value is
+  // gone.
   static bool unconditional(const Assignment& a, const FunctionFacts& function) {
     TSNode statement = syntax::parent(a.statement);
     return is(a.statement, "assignment") && is(statement, "expression_statement") &&
-           syntax::same(syntax::parent(statement), function.body);
+           syntax::is_straight_line_in(statement, function.body);
   }
 
   void trace_name(TSNode name_node, const FunctionFacts* scope, int depth, Trace& t) const {

@@ -14,7 +14,9 @@ metamorphic_test.py draws from these beside its rewrites of one line's text. Eac
   - two assignments in a row `a = x` / `b = y` as `a, b = x, y`;
   - a class's __init__, or another of its methods, moved into a new base class just above it, which takes over the
     class's bases;
-  - a call on one line split over several, one argument a line, or a call over several lines joined onto one.
+  - a call on one line split over several, one argument a line, or a call over several lines joined onto one;
+  - a function's statement as the body of `with contextlib.nullcontext():` (contextlib imported after the module's
+    imports), or a method or class given a decorator that returns what it is given (defined after the imports).
 Each rewrite is (kind, new text, region): the old lines region[0]..region[1] became the new lines
 region[0]..region[2] (1-based), and no line outside them changed but for the shift; region None when no line moved;
 or region is a function from each old line to its new line, when whole lines moved.
@@ -658,6 +660,97 @@ def method_moved_to_base(p, line):
     return out
 
 
+def module_line_after_imports(p, before):
+    """The 1-based line after which a new module-level statement can go so that it runs before line `before`: the
+    last line of the last import at the module's top level above `before`, or None when there is none."""
+    imports = [n for n in p.tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and n.end_lineno < before]
+    if not imports or any(isinstance(n, ast.ImportFrom) and n.module == "__future__" for n in imports[-1:]):
+        return None
+    return imports[-1].end_lineno
+
+
+def spans_a_string_line(p, node):
+    """Whether a string token inside node runs over several lines: indenting its lines would change its value."""
+    start, end = p.span(node)
+    return any(t.type == tokenize.STRING and t.start[0] != t.end[0] and start <= p.offset_of(t.start) < end
+               for t in p.tokens)
+
+
+def with_inserted(p, after, insertion, line, new_lines, old_last):
+    """The text with `insertion` (module-level lines) put after line `after`, and lines line..old_last replaced by
+    new_lines, which are one new line and then those lines, and the function taking each old line to its new one."""
+    lines = p.lines
+    text = "\n".join([*lines[:after], *insertion, *lines[after : line - 1], *new_lines, *lines[old_last:]])
+
+    added = len(insertion)
+
+    def moved(n):
+        return n + (added if n > after else 0) + (1 if n >= line else 0)
+
+    return text, moved
+
+
+def statement_in_with(p, line):
+    """A statement of a function body that starts on line, as the body of `with contextlib.nullcontext():` (and
+    `import contextlib` after the module's imports): the same program, its statements a block deeper."""
+    out = []
+    for node in ast.walk(p.tree):
+        if not (isinstance(node, ast.stmt) and node.lineno == line and enclosing_function(p, node) is not None):
+            continue
+        if isinstance(node, (ast.Global, ast.Nonlocal)) or (
+                isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):  # a docstring stays one
+            continue
+        if p.lines[line - 1].lstrip().startswith("elif"):  # ast's If of an elif clause: not a statement of a block
+            continue
+        if not alone_on_its_lines(p, node) or spans_a_string_line(p, node):
+            continue
+        after = module_line_after_imports(p, line)
+        if after is None:
+            continue
+        indent = p.lines[line - 1][: len(p.lines[line - 1]) - len(p.lines[line - 1].lstrip())]
+        body = [("    " + x if x.strip() else x) for x in p.lines[line - 1 : node.end_lineno]]
+        text, moved = with_inserted(p, after, ["import contextlib"], line,
+                                    [f"{indent}with contextlib.nullcontext():", *body], node.end_lineno)
+        out.append(("statement in a with block", text, moved))
+    return out
+
+
+def decorated(p, line, wanted):
+    """The method or class (wanted: "method decorated" or "class decorated") whose def starts on line, below any
+    decorators it has, given one more decorator that returns what it is given, defined after the module's imports:
+    the same program."""
+    out = []
+    for node in ast.walk(p.tree):
+        if not (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.lineno == line):
+            continue
+        outer = p.parent.get(node)
+        if isinstance(node, ast.ClassDef):
+            kind = "class decorated"
+        elif isinstance(outer, ast.ClassDef):
+            kind = "method decorated"
+        else:
+            continue
+        if kind != wanted or not statement_line_start(p, node) or re.search(r"\b_kvpatch_same\b", p.text):
+            continue
+        top = node.decorator_list[0].lineno if node.decorator_list else line
+        after = module_line_after_imports(p, top)
+        if after is None:
+            continue
+        indent = p.lines[line - 1][: len(p.lines[line - 1]) - len(p.lines[line - 1].lstrip())]
+        helper = ["", "", "def _kvpatch_same(thing):", "    return thing", ""]
+        text, moved = with_inserted(p, after, helper, line, [f"{indent}@_kvpatch_same", p.lines[line - 1]], line)
+        out.append((kind, text, moved))
+    return out
+
+
+def method_decorated(p, line):
+    return decorated(p, line, "method decorated")
+
+
+def class_decorated(p, line):
+    return decorated(p, line, "class decorated")
+
+
 def rewrites_at(p, line):
     """Every rewrite of the calls that start on 1-based line, its strings, and the locals it assigns."""
     out = []
@@ -670,7 +763,8 @@ def rewrites_at(p, line):
     out += through_local(p, line) + definitions_swapped(p, line) + conditional_as_if(p, line)
     out += assignments_joined(p, line)
     out += conditional_as_override(p, line) + conditional_as_init_override(p, line) + placeholder_first(p, line)
-    return out + init_moved_to_base(p, line) + method_moved_to_base(p, line)
+    out += init_moved_to_base(p, line) + method_moved_to_base(p, line)
+    return out + statement_in_with(p, line) + method_decorated(p, line) + class_decorated(p, line)
 
 
 # The rewrites made by one function each, by kind: metamorphic_test.py's --kind calls it alone (rewrites_at makes
@@ -685,4 +779,7 @@ BY_KIND = {
     "conditional as an if statement": conditional_as_if,
     "local first assigned None": placeholder_first,
     "definitions swapped": definitions_swapped,
+    "statement in a with block": statement_in_with,
+    "method decorated": method_decorated,
+    "class decorated": class_decorated,
 }

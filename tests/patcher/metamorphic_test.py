@@ -102,6 +102,8 @@ def line_rewrites(lines, i):
         out.append(("target in parentheses", *instead(f"{lead}({target}) = {value}")))
         if "." not in target:
             out.append(("annotated target", *instead(f"{lead}{target}: object = {value}")))
+        else:  # an attribute's annotation is evaluated (a name that is always bound) and not stored
+            out.append(("annotated attribute", *instead(f"{lead}{target}: object = {value}")))
     receiver = re.search(r"\b([\w.]+)\.(plan|run)\(", line)
     if receiver:
         wrapped = line.replace(receiver.group(0), f"({receiver.group(1)}).{receiver.group(2)}(", 1)

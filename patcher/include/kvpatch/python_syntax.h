@@ -77,6 +77,9 @@ void walk(TSNode node, Visit&& visit) {
 bool same(TSNode a, TSNode b);
 // True when inner lies within outer (or is outer).
 bool contains(TSNode outer, TSNode inner);
+// Whether a statement is one of block's own, or one of the body of a `with` that is (at any depth of `with`s): it
+// runs whenever the block runs past it, as a context manager does not skip its body.
+bool is_straight_line_in(TSNode statement, TSNode block);
 // Strips parentheses: (x) -> x.
 TSNode unparenthesized(TSNode node);
 // The same for an assignment target, where the grammar reads `(a)` as a one-element tuple pattern without a comma:

@@ -144,6 +144,14 @@ TEST_SUITE("edit_operations") {
           "def f(k, q):\n    if k.dtype != q.dtype:\n        pass\n    elif slow:\n        k = g(k)\n    return k\n");
     CHECK(removed("def f(k, q):\n    if k.dtype != q.dtype:\n        k = k.to(q.dtype)\n    else:\n        k = g(k)\n") ==
           "def f(k, q):\n    if k.dtype != q.dtype:\n        pass\n    else:\n        k = g(k)\n");
+    // A whole `if` that goes is removed as a statement of its own block: a `with` body it is all of keeps `pass`.
+    CHECK(removed("def f(k, q):\n    with ctx():\n        if k.dtype != q.dtype:\n            k = k.to(q.dtype)\n"
+                  "    return k\n") == "def f(k, q):\n    with ctx():\n        pass\n    return k\n");
+    CHECK(removed("def f(k, q):\n    if c:\n        if k.dtype != q.dtype:\n            k = k.to(q.dtype)\n"
+                  "    return k\n") == "def f(k, q):\n    return k\n");
+    CHECK(removed("def f(k, q):\n    with ctx():\n        log(k)\n        if k.dtype != q.dtype:\n"
+                  "            k = k.to(q.dtype)\n    return k\n") ==
+          "def f(k, q):\n    with ctx():\n        log(k)\n    return k\n");
     // A last else clause that only casts goes.
     CHECK(removed("def f(k, q):\n    if same:\n        k = g(k)\n    else:\n        k = k.to(q.dtype)\n    return k\n") ==
           "def f(k, q):\n    if same:\n        k = g(k)\n    return k\n");
@@ -178,6 +186,10 @@ TEST_SUITE("edit_operations") {
                            "    return k\n") == "def f(k, q):\n    return k\n");
     CHECK(removed_together("def f(k, q):\n    k = k.to(q.dtype)\n    k = k.to(torch.bfloat16)\n") ==
           "def f(k, q):\n    pass\n");
+    // Two guards that are all of a `with` body: the first becomes `pass`, the second goes.
+    CHECK(removed_together("def f(k, q):\n    with ctx():\n        if k.dtype != q.dtype:\n            k = k.to(q.dtype)\n"
+                           "        if k.dtype != D:\n            k = k.to(torch.bfloat16)\n    return k\n") ==
+          "def f(k, q):\n    with ctx():\n        pass\n    return k\n");
     // A third statement stays: each goes on its own, as before.
     CHECK(removed_together("def f(k, q):\n    if c:\n        k = k.to(q.dtype)\n        log(k)\n"
                            "        k = k.to(torch.bfloat16)\n") == "def f(k, q):\n    if c:\n        log(k)\n");

@@ -94,3 +94,36 @@ class FlashInferMLAIndicesUpdaterDecode:
     CHECK(p.fields[0].fix.has_value());
   }
 }
+
+TEST_SUITE("field_rule") {
+  TEST_CASE("an anchor in a with block runs whenever __init__ does: the field goes beside it; in an if it does not") {
+    const RuleSet rules = load_rule_set(KVPATCH_DEFAULT_RULES_DIR);
+    const std::string code = R"PY(from flashinfer import BatchMLAPagedAttentionWrapper
+
+
+class FlashInferMLAIndicesUpdaterDecode:
+    def __init__(self, model_runner):
+        with model_runner.device_context():
+            self.data_type = model_runner.dtype
+
+    def plan(self, wrapper: BatchMLAPagedAttentionWrapper):
+        wrapper.plan(1, 2, 3, 4, 16, 512, 64, 1, False, 0.1, self.data_type, self.data_type)
+)PY";
+    const FileReport r = analyze_file(rules, test::parse(code));
+    REQUIRE(r.fields.size() == 1);
+    REQUIRE(r.fields[0].fix.has_value());
+    CHECK(r.fields[0].line == 7);
+    REQUIRE(r.plan_sites.size() == 1);
+    CHECK(r.plan_sites[0].fix_text == "self.kv_data_type");
+    const std::string patched = r.edits.apply(code);
+    CHECK(patched.find("            self.data_type = model_runner.dtype\n            self.kv_data_type = ") !=
+          std::string::npos);
+
+    std::string branch = code;
+    branch.replace(branch.find("with model_runner.device_context():"), 35, "if model_runner.ready:");
+    const FileReport b = analyze_file(rules, test::parse(branch));
+    REQUIRE(b.fields.size() == 1);
+    CHECK_FALSE(b.fields[0].fix.has_value());
+    CHECK(b.fields[0].reason.find("only assigned inside a branch") != std::string::npos);
+  }
+}
