@@ -664,9 +664,7 @@ def module_line_after_imports(p, before):
     """The 1-based line after which a new module-level statement can go so that it runs before line `before`: the
     last line of the last import at the module's top level above `before`, or None when there is none."""
     imports = [n for n in p.tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and n.end_lineno < before]
-    if not imports or any(isinstance(n, ast.ImportFrom) and n.module == "__future__" for n in imports[-1:]):
-        return None
-    return imports[-1].end_lineno
+    return imports[-1].end_lineno if imports else None
 
 
 def spans_a_string_line(p, node):
@@ -681,7 +679,6 @@ def with_inserted(p, after, insertion, line, new_lines, old_last):
     new_lines, which are one new line and then those lines, and the function taking each old line to its new one."""
     lines = p.lines
     text = "\n".join([*lines[:after], *insertion, *lines[after : line - 1], *new_lines, *lines[old_last:]])
-
     added = len(insertion)
 
     def moved(n):
