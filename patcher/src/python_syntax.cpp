@@ -148,11 +148,62 @@ bool contains(TSNode outer, TSNode inner) {
   return ts_node_start_byte(outer) <= ts_node_start_byte(inner) && ts_node_end_byte(inner) <= ts_node_end_byte(outer);
 }
 
+namespace {
+// Whether a block always ends by raising: its last statement is `raise`.
+bool ends_raising(TSNode block) {
+  const std::vector<TSNode> body = statements(block);
+  return !body.empty() && is(body.back(), "raise_statement");
+}
+
+// Whether a `finally` could end the statement's run without the exception it is handling going on: a `return`,
+// `break` or `continue` anywhere in it (functions and classes defined in it aside) would.
+bool finally_lets_through(TSNode clause) {
+  bool swallows = false;
+  walk(clause, [&](TSNode n) {
+    if (is(n, "function_definition") || is(n, "class_definition")) return false;
+    swallows = swallows || is(n, "return_statement") || is(n, "break_statement") || is(n, "continue_statement");
+    return !swallows;
+  });
+  return !swallows;
+}
+
+// Whether every part of a try statement that can run instead of the rest of its body, or after part of it, passes
+// the exception on: each handler ends by raising and a `finally` never swallows it. Then a statement of the body
+// (or of its `else`) that the try reaches runs whenever the try statement runs to its end.
+bool try_passes_exceptions_on(TSNode statement) {
+  for (TSNode clause : named_children(statement)) {
+    if (is(clause, "except_clause") || is(clause, "except_group_clause")) {
+      const std::vector<TSNode> parts = named_children(clause);
+      if (parts.empty() || !is(parts.back(), "block") || !ends_raising(parts.back())) return false;
+    }
+    if (is(clause, "finally_clause") && !finally_lets_through(clause)) return false;
+  }
+  return true;
+}
+
+// The compound statement whose block `at` is, when running that statement to its end runs the whole block (the
+// body of a `with`; the `finally` of a try; its body and `else` when the try passes every exception on); null
+// otherwise.
+TSNode straight_line_owner(TSNode at) {
+  const TSNode owner = parent(at);
+  if (is(owner, "with_statement")) return same(field(owner, "body"), at) ? owner : TSNode{};
+  if (is(owner, "finally_clause")) return parent(owner);
+  if (is(owner, "try_statement") && same(field(owner, "body"), at)) {
+    return try_passes_exceptions_on(owner) ? owner : TSNode{};
+  }
+  if (is(owner, "else_clause") && is(parent(owner), "try_statement")) {
+    return try_passes_exceptions_on(parent(owner)) ? parent(owner) : TSNode{};
+  }
+  return TSNode{};
+}
+}  // namespace
+
 bool is_straight_line_in(TSNode statement, TSNode block) {
-  for (TSNode at = parent(statement); !is_null(at); at = parent(parent(at))) {
+  for (TSNode at = parent(statement); !is_null(at);) {
     if (same(at, block)) return true;
-    const TSNode owner = parent(at);
-    if (!is(owner, "with_statement") || !same(field(owner, "body"), at)) return false;
+    const TSNode owner = straight_line_owner(at);
+    if (is_null(owner)) return false;
+    at = parent(owner);
   }
   return false;
 }

@@ -687,10 +687,10 @@ def with_inserted(p, after, insertion, line, new_lines, old_last):
     return text, moved
 
 
-def statement_in_with(p, line):
-    """A statement of a function body that starts on line, as the body of `with contextlib.nullcontext():` (and
-    `import contextlib` after the module's imports): the same program, its statements a block deeper."""
-    out = []
+def wrappable_statements(p, line):
+    """The statements of a function body starting on line that can become the body of a compound statement as they
+    are, a block deeper: not a docstring, `global`/`nonlocal`, an `elif` or a statement holding a string over several
+    lines; alone on their lines."""
     for node in ast.walk(p.tree):
         if not (isinstance(node, ast.stmt) and node.lineno == line and enclosing_function(p, node) is not None):
             continue
@@ -699,17 +699,62 @@ def statement_in_with(p, line):
             continue
         if p.lines[line - 1].lstrip().startswith("elif"):  # ast's If of an elif clause: not a statement of a block
             continue
-        if not alone_on_its_lines(p, node) or spans_a_string_line(p, node):
-            continue
+        if alone_on_its_lines(p, node) and not spans_a_string_line(p, node):
+            yield node
+
+
+def indented_body(p, line, node):
+    """The statement's indentation and its lines a block deeper."""
+    indent = p.lines[line - 1][: len(p.lines[line - 1]) - len(p.lines[line - 1].lstrip())]
+    return indent, [("    " + x if x.strip() else x) for x in p.lines[line - 1 : node.end_lineno]]
+
+
+def statement_in_with(p, line):
+    """A statement of a function body that starts on line, as the body of `with contextlib.nullcontext():` (and
+    `import contextlib` after the module's imports): the same program, its statements a block deeper."""
+    out = []
+    for node in wrappable_statements(p, line):
         after = module_line_after_imports(p, line)
         if after is None:
             continue
-        indent = p.lines[line - 1][: len(p.lines[line - 1]) - len(p.lines[line - 1].lstrip())]
-        body = [("    " + x if x.strip() else x) for x in p.lines[line - 1 : node.end_lineno]]
+        indent, body = indented_body(p, line, node)
         text, moved = with_inserted(p, after, ["import contextlib"], line,
                                     [f"{indent}with contextlib.nullcontext():", *body], node.end_lineno)
         out.append(("statement in a with block", text, moved))
     return out
+
+
+# What follows a statement made the body of a try, by kind: clauses that pass on every exception it raises, so that
+# it runs, or the function stops with that exception, as before.
+TRY_ENDINGS = {
+    "statement in a try-finally": ["finally:", "    pass"],
+    "statement in a try with a handler that re-raises": ["except Exception:", "    raise"],
+}
+
+
+def shifted(line, end, added):
+    """Where each old line goes when one line goes in before `line` and `added` after `end`."""
+    return lambda n: n + (1 if n >= line else 0) + (added if n > end else 0)
+
+
+def statement_in_try(p, line, kind):
+    """A statement of a function body that starts on line, as the body of a try whose other clauses (TRY_ENDINGS[kind])
+    let every exception through: the same program."""
+    out = []
+    for node in wrappable_statements(p, line):
+        indent, body = indented_body(p, line, node)
+        ending = [indent + x for x in TRY_ENDINGS[kind]]
+        text = "\n".join([*p.lines[: line - 1], f"{indent}try:", *body, *ending, *p.lines[node.end_lineno :]])
+        out.append((kind, text, shifted(line, node.end_lineno, len(ending))))
+    return out
+
+
+def statement_in_try_finally(p, line):
+    return statement_in_try(p, line, "statement in a try-finally")
+
+
+def statement_in_try_reraising(p, line):
+    return statement_in_try(p, line, "statement in a try with a handler that re-raises")
 
 
 def decorated(p, line, wanted):
@@ -761,6 +806,7 @@ def rewrites_at(p, line):
     out += assignments_joined(p, line)
     out += conditional_as_override(p, line) + conditional_as_init_override(p, line) + placeholder_first(p, line)
     out += init_moved_to_base(p, line) + method_moved_to_base(p, line)
+    out += statement_in_try_finally(p, line) + statement_in_try_reraising(p, line)
     return out + statement_in_with(p, line) + method_decorated(p, line) + class_decorated(p, line)
 
 
@@ -777,6 +823,8 @@ BY_KIND = {
     "local first assigned None": placeholder_first,
     "definitions swapped": definitions_swapped,
     "statement in a with block": statement_in_with,
+    "statement in a try-finally": statement_in_try_finally,
+    "statement in a try with a handler that re-raises": statement_in_try_reraising,
     "method decorated": method_decorated,
     "class decorated": class_decorated,
 }

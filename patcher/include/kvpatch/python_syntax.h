@@ -77,8 +77,9 @@ void walk(TSNode node, Visit&& visit) {
 bool same(TSNode a, TSNode b);
 // True when inner lies within outer (or is outer).
 bool contains(TSNode outer, TSNode inner);
-// Whether a statement is one of block's own, or one of the body of a `with` that is (at any depth of `with`s): it
-// runs whenever the block runs past it, as a context manager does not skip its body.
+// Whether a statement is one of block's own, or one of the body of a `with` that is, or of a `finally`, or of the
+// body or `else` of a try whose handlers all end by raising (at any depth of these): it runs whenever the block runs
+// past it, as a context manager does not skip its body and such a try cannot end early without raising.
 bool is_straight_line_in(TSNode statement, TSNode block);
 // Strips parentheses: (x) -> x.
 TSNode unparenthesized(TSNode node);

@@ -127,3 +127,65 @@ class FlashInferMLAIndicesUpdaterDecode:
     CHECK(b.fields[0].reason.find("only assigned inside a branch") != std::string::npos);
   }
 }
+
+TEST_SUITE("field_rule") {
+  // The anchor's lines in __init__, and whether the field goes beside it: only where the anchor runs whenever
+  // __init__ runs to its end.
+  struct TryCase {
+    const char* what;
+    const char* init;
+    bool fixed;
+  };
+  TEST_CASE("an anchor in a try runs whenever __init__ does only when no handler and no finally swallows an error") {
+    const RuleSet rules = load_rule_set(KVPATCH_DEFAULT_RULES_DIR);
+    const TryCase cases[] = {
+        {"try-finally", "try:\n    ANCHOR\nfinally:\n    model_runner.done()", true},
+        {"handler that re-raises", "try:\n    ANCHOR\nexcept Exception:\n    raise", true},
+        {"handler that logs, then raises", "try:\n    ANCHOR\nexcept ValueError as e:\n    print(e)\n    raise", true},
+        {"in the finally", "try:\n    model_runner.warm()\nfinally:\n    ANCHOR", true},
+        {"in the else of a re-raising try", "try:\n    model_runner.warm()\nexcept OSError:\n    raise\nelse:\n    ANCHOR",
+         true},
+        {"try in a with", "with model_runner.ctx():\n    try:\n        ANCHOR\n    finally:\n        pass", true},
+        {"handler that swallows", "try:\n    ANCHOR\nexcept Exception:\n    pass", false},
+        {"one of two handlers swallows", "try:\n    ANCHOR\nexcept KeyError:\n    raise\nexcept Exception:\n    pass",
+         false},
+        {"finally that returns", "try:\n    ANCHOR\nfinally:\n    return", false},
+        {"finally that returns in an if", "try:\n    ANCHOR\nfinally:\n    if model_runner.x:\n        return", false},
+        {"in the else of a swallowing try", "try:\n    model_runner.warm()\nexcept OSError:\n    pass\nelse:\n    ANCHOR",
+         false},
+        {"in a handler", "try:\n    model_runner.warm()\nexcept OSError:\n    ANCHOR\n    raise", false},
+    };
+    for (const TryCase& c : cases) {
+      CAPTURE(c.what);
+      std::string init = c.init;
+      init.replace(init.find("ANCHOR"), 6, "self.data_type = model_runner.dtype");
+      std::string body;
+      for (std::size_t start = 0; start < init.size();) {
+        const std::size_t end = std::min(init.find('\n', start), init.size());
+        body += "        " + init.substr(start, end - start) + "\n";
+        start = end + 1;
+      }
+      const std::string code = "from flashinfer import BatchMLAPagedAttentionWrapper\n\n\n"
+                               "class FlashInferMLAIndicesUpdaterDecode:\n"
+                               "    def __init__(self, model_runner):\n" +
+                               body +
+                               "\n    def plan(self, wrapper: BatchMLAPagedAttentionWrapper):\n"
+                               "        wrapper.plan(1, 2, 3, 4, 16, 512, 64, 1, False, 0.1, self.data_type, "
+                               "self.data_type)\n";
+      const FileReport r = analyze_file(rules, test::parse(code));
+      REQUIRE(r.fields.size() == 1);
+      CHECK(r.fields[0].fix.has_value() == c.fixed);
+      REQUIRE(r.plan_sites.size() == 1);
+      CHECK((r.plan_sites[0].fix_text == "self.kv_data_type") == c.fixed);
+      if (c.fixed) {
+        // The field goes on the line after the anchor, at its indentation: inside the try, the finally or the else.
+        const std::string patched = r.edits.apply(code);
+        const std::size_t anchor = patched.find("self.data_type = model_runner.dtype\n");
+        REQUIRE(anchor != std::string::npos);
+        const std::size_t line_start = patched.rfind('\n', anchor) + 1;
+        const std::string indent = patched.substr(line_start, anchor - line_start);
+        CHECK(patched.compare(anchor + 36, indent.size() + 22, indent + "self.kv_data_type = ge") == 0);
+      }
+    }
+  }
+}
