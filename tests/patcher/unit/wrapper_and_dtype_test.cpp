@@ -242,3 +242,92 @@ class Updater:
     CHECK(late.gate_attribute.empty());  // also set in refresh(): what it holds depends on the call order
   }
 }
+
+TEST_SUITE("wrapper_and_dtype") {
+  TEST_CASE("a parameter holds what every call of its function in the module passes, when every call is seen") {
+    const char* source = R"PY(
+from functools import partial
+
+
+class Base:
+    def __init__(self, model_runner):
+        self.data_type = model_runner.dtype
+        self.kv_data_type = model_runner.kv_cache_dtype
+
+    def gated(self, fp8_native):
+        kv = self.kv_data_type if fp8_native else self.data_type
+        self.helper(kv, self.data_type)
+        self.helper(other=self.data_type, chosen=kv)
+
+    def helper(self, chosen, other, fallback=None):
+        return chosen, other, fallback
+
+    def named(self, kv_data_type):
+        return kv_data_type
+
+
+class Sub(Base):
+    def run(self):
+        self.named(self.data_type)
+        self.escaping(self.kv_data_type)
+        self.elsewhere(self.kv_data_type)
+        partial(self.escaping, self.data_type)
+
+    def escaping(self, dtype):
+        return dtype
+
+    def elsewhere(self, dtype):
+        return dtype
+
+    def unseen(self, kv_data_type):
+        return kv_data_type
+
+
+def module_helper(dtype):
+    return dtype
+
+
+def caller(updater, model_runner):
+    module_helper(updater.kv_data_type)
+    module_helper(model_runner.kv_cache_dtype)
+    other.elsewhere(model_runner.dtype)
+)PY";
+    const auto file = test::parse(source);
+    const ModuleFacts facts(*file);
+    const DtypeRoleNames names{{"kv_data_type", "kv_cache_dtype"}, {"dtype", "data_type"}};
+    const DtypeClassifier dtypes(facts, names);
+    // The names a function returns, each as its function reads it.
+    auto returned = [&](const FunctionFacts* f) {
+      REQUIRE(f != nullptr);
+      TSNode ret{};
+      syntax::walk(f->body, [&](TSNode n) {
+        if (syntax::is(n, "return_statement")) ret = n;
+        return true;
+      });
+      TSNode value = ts_node_named_child(ret, 0);
+      std::vector<DtypeArgument> out;
+      for (TSNode n : syntax::is(value, "expression_list") ? syntax::statements(value) : std::vector<TSNode>{value}) {
+        out.push_back(dtypes.classify(n, f));
+      }
+      return out;
+    };
+
+    const std::vector<DtypeArgument> helper = returned(facts.method("Base", "helper"));
+    REQUIRE(helper.size() == 3);
+    CHECK(helper[0].role == DtypeRole::Gated);  // both calls pass the gated local, by position and by keyword
+    CHECK(helper[0].condition == "fp8_native");
+    CHECK(helper[1].role == DtypeRole::Model);
+    CHECK(helper[2].role == DtypeRole::Unknown);  // left to its default, None: the rule names no role for None here
+
+    // Named for the KV cache, but its only caller passes the model dtype.
+    CHECK(returned(facts.method("Base", "named"))[0].role == DtypeRole::Model);
+    // Handed to partial(): not every call is seen, so the name decides.
+    CHECK(returned(facts.method("Sub", "escaping"))[0].role == DtypeRole::Model);
+    // `other.elsewhere(...)` may be a call of it on an instance made elsewhere: the name decides.
+    CHECK(returned(facts.method("Sub", "elsewhere"))[0].role == DtypeRole::Model);
+    // No call in the module: the name decides.
+    CHECK(returned(facts.method("Sub", "unseen"))[0].role == DtypeRole::KvCache);
+    // A module function: both of its calls pass the KV-cache dtype.
+    CHECK(returned(facts.module_function("module_helper"))[0].role == DtypeRole::KvCache);
+  }
+}
