@@ -829,47 +829,68 @@ def plans(call):
         isinstance(f, ast.Name) and "plan" in f.id)
 
 
-def call_in_helper(p, line):
-    """A plan call that is a whole statement of a method, starting on line, moved into a new method of the class
-    defined after that one, which takes the method's own instance and the method's locals the call reads as
-    parameters; the call is left as a call of the helper: the same program."""
+def runs(call):
+    """Whether a call is a wrapper's run (`x.run(...)`)."""
+    return isinstance(call.func, ast.Attribute) and call.func.attr == "run"
+
+
+# The calls each helper-method rewrite moves, by kind.
+HELPER_CALLS = {"plan call moved into a helper method": plans, "run call moved into a helper method": runs}
+
+
+def statement_call(node):
+    """The call a statement is, assigns to one name, or returns, with what the statement writes before it; or None."""
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        return node.value, ""
+    if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Call)):
+        return node.value, node.targets[0].id + " = "
+    if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
+        return node.value, "return "
+    return None
+
+
+def call_in_helper(p, line, kind):
+    """A call (HELPER_CALLS[kind]) that a statement of a method starting on line makes, assigns or returns, moved into
+    a new method of the class defined after that one, which takes the method's own instance and the method's locals
+    the call reads as parameters and returns what the call returns; the statement calls the helper instead: the
+    same program."""
     out = []
     for node in ast.walk(p.tree):
-        if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and node.lineno == line):
+        found = statement_call(node) if isinstance(node, ast.stmt) and node.lineno == line else None
+        if found is None:
             continue
+        call, before = found
         method = enclosing_function(p, node)
         if method is None or not isinstance(p.parent.get(method), ast.ClassDef) or method.decorator_list:
             continue
-        if not plans(node.value) or not method.args.args or any(isinstance(n, SCOPES) for n in ast.walk(node)):
+        if not HELPER_CALLS[kind](call) or not method.args.args or any(isinstance(n, SCOPES) for n in ast.walk(node)):
             continue
-        if not alone_on_its_lines(p, node) or spans_a_string_line(p, node) or p.inside(node, ast.JoinedStr):
+        if (call.lineno, call.end_lineno) != (node.lineno, node.end_lineno) or not alone_on_its_lines(p, node):
+            continue
+        if spans_a_string_line(p, node) or p.inside(node, ast.JoinedStr):
             continue
         local = function_locals(method)
         # A local bound to the method (`plan = wrapper.plan`) would be handed to the helper as a value: kvpatch rightly
         # reports the calls made through a method passed on as unknown.
-        if local is None or (isinstance(node.value.func, ast.Name) and node.value.func.id in local):
+        if local is None or (isinstance(call.func, ast.Name) and call.func.id in local):
             continue
         own = method.args.args[0].arg
         read = []
-        for n in ast.walk(node):
+        for n in ast.walk(call):
             if isinstance(n, ast.Name) and n.id in local and n.id != own and n.id not in read:
                 read.append(n.id)
-        helper = f"_kvpatch_plan{line}"
+        helper = f"_kvpatch_call{line}"
         if re.search(rf"\b{helper}\b", p.text):
             continue
         first, last, end = line, node.end_lineno, method.end_lineno
         indent = p.lines[first - 1][: len(p.lines[first - 1]) - len(p.lines[first - 1].lstrip())]
         method_indent = " " * method.col_offset
-        shift = len(method_indent) + 4 - len(indent)
-
-        def reindented(text, shift=shift):
-            if shift >= 0:
-                return " " * shift + text if text.strip() else text
-            return text[min(-shift, len(text) - len(text.lstrip(" "))) :]
-
-        body = [reindented(x) for x in p.lines[first - 1 : last]]
+        # The call's lines after its first are inside its brackets, where indentation does not count.
+        segment = p.segment(call).split("\n")
+        body = [f"{method_indent}    {'return ' if before else ''}{segment[0]}", *segment[1:]]
         signature = ", ".join([own, *read])
-        lines = [*p.lines[: first - 1], f"{indent}{own}.{helper}({', '.join(read)})", *p.lines[last:end], "",
+        lines = [*p.lines[: first - 1], f"{indent}{before}{own}.{helper}({', '.join(read)})", *p.lines[last:end], "",
                  f"{method_indent}def {helper}({signature}):", *body, *p.lines[end:]]
         k = last - first + 1
 
@@ -880,8 +901,16 @@ def call_in_helper(p, line):
                 return end - k + 4 + (n - first)
             return n - k + 1 if n <= end else n + 3
 
-        out.append(("plan call moved into a helper method", "\n".join(lines), moved))
+        out.append((kind, "\n".join(lines), moved))
     return out
+
+
+def plan_call_in_helper(p, line):
+    return call_in_helper(p, line, "plan call moved into a helper method")
+
+
+def run_call_in_helper(p, line):
+    return call_in_helper(p, line, "run call moved into a helper method")
 
 
 def rewrites_at(p, line):
@@ -897,7 +926,7 @@ def rewrites_at(p, line):
     out += assignments_joined(p, line)
     out += conditional_as_override(p, line) + conditional_as_init_override(p, line) + placeholder_first(p, line)
     out += init_moved_to_base(p, line) + method_moved_to_base(p, line)
-    out += statement_in_try_finally(p, line) + statement_in_try_reraising(p, line) + call_in_helper(p, line)
+    out += statement_in_try_finally(p, line) + statement_in_try_reraising(p, line) + plan_call_in_helper(p, line)
     return out + statement_in_with(p, line) + method_decorated(p, line) + class_decorated(p, line)
 
 
@@ -916,7 +945,8 @@ BY_KIND = {
     "statement in a with block": statement_in_with,
     "statement in a try-finally": statement_in_try_finally,
     "statement in a try with a handler that re-raises": statement_in_try_reraising,
-    "plan call moved into a helper method": call_in_helper,
+    "plan call moved into a helper method": plan_call_in_helper,
+    "run call moved into a helper method": run_call_in_helper,
     "method decorated": method_decorated,
     "class decorated": class_decorated,
 }
