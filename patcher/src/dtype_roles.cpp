@@ -160,7 +160,13 @@ std::optional<DtypeArgument> DtypeClassifier::from_callers(const FunctionFacts& 
     parts.push_back(classify(value, caller, depth + 1));
   }
   if (parts.empty()) return std::nullopt;
-  return combine(parts, name);
+  DtypeArgument out = combine(parts, name);
+  const bool mixed = std::none_of(parts.begin(), parts.end(), [](const DtypeArgument& p) { return p.role == DtypeRole::Unknown; });
+  if (out.role == DtypeRole::Unknown && mixed) {
+    out.reason = "the calls of " + function.name + "() pass " + name + " both the KV-cache dtype and the model dtype";
+  }
+  out.passed_by = function.name;
+  return out;
 }
 
 DtypeArgument DtypeClassifier::classify(TSNode expr, const FunctionFacts* scope) const {

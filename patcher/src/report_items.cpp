@@ -30,7 +30,7 @@ std::string site_message(const PlanSite& s) {
   if (!s.kv_dtype.expr.empty()) {
     m += " binds q_data_type=" + s.q_dtype.expr + ", kv_data_type=" + s.kv_dtype.expr + " (" +
          (s.kv_dtype.role == DtypeRole::Gated ? "gated on " + s.kv_dtype.condition : describe_role(s.kv_dtype.role)) +
-         ")";
+         (s.kv_dtype.passed_by.empty() || s.kv_dtype.role == DtypeRole::Unknown ? "" : ", as the calls of " + s.kv_dtype.passed_by + "() pass it") + ")";
   }
   switch (s.status) {
     case SiteStatus::Threaded: break;

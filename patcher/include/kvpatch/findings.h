@@ -37,6 +37,8 @@ struct DtypeArgument {
   // of the class reads the same gate through it.
   std::string gate_attribute;
   std::string reason;     // for Unknown: why
+  // For a parameter read through the calls of its function (DtypeClassifier::from_callers): that function's name.
+  std::string passed_by;
 };
 
 struct HeadDimArgument {

@@ -272,6 +272,8 @@ class Sub(Base):
         self.escaping(self.kv_data_type)
         self.elsewhere(self.kv_data_type)
         partial(self.escaping, self.data_type)
+        self.both(self.data_type)
+        self.both(self.kv_data_type)
 
     def escaping(self, dtype):
         return dtype
@@ -281,6 +283,9 @@ class Sub(Base):
 
     def unseen(self, kv_data_type):
         return kv_data_type
+
+    def both(self, d):
+        return d
 
 
 def module_helper(dtype):
@@ -316,6 +321,7 @@ def caller(updater, model_runner):
     REQUIRE(helper.size() == 3);
     CHECK(helper[0].role == DtypeRole::Gated);  // both calls pass the gated local, by position and by keyword
     CHECK(helper[0].condition == "fp8_native");
+    CHECK(helper[0].passed_by == "helper");  // the report says where the dtype came from
     CHECK(helper[1].role == DtypeRole::Model);
     CHECK(helper[2].role == DtypeRole::Unknown);  // left to its default, None: the rule names no role for None here
 
@@ -329,5 +335,9 @@ def caller(updater, model_runner):
     CHECK(returned(facts.method("Sub", "unseen"))[0].role == DtypeRole::KvCache);
     // A module function: both of its calls pass the KV-cache dtype.
     CHECK(returned(facts.module_function("module_helper"))[0].role == DtypeRole::KvCache);
+    // Its calls disagree: unknown, saying so.
+    const DtypeArgument both = returned(facts.method("Sub", "both"))[0];
+    CHECK(both.role == DtypeRole::Unknown);
+    CHECK(both.reason == "the calls of both() pass d both the KV-cache dtype and the model dtype");
   }
 }
