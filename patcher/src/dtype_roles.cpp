@@ -21,6 +21,15 @@ DtypeArgument with_role(DtypeRole role, std::string reason = "") {
   a.reason = std::move(reason);
   return a;
 }
+
+// The method Python runs for `<self>.name(...)` in a method of cls: the first def of it along cls's lineage, or
+// nullptr where the module does not show it.
+const FunctionFacts* method_found(const ModuleFacts& facts, const ClassFacts& cls, const std::string& name) {
+  for (const ClassFacts* c : facts.lineage(cls)) {
+    if (const FunctionFacts* m = facts.method(*c, name)) return m;
+  }
+  return nullptr;
+}
 }  // namespace
 
 const char* role_name(DtypeRole role) {
@@ -98,15 +107,6 @@ DtypeRole DtypeClassifier::role_of_name(const std::string& name) const {
   return DtypeRole::Unknown;
 }
 
-// The method Python runs for `<self>.name(...)` in a method of cls: the first def of it along cls's lineage, or
-// nullptr where the module does not show it.
-const FunctionFacts* method_found(const ModuleFacts& facts, const ClassFacts& cls, const std::string& name) {
-  for (const ClassFacts* c : facts.lineage(cls)) {
-    if (const FunctionFacts* m = facts.method(*c, name)) return m;
-  }
-  return nullptr;
-}
-
 std::optional<DtypeArgument> DtypeClassifier::from_callers(const FunctionFacts& function, const std::string& name,
                                                            int depth) const {
   if (function.outer >= 0 || function.unbound) return std::nullopt;
@@ -161,8 +161,9 @@ std::optional<DtypeArgument> DtypeClassifier::from_callers(const FunctionFacts& 
   }
   if (parts.empty()) return std::nullopt;
   DtypeArgument out = combine(parts, name);
-  const bool mixed = std::none_of(parts.begin(), parts.end(), [](const DtypeArgument& p) { return p.role == DtypeRole::Unknown; });
-  if (out.role == DtypeRole::Unknown && mixed) {
+  const bool all_known =
+      std::none_of(parts.begin(), parts.end(), [](const DtypeArgument& p) { return p.role == DtypeRole::Unknown; });
+  if (out.role == DtypeRole::Unknown && all_known) {  // known roles that disagree
     out.reason = "the calls of " + function.name + "() pass " + name + " both the KV-cache dtype and the model dtype";
   }
   out.passed_by = function.name;

@@ -85,6 +85,16 @@ class Backend:
         return kv, chosen, via, both, mixed, self.data_type, torch.float8_e4m3fn, q.dtype
 )PY";
 
+// What a function's last `return` returns.
+TSNode last_returned(const FunctionFacts& f) {
+  TSNode ret{};
+  syntax::walk(f.body, [&](TSNode n) {
+    if (syntax::is(n, "return_statement")) ret = n;
+    return true;
+  });
+  return ts_node_named_child(ret, 0);
+}
+
 struct Module {
   std::shared_ptr<const ParsedFile> file = test::parse(kModule);
   ModuleFacts facts{*file};
@@ -97,13 +107,7 @@ struct Module {
   TSNode returned(const std::string& method, std::size_t i) const {
     const FunctionFacts* f = facts.method("Backend", method);
     REQUIRE(f != nullptr);
-    TSNode ret{};
-    syntax::walk(f->body, [&](TSNode n) {
-      if (syntax::is(n, "return_statement")) ret = n;
-      return true;
-    });
-    TSNode tuple = ts_node_named_child(ret, 0);
-    return syntax::statements(tuple).at(i);
+    return syntax::statements(last_returned(*f)).at(i);
   }
   const FunctionFacts* scope(const std::string& method) const { return facts.method("Backend", method); }
 };
@@ -217,12 +221,7 @@ class Updater:
     const DtypeClassifier dtypes(facts, names);
     const FunctionFacts* plan = facts.method("Updater", "plan");
     REQUIRE(plan != nullptr);
-    TSNode ret{};
-    syntax::walk(plan->body, [&](TSNode n) {
-      if (syntax::is(n, "return_statement")) ret = n;
-      return true;
-    });
-    const std::vector<TSNode> read = syntax::statements(ts_node_named_child(ret, 0));
+    const std::vector<TSNode> read = syntax::statements(last_returned(*plan));
     REQUIRE(read.size() == 4);
 
     const DtypeArgument gpu = dtypes.classify(read[0], plan);
@@ -304,12 +303,7 @@ def caller(updater, model_runner):
     // The names a function returns, each as its function reads it.
     auto returned = [&](const FunctionFacts* f) {
       REQUIRE(f != nullptr);
-      TSNode ret{};
-      syntax::walk(f->body, [&](TSNode n) {
-        if (syntax::is(n, "return_statement")) ret = n;
-        return true;
-      });
-      TSNode value = ts_node_named_child(ret, 0);
+      const TSNode value = last_returned(*f);
       std::vector<DtypeArgument> out;
       for (TSNode n : syntax::is(value, "expression_list") ? syntax::statements(value) : std::vector<TSNode>{value}) {
         out.push_back(dtypes.classify(n, f));
