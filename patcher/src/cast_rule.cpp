@@ -8,6 +8,7 @@
 #include "kvpatch/dtype_roles.h"
 #include "kvpatch/edit_operations.h"
 #include "kvpatch/method_references.h"
+#include "kvpatch/parameter_bindings.h"
 #include "kvpatch/reaching_definitions.h"
 #include "kvpatch/rule_engine.h"
 
@@ -85,6 +86,7 @@ private:
   struct Consumer {
     TSNode call{};       // null when the value goes somewhere that is not a call argument
     std::string where;   // "callee at L:C" or what the value flows into
+    const FunctionFacts* scope = nullptr;  // the function the call is in
   };
 
   std::string at(TSNode node) const {
@@ -104,7 +106,7 @@ private:
       if (TSNode target = syntax::assigned_target(current); !syntax::is_null(target)) {
         TSNode assignment = is(parent, "assignment") ? parent : syntax::parent(parent);
         if (!is(target, "identifier")) {
-          out.push_back({TSNode{}, "assigned to " + one_line(facts_.text(target)) + " at " + at(assignment)});
+          out.push_back({TSNode{}, "assigned to " + one_line(facts_.text(target)) + " at " + at(assignment), scope});
           return;
         }
         trace_uses(facts_.text(target), assignment, scope, depth + 1, seen, out);
@@ -123,27 +125,33 @@ private:
         current = is(grand, "call") && syntax::same(field(grand, "function"), parent) ? grand : parent;
         continue;
       }
-      if (type == "argument_list") {
-        TSNode call = syntax::parent(parent);
-        out.push_back({call, one_line(facts_.text(field(call, "function"))) + " at " + at(call)});
-        return;
-      }
-      if (type == "keyword_argument" && syntax::same(field(parent, "value"), current)) {
-        TSNode call = syntax::parent(syntax::parent(parent));
-        out.push_back({call, one_line(facts_.text(field(call, "function"))) + " at " + at(call)});
+      const bool keyword = type == "keyword_argument" && syntax::same(field(parent, "value"), current);
+      if (type == "argument_list" || keyword) {
+        TSNode call = syntax::parent(keyword ? syntax::parent(parent) : parent);
+        if (follow_into(call, current, depth, seen, out)) return;
+        out.push_back({call, one_line(facts_.text(field(call, "function"))) + " at " + at(call), scope});
         return;
       }
       if (type == "expression_statement") return;  // computed and dropped
-      out.push_back({TSNode{}, std::string(type) + " at " + at(parent)});
+      out.push_back({TSNode{}, std::string(type) + " at " + at(parent), scope});
       return;
     }
+  }
+
+  // A value passed to a def of this module (a helper method holding the run() call) goes on to every read of the
+  // parameter that receives it, in each def the call may run; false when that is not known.
+  bool follow_into(TSNode call, TSNode argument, int depth, std::set<uint32_t>& seen, std::vector<Consumer>& out) const {
+    const std::vector<ReceivingParameter> receiving = receiving_parameters(facts_, call, argument);
+    if (receiving.empty()) return false;
+    for (const ReceivingParameter& p : receiving) trace_uses(p.name, p.node, p.function, depth + 1, seen, out);
+    return true;
   }
 
   // Every read of the variable after the statement that assigns it.
   void trace_uses(const std::string& name, TSNode assignment, const FunctionFacts* scope, int depth,
                   std::set<uint32_t>& seen, std::vector<Consumer>& out) const {
     if (depth > kMaxTraceDepth) {
-      out.push_back({TSNode{}, name + " flows through too many assignments to follow"});
+      out.push_back({TSNode{}, name + " flows through too many assignments to follow", scope});
       return;
     }
     if (!seen.insert(ts_node_start_byte(assignment)).second) return;
@@ -257,7 +265,7 @@ private:
     std::vector<std::size_t> planning;
     std::pair<std::string, std::string> unplanned;
     for (const Consumer& c : consumers) {
-      const std::string why = problem(c, scope, planning, unplanned);
+      const std::string why = problem(c, c.scope, planning, unplanned);
       if (!why.empty()) {
         if (std::find(problems.begin(), problems.end(), why) == problems.end()) problems.push_back(why);
       } else if (std::find(accepted.begin(), accepted.end(), c.where) == accepted.end()) {

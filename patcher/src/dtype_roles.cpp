@@ -5,7 +5,7 @@
 
 #include "kvpatch/assignment_branches.h"
 #include "kvpatch/cache_dtype_gate.h"
-#include "kvpatch/method_references.h"
+#include "kvpatch/parameter_bindings.h"
 #include "kvpatch/reaching_definitions.h"
 
 namespace kvpatch {
@@ -20,15 +20,6 @@ DtypeArgument with_role(DtypeRole role, std::string reason = "") {
   a.role = role;
   a.reason = std::move(reason);
   return a;
-}
-
-// The method Python runs for `<self>.name(...)` in a method of cls: the first def of it along cls's lineage, or
-// nullptr where the module does not show it.
-const FunctionFacts* method_found(const ModuleFacts& facts, const ClassFacts& cls, const std::string& name) {
-  for (const ClassFacts* c : facts.lineage(cls)) {
-    if (const FunctionFacts* m = facts.method(*c, name)) return m;
-  }
-  return nullptr;
 }
 }  // namespace
 
@@ -109,55 +100,18 @@ DtypeRole DtypeClassifier::role_of_name(const std::string& name) const {
 
 std::optional<DtypeArgument> DtypeClassifier::from_callers(const FunctionFacts& function, const std::string& name,
                                                            int depth) const {
-  if (function.outer >= 0 || function.unbound) return std::nullopt;
-  const bool method = function.is_method();
-  if (method ? !method_values(function.name, facts_).empty() : !function_values(function.name, facts_).empty()) {
-    return std::nullopt;
-  }
-  // Called as a method, the receiver fills the first parameter.
-  Signature signature = function.signature;
-  if (method) {
-    if (signature.parameters.empty() || name == signature.parameters.front().name) return std::nullopt;
-    signature.parameters.erase(signature.parameters.begin());
-  }
+  const std::optional<std::vector<ParameterBinding>> bindings = parameter_bindings(facts_, function, name);
+  if (!bindings) return std::nullopt;
   std::vector<DtypeArgument> parts;
-  for (TSNode call : facts_.calls_named(function.name)) {
-    const TSNode callee = field(call, "function");
-    const FunctionFacts* caller = facts_.function_at(call);
-    if (method) {
-      if (!is(callee, "attribute")) continue;  // a plain call of the same name is some other function
-      // Only `<self>.name(...)` in a method of a class whose instances run this very def is known to call it.
-      const FunctionFacts* holder = holding_method(facts_, caller);
-      const TSNode receiver = field(callee, "object");
-      if (holder == nullptr || !is(receiver, "identifier") || facts_.text(receiver) != self_name(*holder)) {
-        return std::nullopt;
-      }
-      const ClassFacts* cls = facts_.find_class(holder->class_name);
-      const FunctionFacts* runs = cls == nullptr ? nullptr : method_found(facts_, *cls, function.name);
-      if (runs == nullptr) return std::nullopt;
-      if (runs != &function) continue;
-    } else if (!is(callee, "identifier")) {
-      continue;  // `x.name(...)`: a method of something else
+  for (const ParameterBinding& b : *bindings) {
+    if (!syntax::is_null(b.value)) {
+      parts.push_back(classify(b.value, b.caller, depth + 1));
+    } else if (b.default_text) {
+      parts.push_back(classify_text(*b.default_text));
+    } else {
+      return with_role(DtypeRole::Unknown, "the call of " + function.name + " at " + position_text(b.call) + " binds " +
+                                               name + " to nothing known" + (b.failure.empty() ? "" : " (" + b.failure + ")"));
     }
-    const TSNode argument_list = field(call, "arguments");
-    if (!is(argument_list, "argument_list")) return std::nullopt;
-    const std::vector<CallArgument> arguments = call_arguments(facts_.file().source.text(), argument_list);
-    const Binding binding = bind_arguments(signature, arguments);
-    const BoundValue* bound = binding.complete ? binding.find(name) : nullptr;
-    if (bound == nullptr) {
-      const TSPoint at = ts_node_start_point(call);
-      return with_role(DtypeRole::Unknown, "the call of " + function.name + " at " + std::to_string(at.row + 1) + ":" +
-                                               std::to_string(at.column + 1) + " binds " + name + " to nothing known" +
-                                               (binding.complete ? "" : " (" + binding.failure + ")"));
-    }
-    if (bound->from_default()) {
-      parts.push_back(classify_text(bound->text));
-      continue;
-    }
-    const CallArgument& a = arguments[static_cast<std::size_t>(bound->argument)];
-    const TSNode value = ts_node_named_descendant_for_byte_range(argument_list, static_cast<uint32_t>(a.value_begin),
-                                                                 static_cast<uint32_t>(a.value_end));
-    parts.push_back(classify(value, caller, depth + 1));
   }
   if (parts.empty()) return std::nullopt;
   DtypeArgument out = combine(parts, name);

@@ -9,6 +9,7 @@
 #include "kvpatch/edit_operations.h"
 #include "kvpatch/imported_names.h"
 #include "kvpatch/method_references.h"
+#include "kvpatch/parameter_bindings.h"
 #include "kvpatch/reaching_definitions.h"
 #include "kvpatch/rule_engine.h"
 
@@ -596,9 +597,7 @@ private:
       const bool overwritten = std::any_of(assignments.begin(), assignments.end(), [&](const Assignment* a) {
         return f == scope && unconditional(*a, *f) && ts_node_end_byte(a->statement) <= ts_node_start_byte(name_node);
       });
-      if (parameter && !overwritten) {
-        return unknown(name + " is a parameter of " + f->name + "(); kvpatch does not follow values into a function");
-      }
+      if (parameter && !overwritten) return trace_parameter(*f, name_node, depth, t);
       if (assignments.empty()) return unknown(name + " is not assigned before this use");
       for (const Assignment* a : assignments) {
         if (!t.visited.insert(a).second) continue;
@@ -614,6 +613,29 @@ private:
       return;
     }
     unknown(name + " is not a local; kvpatch does not follow module-level values");
+  }
+
+  // A parameter the function never overwrites before the use holds what the function's calls pass it: each is
+  // traced in its caller, where the module shows every call (parameter_bindings).
+  void trace_parameter(const FunctionFacts& function, TSNode name_node, int depth, Trace& t) const {
+    const std::string name = facts_.text(name_node);
+    auto unknown = [&](const std::string& why) { t.problems.push_back({RunInputStatus::Unknown, name_node, why}); };
+    const std::optional<std::vector<ParameterBinding>> bindings = parameter_bindings(facts_, function, name);
+    if (!bindings || bindings->empty()) {
+      return unknown(name + " is a parameter of " + function.name + "(), " +
+                     (bindings ? "which nothing in the module calls" : "which the module may not show every call of") +
+                     "; kvpatch does not follow values into it");
+    }
+    for (const ParameterBinding& b : *bindings) {
+      const std::string call = "the call of " + function.name + "() at " + position_text(b.call);
+      if (!syntax::is_null(b.value)) {
+        trace(b.value, b.caller, depth + 1, t);
+      } else if (b.default_text) {
+        if (*b.default_text != "None") unknown(call + " leaves " + name + " to its default " + one_line(*b.default_text));
+      } else {
+        unknown(call + " binds " + name + " to nothing known" + (b.failure.empty() ? "" : " (" + b.failure + ")"));
+      }
+    }
   }
 
   // `a, b = <value>`: every element of a literal tuple or list (any may be ours), else the whole value.

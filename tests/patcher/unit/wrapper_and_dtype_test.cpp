@@ -264,6 +264,12 @@ class Base:
     def named(self, kv_data_type):
         return kv_data_type
 
+    def driver(self):
+        self.hook(self.kv_data_type)
+
+    def hook(self, d):
+        return d
+
 
 class Sub(Base):
     def run(self):
@@ -285,6 +291,12 @@ class Sub(Base):
 
     def both(self, d):
         return d
+
+    def hook(self, d):
+        return d
+
+    def drive_sub(self):
+        self.hook(self.data_type)
 
 
 def module_helper(dtype):
@@ -333,5 +345,11 @@ def caller(updater, model_runner):
     const DtypeArgument both = returned(facts.method("Sub", "both"))[0];
     CHECK(both.role == DtypeRole::Unknown);
     CHECK(both.reason == "the calls of both() pass d both the KV-cache dtype and the model dtype");
+    // Base.driver()'s `self.hook(...)` runs Sub's override for Sub's instances: the override is passed both dtypes,
+    // the base's own hook only the KV-cache one (Sub's own call never reaches it).
+    CHECK(returned(facts.method("Base", "hook"))[0].role == DtypeRole::KvCache);
+    const DtypeArgument overridden = returned(facts.method("Sub", "hook"))[0];
+    CHECK(overridden.role == DtypeRole::Unknown);
+    CHECK(overridden.reason == "the calls of hook() pass d both the KV-cache dtype and the model dtype");
   }
 }

@@ -1,0 +1,52 @@
+#pragma once
+// Values that cross a call into a def of the same module, in both directions. Moving a plan() or run() call
+// into a helper method is a refactor that changes nothing at run time, so it must change nothing in kvpatch's
+// verdicts either: a dtype or KV data read from a helper's parameter is what the helper's calls pass it, and a
+// KV value passed to a helper goes on to wherever the helper reads that parameter. Both hold only where the
+// module shows the calls: `<self>.m(...)` in a method (m found along the instance's classes), `f(...)` for a
+// module-level function.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kvpatch/module_facts.h"
+
+namespace kvpatch {
+
+// The method Python runs for `<self>.name(...)` on an instance of cls, the first def of it along cls's lineage;
+// nullptr where the module does not show it.
+const FunctionFacts* method_found(const ModuleFacts& facts, const ClassFacts& cls, const std::string& name);
+
+// What one call of a function binds to one of its parameters.
+struct ParameterBinding {
+  TSNode call{};
+  const FunctionFacts* caller = nullptr;   // the function the call is written in; nullptr at module level
+  TSNode value{};                          // the argument, or null when the call passes none
+  std::optional<std::string> default_text; // with no argument: the default the call leaves the parameter to
+  std::string failure;                     // with neither: why the call binds it to nothing known ("" when unsaid)
+};
+
+// Every call of the function in this module, with what each binds to the parameter. nullopt where the module may
+// not show every call, and so does not decide the parameter's value: a nested def, a static or class method, the
+// receiver's own parameter, the function read as a value (handed to partial(), stored), or a method called on
+// something other than the caller's own instance. An empty vector: no call at all.
+std::optional<std::vector<ParameterBinding>> parameter_bindings(const ModuleFacts& facts, const FunctionFacts& function,
+                                                                const std::string& parameter);
+
+// A parameter of a def a call may run.
+struct ReceivingParameter {
+  const FunctionFacts* function = nullptr;
+  std::string name;
+  TSNode node{};  // the parameter's name in the def
+};
+
+// The parameter that receives `argument` (a value in the call's argument list) in each def the call may run:
+// for `<self>.m(...)` in a method, m as every class whose instances run that method finds it; for `f(...)`, the
+// module-level def f. Empty when that is not known: a def the module does not show, a static or class method,
+// a call that unpacks *x or **x, an argument that *args or **kwargs collects.
+std::vector<ReceivingParameter> receiving_parameters(const ModuleFacts& facts, TSNode call, TSNode argument);
+
+// The string "L:C" of a node's start, 1-based, for messages.
+std::string position_text(TSNode node);
+
+}  // namespace kvpatch

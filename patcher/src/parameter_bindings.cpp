@@ -1,0 +1,163 @@
+#include "kvpatch/parameter_bindings.h"
+
+#include <algorithm>
+
+#include "kvpatch/dtype_roles.h"
+#include "kvpatch/method_references.h"
+
+namespace kvpatch {
+using syntax::field;
+using syntax::is;
+
+namespace {
+// The parameters a call binds: a method's receiver fills its first one.
+Signature call_signature(const FunctionFacts& function) {
+  Signature signature = function.signature;
+  if (function.is_method() && !signature.parameters.empty()) signature.parameters.erase(signature.parameters.begin());
+  return signature;
+}
+
+// The call is `<self>.name(...)` in a method, self that method's own instance: the method it holds, else nullptr.
+const FunctionFacts* own_instance_caller(const ModuleFacts& facts, TSNode call) {
+  const TSNode callee = field(call, "function");
+  if (!is(callee, "attribute")) return nullptr;
+  const FunctionFacts* holder = holding_method(facts, facts.function_at(call));
+  const TSNode receiver = field(callee, "object");
+  if (holder == nullptr || holder->unbound || !is(receiver, "identifier") || facts.text(receiver) != self_name(*holder)) {
+    return nullptr;
+  }
+  return holder;
+}
+
+// The name a parameter of the def is written with, or null.
+TSNode parameter_node(const ModuleFacts& facts, const FunctionFacts& function, const std::string& name) {
+  const TSNode parameters = field(function.node, "parameters");
+  if (syntax::is_null(parameters)) return TSNode{};
+  for (TSNode p : syntax::statements(parameters)) {
+    TSNode n = p;
+    if (is(p, "default_parameter") || is(p, "typed_default_parameter")) n = field(p, "name");
+    else if (is(p, "typed_parameter")) n = ts_node_named_child(p, 0);
+    if (is(n, "identifier") && facts.text(n) == name) return n;
+  }
+  return TSNode{};
+}
+
+// The name is bound in the function or one enclosing it, so a call of it there is no call of the module's def.
+bool shadowed(const ModuleFacts& facts, const FunctionFacts* scope, const std::string& name) {
+  for (const FunctionFacts* f = scope; f != nullptr;
+       f = f->outer >= 0 ? &facts.functions()[static_cast<std::size_t>(f->outer)] : nullptr) {
+    if (f->signature.index_of(name) >= 0 || !facts.local_assignments(*f, name).empty()) return true;
+  }
+  return false;
+}
+}  // namespace
+
+const FunctionFacts* method_found(const ModuleFacts& facts, const ClassFacts& cls, const std::string& name) {
+  for (const ClassFacts* c : facts.lineage(cls)) {
+    if (const FunctionFacts* m = facts.method(*c, name)) return m;
+  }
+  return nullptr;
+}
+
+std::string position_text(TSNode node) {
+  const TSPoint at = ts_node_start_point(node);
+  return std::to_string(at.row + 1) + ":" + std::to_string(at.column + 1);
+}
+
+std::optional<std::vector<ParameterBinding>> parameter_bindings(const ModuleFacts& facts, const FunctionFacts& function,
+                                                                const std::string& parameter) {
+  if (function.outer >= 0 || function.unbound) return std::nullopt;
+  const bool method = function.is_method();
+  if (method ? !method_values(function.name, facts).empty() : !function_values(function.name, facts).empty()) {
+    return std::nullopt;
+  }
+  if (method && (function.signature.parameters.empty() || parameter == function.signature.parameters.front().name)) {
+    return std::nullopt;
+  }
+  const Signature signature = call_signature(function);
+  std::vector<ParameterBinding> out;
+  for (TSNode call : facts.calls_named(function.name)) {
+    const TSNode callee = field(call, "function");
+    ParameterBinding b;
+    b.call = call;
+    b.caller = facts.function_at(call);
+    if (method) {
+      if (!is(callee, "attribute")) continue;  // a plain call of the same name is some other function
+      // Only `<self>.name(...)` in a method is known to call a def: this one where the instance's class runs it,
+      // the method's own class or a subclass overriding name (a base's call reaches the override).
+      const FunctionFacts* holder = own_instance_caller(facts, call);
+      if (holder == nullptr) return std::nullopt;
+      const ClassFacts* cls = facts.find_class(holder->class_name);
+      if (cls == nullptr || method_found(facts, *cls, function.name) == nullptr) return std::nullopt;
+      const std::vector<const ClassFacts*> instances = facts.instance_classes(*cls);
+      if (std::none_of(instances.begin(), instances.end(),
+                       [&](const ClassFacts* c) { return method_found(facts, *c, function.name) == &function; })) {
+        continue;
+      }
+    } else if (!is(callee, "identifier") || shadowed(facts, b.caller, function.name)) {
+      continue;  // `x.name(...)`, or a local of that name: some other callable
+    }
+    const TSNode argument_list = field(call, "arguments");
+    if (!is(argument_list, "argument_list")) return std::nullopt;
+    const std::vector<CallArgument> arguments = call_arguments(facts.file().source.text(), argument_list);
+    const Binding binding = bind_arguments(signature, arguments);
+    const BoundValue* bound = binding.complete ? binding.find(parameter) : nullptr;
+    if (bound == nullptr) {
+      b.failure = binding.complete ? "" : binding.failure;
+    } else if (bound->from_default()) {
+      b.default_text = bound->text;
+    } else {
+      const CallArgument& a = arguments[static_cast<std::size_t>(bound->argument)];
+      b.value = ts_node_named_descendant_for_byte_range(argument_list, static_cast<uint32_t>(a.value_begin),
+                                                        static_cast<uint32_t>(a.value_end));
+    }
+    out.push_back(b);
+  }
+  return out;
+}
+
+std::vector<ReceivingParameter> receiving_parameters(const ModuleFacts& facts, TSNode call, TSNode argument) {
+  const TSNode callee = field(call, "function");
+  const TSNode argument_list = field(call, "arguments");
+  if (!is(argument_list, "argument_list")) return {};
+  // The defs the call may run.
+  std::vector<const FunctionFacts*> defs;
+  if (const FunctionFacts* holder = own_instance_caller(facts, call)) {
+    const ClassFacts* cls = facts.find_class(holder->class_name);
+    if (cls == nullptr) return {};
+    const std::string name = facts.text(field(callee, "attribute"));
+    // A subclass may run its own override of the method through the same `self.name(...)`.
+    for (const ClassFacts* c : facts.instance_classes(*cls)) {
+      const FunctionFacts* def = method_found(facts, *c, name);
+      if (def == nullptr || def->unbound || !def->is_method()) return {};
+      if (std::find(defs.begin(), defs.end(), def) == defs.end()) defs.push_back(def);
+    }
+  } else if (is(callee, "identifier")) {
+    const std::string name = facts.text(callee);
+    const FunctionFacts* def = facts.module_function(name);
+    if (def == nullptr || shadowed(facts, facts.function_at(call), name)) return {};
+    defs.push_back(def);
+  }
+  const std::vector<CallArgument> arguments = call_arguments(facts.file().source.text(), argument_list);
+  int index = -1;
+  for (std::size_t i = 0; i < arguments.size(); ++i) {
+    if (arguments[i].value_begin == ts_node_start_byte(argument) && arguments[i].value_end == ts_node_end_byte(argument)) {
+      index = static_cast<int>(i);
+    }
+  }
+  if (index < 0 || defs.empty()) return {};
+  std::vector<ReceivingParameter> out;
+  for (const FunctionFacts* def : defs) {
+    const Binding binding = bind_arguments(call_signature(*def), arguments);
+    if (!binding.complete) return {};
+    const auto bound = std::find_if(binding.values.begin(), binding.values.end(),
+                                    [&](const auto& entry) { return entry.second.argument == index; });
+    if (bound == binding.values.end()) return {};  // collected by *args or **kwargs
+    const TSNode node = parameter_node(facts, *def, bound->first);
+    if (syntax::is_null(node)) return {};
+    out.push_back({def, bound->first, node});
+  }
+  return out;
+}
+
+}  // namespace kvpatch
