@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kvpatch/dtype_roles.h"
+#include "kvpatch/parameter_bindings.h"
 #include "kvpatch/reaching_definitions.h"
 
 namespace kvpatch {
@@ -305,6 +306,9 @@ std::string WrapperTypes::source_attribute(TSNode expr, const FunctionFacts* sco
   if (is(expr, "identifier") && scope != nullptr) {
     std::string found;
     const std::vector<const Assignment*> assignments = assignments_reaching(facts_, *scope, facts_.text(expr), expr);
+    if (assignments.empty() && scope->signature.index_of(facts_.text(expr)) >= 0) {
+      return source_attribute_from_callers(*scope, facts_.text(expr), depth);
+    }
     if (assignments.empty()) return "";
     for (const Assignment* a : assignments) {
       if (a->kind != AssignmentKind::Plain) return "";
@@ -315,6 +319,19 @@ std::string WrapperTypes::source_attribute(TSNode expr, const FunctionFacts* sco
     return found;
   }
   return "";
+}
+
+std::string WrapperTypes::source_attribute_from_callers(const FunctionFacts& function, const std::string& name,
+                                                       int depth) const {
+  const std::optional<std::vector<ParameterBinding>> bindings = parameter_bindings(facts_, function, name);
+  if (!bindings || bindings->empty()) return "";
+  std::string found;
+  for (const ParameterBinding& b : *bindings) {
+    const std::string source = syntax::is_null(b.value) ? "" : source_attribute(b.value, b.caller, depth + 1);
+    if (source.empty() || (!found.empty() && source != found)) return "";
+    found = source;
+  }
+  return found;
 }
 
 }  // namespace kvpatch

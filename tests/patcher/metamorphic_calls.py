@@ -927,6 +927,7 @@ def rewrites_at(p, line):
     out += conditional_as_override(p, line) + conditional_as_init_override(p, line) + placeholder_first(p, line)
     out += init_moved_to_base(p, line) + method_moved_to_base(p, line)
     out += statement_in_try_finally(p, line) + statement_in_try_reraising(p, line) + plan_call_in_helper(p, line)
+    out += run_call_in_helper(p, line)
     return out + statement_in_with(p, line) + method_decorated(p, line) + class_decorated(p, line)
 
 

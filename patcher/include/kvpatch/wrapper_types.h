@@ -22,7 +22,7 @@ public:
   // assigned from one, metadata field typed as it, element of a container of them).
   TypeVerdict of(TSNode expr, const FunctionFacts* scope) const;
   // The attribute a receiver is read from (`self.forward_metadata.decode_wrapper` -> decode_wrapper),
-  // through local assignments; "" when it is not one attribute.
+  // through local assignments and a helper's parameter to every call of the helper; "" when it is not one attribute.
   std::string source_attribute(TSNode expr, const FunctionFacts* scope) const;
 
 private:
@@ -30,6 +30,9 @@ private:
   TypeVerdict element_of(TSNode container, const FunctionFacts* scope, int depth) const;
   TypeVerdict of_annotation(const std::string& annotation) const;
   std::string source_attribute(TSNode expr, const FunctionFacts* scope, int depth) const;
+  // The attribute every call of the function in the module reads the parameter's value from ("" when they differ or
+  // the module may not show every call).
+  std::string source_attribute_from_callers(const FunctionFacts& function, const std::string& name, int depth) const;
   // An unannotated parameter typed by what the module's calls of its function pass for it.
   TypeVerdict of_parameter_from_callers(const FunctionFacts& function, const std::string& name, int depth) const;
   // The module class an expression is an instance of ("" when not known).

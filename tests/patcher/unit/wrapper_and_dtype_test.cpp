@@ -173,6 +173,38 @@ TEST_SUITE("wrapper_and_dtype") {
     CHECK(m.types.source_attribute(m.returned("uses", 6), uses).empty());
   }
 
+  TEST_CASE("a helper's parameter is read from the attribute every call of the helper passes") {
+    const auto file = test::parse(R"PY(
+class Runner:
+    def decode(self, md):
+        self.run_with(md.decode_wrapper)
+        self.run_either(md.decode_wrapper)
+
+    def prefill(self, md):
+        wrapper = md.prefill_wrapper
+        self.run_either(wrapper=wrapper)
+
+    def run_with(self, wrapper):
+        return wrapper
+
+    def run_either(self, wrapper):
+        return wrapper
+
+    def uncalled(self, wrapper):
+        return wrapper
+)PY");
+    const ModuleFacts facts(*file);
+    const WrapperTypes types{facts, "BatchMLAPagedAttentionWrapper", "flashinfer", {}};
+    auto source = [&](const std::string& method) {
+      const FunctionFacts* f = facts.method("Runner", method);
+      REQUIRE(f != nullptr);
+      return types.source_attribute(last_returned(*f), f);
+    };
+    CHECK(source("run_with") == "decode_wrapper");
+    CHECK(source("run_either").empty());  // its calls pass two wrappers
+    CHECK(source("uncalled").empty());    // no call says which
+  }
+
   TEST_CASE("dtype roles through locals, attributes, getattr and gates") {
     Module m;
     const FunctionFacts* scope = m.scope("dtypes");
