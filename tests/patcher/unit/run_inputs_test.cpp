@@ -60,6 +60,16 @@ void check_nothing_threaded(const FileReport& r) {
   for (const FieldFinding& f : r.fields) CHECK_FALSE(f.fix.has_value());
   CHECK(r.edits.empty());
 }
+
+// Every run() input of the backend with this body is unknown and nothing is threaded: the first finding, as
+// "expr: why" (a name passed as both ckv and kpe is found at each argument).
+std::string first_unknown(const std::string& body) {
+  const FileReport r = analyse(body);
+  REQUIRE(!r.run_inputs.empty());
+  for (const RunInputFinding& f : r.run_inputs) CHECK(f.status == RunInputStatus::Unknown);
+  check_nothing_threaded(r);
+  return r.run_inputs[0].expr + ": " + r.run_inputs[0].why;
+}
 }  // namespace
 
 TEST_SUITE("run_inputs") {
@@ -94,32 +104,24 @@ TEST_SUITE("run_inputs") {
   }
 
   TEST_CASE("origins kvpatch cannot establish are reported unknown") {
-    // The first finding (a name passed as both ckv and kpe is found at each argument).
-    auto unknown = [](const std::string& body) {
-      const FileReport r = analyse(body);
-      REQUIRE(!r.run_inputs.empty());
-      for (const RunInputFinding& f : r.run_inputs) CHECK(f.status == RunInputStatus::Unknown);
-      check_nothing_threaded(r);
-      return r.run_inputs[0].expr + ": " + r.run_inputs[0].why;
-    };
-    CHECK(unknown("        return decode_wrapper.run(q, q, k_in, k_in)\n") ==
+    CHECK(first_unknown("        return decode_wrapper.run(q, q, k_in, k_in)\n") ==
           "k_in: k_in is a parameter of forward_decode(), which nothing in the module calls; kvpatch does not follow "
           "values into it");
-    CHECK(unknown("        k = self.as_bf16(forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id))\n"
+    CHECK(first_unknown("        k = self.as_bf16(forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id))\n"
                   "        return decode_wrapper.run(q, q, k, k)\n") ==
           "self.as_bf16(forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id)): "
           "self.as_bf16() is not known to keep the dtype of the KV data");
-    CHECK(unknown("        k = dequant(forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id))\n"
+    CHECK(first_unknown("        k = dequant(forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id))\n"
                   "        return decode_wrapper.run(q, q, k, k)\n") ==
           "dequant(forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id)): dequant() is a function kvpatch does not follow");
-    CHECK(unknown("        k = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id).view(self.layout)\n"
+    CHECK(first_unknown("        k = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id).view(self.layout)\n"
                   "        return decode_wrapper.run(q, q, k, k)\n") ==
           "forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id).view(self.layout): "
           ".view(self.layout) may take a dtype, which reinterprets the KV bytes; kvpatch cannot tell");
-    CHECK(unknown("        return decode_wrapper.run(q, q, self.cached_kv, self.cached_kv)\n") ==
+    CHECK(first_unknown("        return decode_wrapper.run(q, q, self.cached_kv, self.cached_kv)\n") ==
           "self.cached_kv: self.cached_kv is not a KV source rule flashinfer-mla-kv-cast knows");
-    CHECK(unknown("        return decode_wrapper.run(q, q, *self.kv_parts)\n").find("cannot see which value") != std::string::npos);
-    CHECK(unknown("        for k in self.pools:\n            pass\n        return decode_wrapper.run(q, q, k, k)\n")
+    CHECK(first_unknown("        return decode_wrapper.run(q, q, *self.kv_parts)\n").find("cannot see which value") != std::string::npos);
+    CHECK(first_unknown("        for k in self.pools:\n            pass\n        return decode_wrapper.run(q, q, k, k)\n")
               .find("which kvpatch does not follow") != std::string::npos);
   }
 
@@ -133,28 +135,20 @@ TEST_SUITE("run_inputs") {
     REQUIRE(reached.plan_sites.size() == 1);
     CHECK(reached.plan_sites[0].fix.has_value());
 
-    // The first finding (kv is passed as both ckv and kpe).
-    auto unknown = [](const std::string& body) {
-      const FileReport r = analyse(body);
-      REQUIRE(!r.run_inputs.empty());
-      for (const RunInputFinding& f : r.run_inputs) CHECK(f.status == RunInputStatus::Unknown);
-      check_nothing_threaded(r);
-      return r.run_inputs[0].expr + ": " + r.run_inputs[0].why;
-    };
     // Another call passes data from elsewhere: that value is the one reported.
-    CHECK(unknown(call + "\n    def forward_extend(self, q):\n        return self._run(q, self.cached_kv)\n" + helper) ==
+    CHECK(first_unknown(call + "\n    def forward_extend(self, q):\n        return self._run(q, self.cached_kv)\n" + helper) ==
           "self.cached_kv: self.cached_kv is not a KV source rule flashinfer-mla-kv-cast knows");
     // A call leaves the parameter to its default.
-    CHECK(unknown("        return self._run(q)\n"
+    CHECK(first_unknown("        return self._run(q)\n"
                   "\n    def _run(self, q, kv=SHARED_KV):\n"
                   "        return self.forward_metadata.decode_wrapper.run(q, q, kv, kv)\n") ==
           "kv: the call of _run() at 12:16 leaves kv to its default SHARED_KV");
     // The helper is handed on as a value: its other calls cannot be seen.
-    CHECK(unknown(call + "        self.later = functools.partial(self._run, q)\n" + helper) ==
+    CHECK(first_unknown(call + "        self.later = functools.partial(self._run, q)\n" + helper) ==
           "kv: kv is a parameter of _run(), which the module may not show every call of; kvpatch does not follow "
           "values into it");
     // A call that unpacks cannot be bound.
-    CHECK(unknown("        return self._run(q, *self.parts)\n" + helper) ==
+    CHECK(first_unknown("        return self._run(q, *self.parts)\n" + helper) ==
           "kv: the call of _run() at 12:16 binds kv to nothing known (call unpacks *self.parts; its arguments cannot "
           "be bound statically)");
   }
