@@ -245,7 +245,7 @@ TypeVerdict WrapperTypes::of_parameter_from_callers(const FunctionFacts& functio
     const FunctionFacts* caller = facts_.function_at(call);
     if (method) {
       if (!is(callee, "attribute") || facts_.text(field(callee, "attribute")) != function.name) continue;
-      if (class_of(field(callee, "object"), caller, depth + 1) != function.class_name) continue;
+      if (!runs_def(class_of(field(callee, "object"), caller, depth + 1), function)) continue;
     } else if (!is(callee, "identifier") || facts_.text(callee) != function.name) {
       continue;
     }
@@ -264,6 +264,15 @@ TypeVerdict WrapperTypes::of_parameter_from_callers(const FunctionFacts& functio
                        caller, depth + 1));
   }
   return parts.empty() ? TypeVerdict::Unknown : merge(parts);
+}
+
+bool WrapperTypes::runs_def(const std::string& receiver_class, const FunctionFacts& method) const {
+  // An instance of the receiver's class or of a subclass: a base's receiver reaches a subclass's override.
+  const ClassFacts* cls = facts_.find_class(receiver_class);
+  if (cls == nullptr) return false;
+  const std::vector<const ClassFacts*> instances = facts_.instance_classes(*cls);
+  return std::any_of(instances.begin(), instances.end(),
+                     [&](const ClassFacts* c) { return method_found(facts_, *c, method.name) == &method; });
 }
 
 std::string WrapperTypes::class_of(TSNode expr, const FunctionFacts* scope, int depth) const {

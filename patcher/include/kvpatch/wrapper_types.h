@@ -35,6 +35,9 @@ private:
   std::string source_attribute_from_callers(const FunctionFacts& function, const std::string& name, int depth) const;
   // An unannotated parameter typed by what the module's calls of its function pass for it.
   TypeVerdict of_parameter_from_callers(const FunctionFacts& function, const std::string& name, int depth) const;
+  // Whether `r.name(...)` on a receiver of that module class may run this method (its class's def, or a subclass's
+  // override of it).
+  bool runs_def(const std::string& receiver_class, const FunctionFacts& method) const;
   // The module class an expression is an instance of ("" when not known).
   std::string class_of(TSNode expr, const FunctionFacts* scope, int depth) const;
 

@@ -205,6 +205,43 @@ class Runner:
     CHECK(source("uncalled").empty());    // no call says which
   }
 
+  TEST_CASE("a parameter is typed by the calls that reach its method, a base's call of a subclass's override too") {
+    const auto file = test::parse(R"PY(
+from flashinfer import BatchMLAPagedAttentionWrapper
+
+
+class Base:
+    def __init__(self):
+        self.decode_wrapper = BatchMLAPagedAttentionWrapper(ws)
+
+    def drive(self):
+        self.use(self.decode_wrapper)
+
+    def use(self, w):
+        return w
+
+
+class Sub(Base):
+    def use(self, w):
+        return w
+
+
+class Other:
+    def use(self, w):
+        return w
+)PY");
+    const ModuleFacts facts(*file);
+    const WrapperTypes types{facts, "BatchMLAPagedAttentionWrapper", "flashinfer", {}};
+    auto type = [&](const std::string& cls) {
+      const FunctionFacts* f = facts.method(cls, "use");
+      REQUIRE(f != nullptr);
+      return types.of(last_returned(*f), f);
+    };
+    CHECK(type("Base") == TypeVerdict::Wrapper);
+    CHECK(type("Sub") == TypeVerdict::Wrapper);     // Base.drive()'s call runs it for Sub's instances
+    CHECK(type("Other") == TypeVerdict::Unknown);  // no call reaches it
+  }
+
   TEST_CASE("dtype roles through locals, attributes, getattr and gates") {
     Module m;
     const FunctionFacts* scope = m.scope("dtypes");
