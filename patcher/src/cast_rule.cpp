@@ -8,7 +8,7 @@
 #include "kvpatch/dtype_roles.h"
 #include "kvpatch/edit_operations.h"
 #include "kvpatch/method_references.h"
-#include "kvpatch/parameter_bindings.h"
+#include "kvpatch/module_calls.h"
 #include "kvpatch/reaching_definitions.h"
 #include "kvpatch/rule_engine.h"
 
@@ -65,7 +65,7 @@ private:
         TSNode callee = field(n, "function");
         const std::string name = is(callee, "attribute") ? facts_.text(field(callee, "attribute"))
                                  : is(callee, "identifier") ? facts_.text(callee) : "";
-        found = listed(rule_.kv_source_calls, name);
+        found = listed(rule_.kv_source_calls, name) || returns_kv(n, cast, depth);
       } else if (is(n, "attribute")) {
         found = listed(rule_.kv_source_attributes, facts_.text(field(n, "attribute")));
       }
@@ -79,6 +79,18 @@ private:
     for (const Assignment* a : assignments_reaching(facts_, *scope, facts_.text(name), name)) {
       if (a->kind != AssignmentKind::Plain || syntax::is_null(a->value) || syntax::contains(a->statement, cast)) continue;
       if (holds_kv(a->value, scope, cast, depth + 1)) return true;
+    }
+    return false;
+  }
+
+  // The call runs a helper of the module that returns the KV cache's data (`self._kv_buffer(layer)`).
+  bool returns_kv(TSNode call, TSNode cast, int depth) const {
+    for (const FunctionFacts* def : defs_called(facts_, call)) {
+      const std::optional<std::vector<TSNode>> values = returned_values(*def);
+      if (!values) continue;
+      for (TSNode value : *values) {
+        if (!syntax::is_null(value) && holds_kv(value, def, cast, depth + 1)) return true;
+      }
     }
     return false;
   }

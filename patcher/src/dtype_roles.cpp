@@ -5,7 +5,7 @@
 
 #include "kvpatch/assignment_branches.h"
 #include "kvpatch/cache_dtype_gate.h"
-#include "kvpatch/parameter_bindings.h"
+#include "kvpatch/module_calls.h"
 #include "kvpatch/reaching_definitions.h"
 
 namespace kvpatch {

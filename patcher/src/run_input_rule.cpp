@@ -9,7 +9,7 @@
 #include "kvpatch/edit_operations.h"
 #include "kvpatch/imported_names.h"
 #include "kvpatch/method_references.h"
-#include "kvpatch/parameter_bindings.h"
+#include "kvpatch/module_calls.h"
 #include "kvpatch/reaching_definitions.h"
 #include "kvpatch/rule_engine.h"
 
@@ -511,6 +511,19 @@ private:
   void trace_call(TSNode call, const FunctionFacts* scope, int depth, Trace& t) const {
     TSNode callee = field(call, "function");
     const std::string callee_text = one_line(facts_.text(callee));
+    // A helper of the module holds what it returns: each return value traced in the helper.
+    if (const std::vector<const FunctionFacts*> defs = defs_called(facts_, call); !defs.empty()) {
+      for (const FunctionFacts* def : defs) {
+        const std::optional<std::vector<TSNode>> values = returned_values(*def);
+        if (!values) {
+          t.problems.push_back({RunInputStatus::Unknown, call, def->name + "() may end without a return kvpatch can "
+                                                               "follow (a generator, or code after its last return)"});
+          continue;
+        }
+        for (TSNode value : *values) trace(value, def, depth + 1, t);
+      }
+      return;
+    }
     if (is(callee, "identifier")) {
       if (listed(rule_.kv_source_calls, callee_text)) return reached(t);
       t.problems.push_back({RunInputStatus::Unknown, call, callee_text + "() is a function kvpatch does not follow"});

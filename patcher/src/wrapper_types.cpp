@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "kvpatch/dtype_roles.h"
-#include "kvpatch/parameter_bindings.h"
+#include "kvpatch/module_calls.h"
 #include "kvpatch/reaching_definitions.h"
 
 namespace kvpatch {

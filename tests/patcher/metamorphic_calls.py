@@ -913,6 +913,50 @@ def run_call_in_helper(p, line):
     return call_in_helper(p, line, "run call moved into a helper method")
 
 
+def kv_read_in_helper(p, line):
+    """A one-line read of the KV cache (`<pool>.get_key_buffer(...)`, the rule's KV source) starting on line in a
+    method, moved into a new method of the class defined after that one, which takes the locals the read uses as
+    parameters and returns the read; the method calls the helper where the read was: the same program."""
+    out = []
+    for node in ast.walk(p.tree):
+        if not (isinstance(node, ast.Call) and node.lineno == line and node.end_lineno == line):
+            continue
+        if not (isinstance(node.func, ast.Attribute) and node.func.attr == "get_key_buffer"):
+            continue
+        method = enclosing_function(p, node)
+        if method is None or not isinstance(p.parent.get(method), ast.ClassDef) or method.decorator_list:
+            continue
+        if not method.args.args or p.inside(node, ast.JoinedStr) or any(isinstance(n, SCOPES) for n in ast.walk(node)):
+            continue
+        up = p.parent.get(node)
+        while up is not method and not isinstance(up, SCOPES):
+            up = p.parent.get(up)
+        local = function_locals(method)
+        if up is not method or local is None:
+            continue  # in a lambda or comprehension, whose names are not the method's
+        own = method.args.args[0].arg
+        read = []
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and n.id in local and n.id != own and n.id not in read:
+                read.append(n.id)
+        helper = f"_kvpatch_kv{line}"
+        if re.search(rf"\b{helper}\b", p.text):
+            continue
+        start, end = p.span(node)
+        new_line = p.text[:start] + f"{own}.{helper}({', '.join(read)})" + p.text[end:]
+        lines = new_line.split("\n")
+        method_indent = " " * method.col_offset
+        last = method.end_lineno
+        lines = [*lines[:last], "", f"{method_indent}def {helper}({', '.join([own, *read])}):",
+                 f"{method_indent}    return {p.segment(node)}", *lines[last:]]
+
+        def moved(n, last=last):
+            return n if n <= last else n + 3
+
+        out.append(("KV read moved into a helper method", "\n".join(lines), moved))
+    return out
+
+
 def rewrites_at(p, line):
     """Every rewrite of the calls that start on 1-based line, its strings, and the locals it assigns."""
     out = []
@@ -948,6 +992,7 @@ BY_KIND = {
     "statement in a try with a handler that re-raises": statement_in_try_reraising,
     "plan call moved into a helper method": plan_call_in_helper,
     "run call moved into a helper method": run_call_in_helper,
+    "KV read moved into a helper method": kv_read_in_helper,
     "method decorated": method_decorated,
     "class decorated": class_decorated,
 }

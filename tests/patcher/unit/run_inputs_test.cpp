@@ -153,6 +153,31 @@ TEST_SUITE("run_inputs") {
           "be bound statically)");
   }
 
+  TEST_CASE("KV data a helper of the module returns is traced into the helper's return values") {
+    const FileReport reached = analyse("        return decode_wrapper.run(q, q, self._kv(layer), self._kv(layer))\n"
+                                       "\n    def _kv(self, layer):\n"
+                                       "        return self.pool.get_key_buffer(layer.layer_id)\n");
+    CHECK(statuses(reached).empty());
+    REQUIRE(reached.plan_sites.size() == 1);
+    CHECK(reached.plan_sites[0].fix.has_value());
+
+    // A conversion inside the helper is reported where it is; so is what its parameter is passed.
+    const FileReport converted = analyse("        k = self._as_bf16(self.pool.get_key_buffer(layer.layer_id))\n"
+                                         "        return decode_wrapper.run(q, q, k, k)\n"
+                                         "\n    def _as_bf16(self, pool):\n"
+                                         "        return pool.to(torch.bfloat16)\n");
+    CHECK(statuses(converted) == std::vector<std::string>{"run-input-converted pool.to(torch.bfloat16)"});
+    check_nothing_threaded(converted);
+
+    // A helper that may return None at its end, or is a generator, holds nothing kvpatch can follow.
+    CHECK(first_unknown("        return decode_wrapper.run(q, q, self._kv(layer), self._kv(layer))\n"
+                        "\n    def _kv(self, layer):\n"
+                        "        if layer.cached:\n"
+                        "            return self.pool.get_key_buffer(layer.layer_id)\n") ==
+          "self._kv(layer): _kv() may end without a return kvpatch can follow (a generator, or code after its last "
+          "return)");
+  }
+
   TEST_CASE("views, slices, locals, branches, unpacking and keywords reach the KV source: the plan is threaded") {
     const FileReport r = analyse(
         "        pool = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id)\n"

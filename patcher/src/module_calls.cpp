@@ -1,4 +1,4 @@
-#include "kvpatch/parameter_bindings.h"
+#include "kvpatch/module_calls.h"
 
 #include <algorithm>
 
@@ -116,11 +116,8 @@ std::optional<std::vector<ParameterBinding>> parameter_bindings(const ModuleFact
   return out;
 }
 
-std::vector<ReceivingParameter> receiving_parameters(const ModuleFacts& facts, TSNode call, TSNode argument) {
+std::vector<const FunctionFacts*> defs_called(const ModuleFacts& facts, TSNode call) {
   const TSNode callee = field(call, "function");
-  const TSNode argument_list = field(call, "arguments");
-  if (!is(argument_list, "argument_list")) return {};
-  // The defs the call may run.
   std::vector<const FunctionFacts*> defs;
   if (const FunctionFacts* holder = own_instance_caller(facts, call)) {
     const ClassFacts* cls = facts.find_class(holder->class_name);
@@ -138,6 +135,29 @@ std::vector<ReceivingParameter> receiving_parameters(const ModuleFacts& facts, T
     if (def == nullptr || shadowed(facts, facts.function_at(call), name)) return {};
     defs.push_back(def);
   }
+  return defs;
+}
+
+std::optional<std::vector<TSNode>> returned_values(const FunctionFacts& function) {
+  std::vector<TSNode> values;
+  bool generator = false;
+  syntax::walk(function.body, [&](TSNode n) {
+    if (is(n, "function_definition") || is(n, "class_definition") || is(n, "lambda")) return false;
+    if (is(n, "yield")) generator = true;
+    if (is(n, "return_statement")) values.push_back(ts_node_named_child(n, 0));  // null for a bare `return`
+    return true;
+  });
+  const std::vector<TSNode> statements = syntax::statements(function.body);
+  const bool ends_returning = !statements.empty() && (is(statements.back(), "return_statement") ||
+                                                      is(statements.back(), "raise_statement"));
+  if (generator || !ends_returning) return std::nullopt;
+  return values;
+}
+
+std::vector<ReceivingParameter> receiving_parameters(const ModuleFacts& facts, TSNode call, TSNode argument) {
+  const TSNode argument_list = field(call, "arguments");
+  if (!is(argument_list, "argument_list")) return {};
+  const std::vector<const FunctionFacts*> defs = defs_called(facts, call);
   const std::vector<CallArgument> arguments = call_arguments(facts.file().source.text(), argument_list);
   int index = -1;
   for (std::size_t i = 0; i < arguments.size(); ++i) {

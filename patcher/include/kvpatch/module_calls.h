@@ -1,10 +1,10 @@
 #pragma once
-// Values that cross a call into a def of the same module, in both directions. Moving a plan() or run() call
-// into a helper method is a refactor that changes nothing at run time, so it must change nothing in kvpatch's
-// verdicts either: a dtype or KV data read from a helper's parameter is what the helper's calls pass it, and a
-// KV value passed to a helper goes on to wherever the helper reads that parameter. Both hold only where the
-// module shows the calls: `<self>.m(...)` in a method (m found along the instance's classes), `f(...)` for a
-// module-level function.
+// Values that cross a call into a def of the same module, and back out of it. Moving a plan() or run() call, or
+// the read of the KV cache, into a helper method is a refactor that changes nothing at run time, so it must change
+// nothing in kvpatch's verdicts either: a dtype or KV data read from a helper's parameter is what the helper's calls
+// pass it, a KV value passed to a helper goes on to wherever the helper reads that parameter, and a helper's call
+// holds what the helper returns. All hold only where the module shows the calls: `<self>.m(...)` in a method (m
+// found along the instance's classes), `f(...)` for a module-level function.
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,11 +40,19 @@ struct ReceivingParameter {
   TSNode node{};  // the parameter's name in the def
 };
 
-// The parameter that receives `argument` (a value in the call's argument list) in each def the call may run:
-// for `<self>.m(...)` in a method, m as every class whose instances run that method finds it; for `f(...)`, the
-// module-level def f. Empty when that is not known: a def the module does not show, a static or class method,
-// a call that unpacks *x or **x, an argument that *args or **kwargs collects.
+// The parameter that receives `argument` (a value in the call's argument list) in each def the call may run
+// (defs_called). Empty when that is not known: no def known, a call that unpacks *x or **x, an argument that *args
+// or **kwargs collects.
 std::vector<ReceivingParameter> receiving_parameters(const ModuleFacts& facts, TSNode call, TSNode argument);
+
+// The defs the call may run: for `<self>.m(...)` in a method, m as every class whose instances run that method
+// finds it (a subclass's override too); for `f(...)`, the module-level def f. Empty when that is not known: a def
+// the module does not show, a static or class method, a name the caller binds itself.
+std::vector<const FunctionFacts*> defs_called(const ModuleFacts& facts, TSNode call);
+
+// The values the def returns, each `return` of its own body (not of a def nested in it); nullopt for a generator,
+// whose call returns no value of these, and for a def whose end can be reached, which returns None there.
+std::optional<std::vector<TSNode>> returned_values(const FunctionFacts& function);
 
 // The string "L:C" of a node's start, 1-based, for messages.
 std::string position_text(TSNode node);
