@@ -16,7 +16,9 @@ metamorphic_test.py draws from these beside its rewrites of one line's text. Eac
     class's bases;
   - a call on one line split over several, one argument a line, or a call over several lines joined onto one;
   - a function's statement as the body of `with contextlib.nullcontext():` (contextlib imported after the module's
-    imports), or a method or class given a decorator that returns what it is given (defined after the imports).
+    imports), or a method or class given a decorator that returns what it is given (defined after the imports);
+  - a function's statement in a `try` with `finally: pass`, or with `except Exception: raise`;
+  - a method's plan() or run() call, or its read of the KV cache, moved into a new helper method of the class.
 Each rewrite is (kind, new text, region): the old lines region[0]..region[1] became the new lines
 region[0]..region[2] (1-based), and no line outside them changed but for the shift; region None when no line moved;
 or region is a function from each old line to its new line, when whole lines moved.
@@ -971,7 +973,7 @@ def rewrites_at(p, line):
     out += conditional_as_override(p, line) + conditional_as_init_override(p, line) + placeholder_first(p, line)
     out += init_moved_to_base(p, line) + method_moved_to_base(p, line)
     out += statement_in_try_finally(p, line) + statement_in_try_reraising(p, line) + plan_call_in_helper(p, line)
-    out += run_call_in_helper(p, line)
+    out += run_call_in_helper(p, line) + kv_read_in_helper(p, line)
     return out + statement_in_with(p, line) + method_decorated(p, line) + class_decorated(p, line)
 
 
