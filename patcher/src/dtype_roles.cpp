@@ -332,6 +332,23 @@ DtypeArgument DtypeClassifier::classify(TSNode expr, const FunctionFacts* scope,
     return with_role(DtypeRole::Unknown, "cannot tell which dtype " + text + " holds");
   }
 
+  if (is(expr, "call")) {
+    // A helper of the module holds what it returns, each value read in the helper.
+    if (const std::vector<const FunctionFacts*> defs = defs_called(facts_, expr); !defs.empty()) {
+      std::vector<DtypeArgument> parts;
+      for (const FunctionFacts* def : defs) {
+        const std::optional<std::vector<TSNode>> values = returned_values(*def);
+        if (!values || values->empty()) {
+          return with_role(DtypeRole::Unknown, def->name + "() may end without a return kvpatch can follow");
+        }
+        for (TSNode value : *values) {
+          if (syntax::is_null(value)) return with_role(DtypeRole::Unknown, def->name + "() may return None");
+          parts.push_back(classify(value, def, depth + 1));
+        }
+      }
+      return combine(parts, text);
+    }
+  }
   if (is(expr, "call") && facts_.text(field(expr, "function")) == "getattr") {
     // getattr(obj, "name", default) reads the attribute by name.
     const std::vector<TSNode> args = syntax::statements(field(expr, "arguments"));

@@ -18,7 +18,8 @@ metamorphic_test.py draws from these beside its rewrites of one line's text. Eac
   - a function's statement as the body of `with contextlib.nullcontext():` (contextlib imported after the module's
     imports), or a method or class given a decorator that returns what it is given (defined after the imports);
   - a function's statement in a `try` with `finally: pass`, or with `except Exception: raise`;
-  - a method's plan() or run() call, or its read of the KV cache, moved into a new helper method of the class.
+  - a method's plan() or run() call, its read of the KV cache, or a plan's KV dtype moved into a new helper method
+    of the class.
 Each rewrite is (kind, new text, region): the old lines region[0]..region[1] became the new lines
 region[0]..region[2] (1-based), and no line outside them changed but for the shift; region None when no line moved;
 or region is a function from each old line to its new line, when whole lines moved.
@@ -915,47 +916,68 @@ def run_call_in_helper(p, line):
     return call_in_helper(p, line, "run call moved into a helper method")
 
 
+def expression_in_helper(p, node, kind, prefix):
+    """A one-line expression of a method moved into a new method of the class defined after that one, which takes
+    the locals the expression reads as parameters and returns it; the method calls the helper where the expression
+    was: the same program. A list of one rewrite, or empty where the move is not that."""
+    method = enclosing_function(p, node)
+    if node.lineno != node.end_lineno or method is None or not isinstance(p.parent.get(method), ast.ClassDef):
+        return []
+    if method.decorator_list or not method.args.args or p.inside(node, ast.JoinedStr):
+        return []
+    if any(isinstance(n, (*SCOPES, ast.NamedExpr)) for n in ast.walk(node)):
+        return []
+    up = p.parent.get(node)
+    while up is not method and not isinstance(up, SCOPES):
+        up = p.parent.get(up)
+    local = function_locals(method)
+    if up is not method or local is None:
+        return []  # in a lambda or comprehension, whose names are not the method's
+    own = method.args.args[0].arg
+    read = []
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and n.id in local and n.id != own and n.id not in read:
+            read.append(n.id)
+    helper = f"{prefix}{node.lineno}"
+    if re.search(rf"\b{helper}\b", p.text):
+        return []
+    start, end = p.span(node)
+    lines = (p.text[:start] + f"{own}.{helper}({', '.join(read)})" + p.text[end:]).split("\n")
+    method_indent = " " * method.col_offset
+    last = method.end_lineno
+    lines = [*lines[:last], "", f"{method_indent}def {helper}({', '.join([own, *read])}):",
+             f"{method_indent}    return {p.segment(node)}", *lines[last:]]
+
+    def moved(n, last=last):
+        return n if n <= last else n + 3
+
+    return [(kind, "\n".join(lines), moved)]
+
+
 def kv_read_in_helper(p, line):
-    """A one-line read of the KV cache (`<pool>.get_key_buffer(...)`, the rule's KV source) starting on line in a
-    method, moved into a new method of the class defined after that one, which takes the locals the read uses as
-    parameters and returns the read; the method calls the helper where the read was: the same program."""
+    """A one-line read of the KV cache (`<pool>.get_key_buffer(...)`, the rule's KV source) on line moved into a
+    helper method that returns it (expression_in_helper)."""
     out = []
     for node in ast.walk(p.tree):
-        if not (isinstance(node, ast.Call) and node.lineno == line and node.end_lineno == line):
-            continue
-        if not (isinstance(node.func, ast.Attribute) and node.func.attr == "get_key_buffer"):
-            continue
-        method = enclosing_function(p, node)
-        if method is None or not isinstance(p.parent.get(method), ast.ClassDef) or method.decorator_list:
-            continue
-        if not method.args.args or p.inside(node, ast.JoinedStr) or any(isinstance(n, SCOPES) for n in ast.walk(node)):
-            continue
-        up = p.parent.get(node)
-        while up is not method and not isinstance(up, SCOPES):
-            up = p.parent.get(up)
-        local = function_locals(method)
-        if up is not method or local is None:
-            continue  # in a lambda or comprehension, whose names are not the method's
-        own = method.args.args[0].arg
-        read = []
-        for n in ast.walk(node):
-            if isinstance(n, ast.Name) and n.id in local and n.id != own and n.id not in read:
-                read.append(n.id)
-        helper = f"_kvpatch_kv{line}"
-        if re.search(rf"\b{helper}\b", p.text):
-            continue
-        start, end = p.span(node)
-        new_line = p.text[:start] + f"{own}.{helper}({', '.join(read)})" + p.text[end:]
-        lines = new_line.split("\n")
-        method_indent = " " * method.col_offset
-        last = method.end_lineno
-        lines = [*lines[:last], "", f"{method_indent}def {helper}({', '.join([own, *read])}):",
-                 f"{method_indent}    return {p.segment(node)}", *lines[last:]]
+        if (isinstance(node, ast.Call) and node.lineno == line and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "get_key_buffer"):
+            out += expression_in_helper(p, node, "KV read moved into a helper method", "_kvpatch_kv")
+    return out
 
-        def moved(n, last=last):
-            return n if n <= last else n + 3
 
-        out.append(("KV read moved into a helper method", "\n".join(lines), moved))
+def plan_dtype_in_helper(p, line):
+    """The KV dtype a `w.plan(...)` starting on line passes (its kv_data_type keyword, or the last of its twelve
+    positional arguments) moved into a helper method that returns it (expression_in_helper)."""
+    out = []
+    for node in ast.walk(p.tree):
+        if not (isinstance(node, ast.Call) and node.lineno == line and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "plan"):
+            continue
+        value = next((k.value for k in node.keywords if k.arg == "kv_data_type"), None)
+        if value is None and len(node.args) == len(PLAN_PARAMS) and not node.keywords:
+            value = node.args[-1]
+        if value is not None and not isinstance(value, ast.Starred):
+            out += expression_in_helper(p, value, "plan's KV dtype moved into a helper method", "_kvpatch_dtype")
     return out
 
 
@@ -973,7 +995,7 @@ def rewrites_at(p, line):
     out += conditional_as_override(p, line) + conditional_as_init_override(p, line) + placeholder_first(p, line)
     out += init_moved_to_base(p, line) + method_moved_to_base(p, line)
     out += statement_in_try_finally(p, line) + statement_in_try_reraising(p, line) + plan_call_in_helper(p, line)
-    out += run_call_in_helper(p, line) + kv_read_in_helper(p, line)
+    out += run_call_in_helper(p, line) + kv_read_in_helper(p, line) + plan_dtype_in_helper(p, line)
     return out + statement_in_with(p, line) + method_decorated(p, line) + class_decorated(p, line)
 
 
@@ -995,6 +1017,7 @@ BY_KIND = {
     "plan call moved into a helper method": plan_call_in_helper,
     "run call moved into a helper method": run_call_in_helper,
     "KV read moved into a helper method": kv_read_in_helper,
+    "plan's KV dtype moved into a helper method": plan_dtype_in_helper,
     "method decorated": method_decorated,
     "class decorated": class_decorated,
 }

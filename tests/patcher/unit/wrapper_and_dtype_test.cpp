@@ -205,6 +205,53 @@ class Runner:
     CHECK(source("uncalled").empty());    // no call says which
   }
 
+  TEST_CASE("a call of a helper of the module holds the dtype the helper returns") {
+    const auto file = test::parse(R"PY(
+class Updater:
+    def __init__(self, model_runner):
+        self.data_type = model_runner.dtype
+        self.kv_data_type = model_runner.kv_cache_dtype
+
+    def kv(self):
+        return self.kv_data_type
+
+    def model(self):
+        return self.data_type
+
+    def either(self, c):
+        if c:
+            return self.kv_data_type
+        return self.data_type
+
+    def maybe(self, c):
+        if c:
+            return self.kv_data_type
+
+    def uses(self, c):
+        return self.kv(), self.model(), self.either(c), self.maybe(c), self.unseen(), module_kv(self)
+
+
+def module_kv(updater):
+    return updater.kv_data_type
+)PY");
+    const ModuleFacts facts(*file);
+    // A named object: the classifier keeps a reference to it.
+    const DtypeRoleNames names{{"kv_data_type", "kv_cache_dtype"}, {"dtype", "data_type"}};
+    const DtypeClassifier dtypes(facts, names);
+    const FunctionFacts* uses = facts.method("Updater", "uses");
+    REQUIRE(uses != nullptr);
+    const std::vector<TSNode> values = syntax::statements(last_returned(*uses));
+    REQUIRE(values.size() == 6);
+    auto classify = [&](std::size_t i) { return dtypes.classify(values[i], uses); };
+    CHECK(classify(0).role == DtypeRole::KvCache);
+    CHECK(classify(1).role == DtypeRole::Model);
+    CHECK(classify(2).role == DtypeRole::Unknown);  // returns either
+    CHECK(classify(3).role == DtypeRole::Unknown);
+    CHECK(classify(3).reason == "maybe() may end without a return kvpatch can follow");
+    CHECK(classify(4).role == DtypeRole::Unknown);  // no such def in the module
+    CHECK(classify(5).role == DtypeRole::KvCache);  // a module function, read by its own parameter's name
+  }
+
   TEST_CASE("a parameter is typed by the calls that reach its method, a base's call of a subclass's override too") {
     const auto file = test::parse(R"PY(
 from flashinfer import BatchMLAPagedAttentionWrapper
