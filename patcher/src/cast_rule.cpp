@@ -31,10 +31,11 @@ public:
 
   std::vector<CastFinding> run() {
     std::vector<CastFinding> out;
+    const std::set<const FunctionFacts*> path = forward_path();
     for (TSNode call : facts_.calls()) {
       const FunctionFacts* scope = facts_.function_at(call);
       const FunctionFacts* method = holding_method(facts_, scope);
-      if (method == nullptr || !listed(rule_.functions, method->name)) continue;
+      if (method == nullptr || path.count(method) == 0) continue;
       if (!is_cast(call)) continue;
       TSNode object = field(field(call, "function"), "object");
       if (!holds_kv(object, scope, call, 0)) continue;
@@ -44,6 +45,30 @@ public:
   }
 
 private:
+  // The functions the rule names (forward_decode, forward_extend) and the defs of the module they call, directly or
+  // through other such defs: a cast moved into a helper they call is still on their path.
+  std::set<const FunctionFacts*> forward_path() const {
+    std::map<const FunctionFacts*, std::vector<const FunctionFacts*>> callees;
+    for (TSNode call : facts_.calls()) {
+      const FunctionFacts* caller = holding_method(facts_, facts_.function_at(call));
+      if (caller == nullptr) continue;
+      for (const FunctionFacts* def : defs_called(facts_, call)) callees[caller].push_back(def);
+    }
+    std::vector<const FunctionFacts*> pending;
+    for (const FunctionFacts& f : facts_.functions()) {
+      if (f.outer < 0 && listed(rule_.functions, f.name)) pending.push_back(&f);
+    }
+    std::set<const FunctionFacts*> out;
+    while (!pending.empty()) {
+      const FunctionFacts* f = pending.back();
+      pending.pop_back();
+      if (!out.insert(f).second) continue;
+      const auto found = callees.find(f);
+      if (found != callees.end()) pending.insert(pending.end(), found->second.begin(), found->second.end());
+    }
+    return out;
+  }
+
   // `<x>.to(<y>.dtype)` with one positional argument.
   bool is_cast(TSNode call) const {
     TSNode callee = field(call, "function");
@@ -76,11 +101,18 @@ private:
     // `k = k.to(q.dtype)` twice over: the second cast's value is the first's, still the cache's data.
     if (is(name, "call") && is_cast(name)) return holds_kv(field(field(name, "function"), "object"), scope, cast, depth + 1);
     if (!is(name, "identifier") || scope == nullptr) return false;
-    for (const Assignment* a : assignments_reaching(facts_, *scope, facts_.text(name), name)) {
+    const std::vector<const Assignment*> assignments = assignments_reaching(facts_, *scope, facts_.text(name), name);
+    for (const Assignment* a : assignments) {
       if (a->kind != AssignmentKind::Plain || syntax::is_null(a->value) || syntax::contains(a->statement, cast)) continue;
       if (holds_kv(a->value, scope, cast, depth + 1)) return true;
     }
-    return false;
+    // A helper's parameter holds the KV cache's data when every call of the helper passes it.
+    if (!assignments.empty() || scope->signature.index_of(facts_.text(name)) < 0) return false;
+    const std::optional<std::vector<ParameterBinding>> bindings = parameter_bindings(facts_, *scope, facts_.text(name));
+    return bindings && !bindings->empty() &&
+           std::all_of(bindings->begin(), bindings->end(), [&](const ParameterBinding& b) {
+             return !syntax::is_null(b.value) && holds_kv(b.value, b.caller, cast, depth + 1);
+           });
   }
 
   // The call runs a helper of the module that returns the KV cache's data (`self._kv_buffer(layer)`).
@@ -109,6 +141,10 @@ private:
   // Follows a value holding KV data up the tree to the calls that take it as an argument.
   void trace(TSNode node, const FunctionFacts* scope, int depth, std::set<uint32_t>& seen,
              std::vector<Consumer>& out) const {
+    if (depth > kMaxTraceDepth) {
+      out.push_back({TSNode{}, "the value flows through too many steps to follow", scope});
+      return;
+    }
     TSNode current = node;
     while (true) {
       TSNode parent = syntax::parent(current);
@@ -145,6 +181,8 @@ private:
         return;
       }
       if (type == "expression_statement") return;  // computed and dropped
+      // Returned by a helper: on to what each of its calls does with the value.
+      if (type == "return_statement" && follow_out(scope, depth, seen, out)) return;
       out.push_back({TSNode{}, std::string(type) + " at " + at(parent), scope});
       return;
     }
@@ -156,6 +194,15 @@ private:
     const std::vector<ReceivingParameter> receiving = receiving_parameters(facts_, call, argument);
     if (receiving.empty()) return false;
     for (const ReceivingParameter& p : receiving) trace_uses(p.name, p.node, p.function, depth + 1, seen, out);
+    return true;
+  }
+
+  // A value the function returns goes on from each of its calls; false where the module may not show every call.
+  bool follow_out(const FunctionFacts* function, int depth, std::set<uint32_t>& seen, std::vector<Consumer>& out) const {
+    if (function == nullptr) return false;
+    const std::optional<std::vector<TSNode>> calls = known_calls(facts_, *function);
+    if (!calls || calls->empty()) return false;
+    for (TSNode call : *calls) trace(call, facts_.function_at(call), depth + 1, seen, out);
     return true;
   }
 

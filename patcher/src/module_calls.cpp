@@ -64,23 +64,15 @@ std::string position_text(TSNode node) {
   return std::to_string(at.row + 1) + ":" + std::to_string(at.column + 1);
 }
 
-std::optional<std::vector<ParameterBinding>> parameter_bindings(const ModuleFacts& facts, const FunctionFacts& function,
-                                                                const std::string& parameter) {
+std::optional<std::vector<TSNode>> known_calls(const ModuleFacts& facts, const FunctionFacts& function) {
   if (function.outer >= 0 || function.unbound) return std::nullopt;
   const bool method = function.is_method();
   if (method ? !method_values(function.name, facts).empty() : !function_values(function.name, facts).empty()) {
     return std::nullopt;
   }
-  if (method && (function.signature.parameters.empty() || parameter == function.signature.parameters.front().name)) {
-    return std::nullopt;
-  }
-  const Signature signature = call_signature(function);
-  std::vector<ParameterBinding> out;
+  std::vector<TSNode> out;
   for (TSNode call : facts.calls_named(function.name)) {
     const TSNode callee = field(call, "function");
-    ParameterBinding b;
-    b.call = call;
-    b.caller = facts.function_at(call);
     if (method) {
       if (!is(callee, "attribute")) continue;  // a plain call of the same name is some other function
       // Only `<self>.name(...)` in a method is known to call a def: this one where the instance's class runs it,
@@ -94,9 +86,28 @@ std::optional<std::vector<ParameterBinding>> parameter_bindings(const ModuleFact
                        [&](const ClassFacts* c) { return method_found(facts, *c, function.name) == &function; })) {
         continue;
       }
-    } else if (!is(callee, "identifier") || shadowed(facts, b.caller, function.name)) {
+    } else if (!is(callee, "identifier") || shadowed(facts, facts.function_at(call), function.name)) {
       continue;  // `x.name(...)`, or a local of that name: some other callable
     }
+    out.push_back(call);
+  }
+  return out;
+}
+
+std::optional<std::vector<ParameterBinding>> parameter_bindings(const ModuleFacts& facts, const FunctionFacts& function,
+                                                                const std::string& parameter) {
+  const bool method = function.is_method();
+  if (method && (function.signature.parameters.empty() || parameter == function.signature.parameters.front().name)) {
+    return std::nullopt;
+  }
+  const std::optional<std::vector<TSNode>> calls = known_calls(facts, function);
+  if (!calls) return std::nullopt;
+  const Signature signature = call_signature(function);
+  std::vector<ParameterBinding> out;
+  for (TSNode call : *calls) {
+    ParameterBinding b;
+    b.call = call;
+    b.caller = facts.function_at(call);
     const TSNode argument_list = field(call, "arguments");
     if (!is(argument_list, "argument_list")) return std::nullopt;
     const std::vector<CallArgument> arguments = call_arguments(facts.file().source.text(), argument_list);

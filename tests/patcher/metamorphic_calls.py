@@ -18,8 +18,8 @@ metamorphic_test.py draws from these beside its rewrites of one line's text. Eac
   - a function's statement as the body of `with contextlib.nullcontext():` (contextlib imported after the module's
     imports), or a method or class given a decorator that returns what it is given (defined after the imports);
   - a function's statement in a `try` with `finally: pass`, or with `except Exception: raise`;
-  - a method's plan() or run() call, its read of the KV cache, or a plan's KV dtype moved into a new helper method
-    of the class.
+  - a method's plan() or run() call, its read of the KV cache, a plan's KV dtype, or a `.to(<x>.dtype)` moved into
+    a new helper method of the class.
 Each rewrite is (kind, new text, region): the old lines region[0]..region[1] became the new lines
 region[0]..region[2] (1-based), and no line outside them changed but for the shift; region None when no line moved;
 or region is a function from each old line to its new line, when whole lines moved.
@@ -916,10 +916,11 @@ def run_call_in_helper(p, line):
     return call_in_helper(p, line, "run call moved into a helper method")
 
 
-def expression_in_helper(p, node, kind, prefix):
+def expression_in_helper(p, node, kind, prefix, findings_move=False):
     """A one-line expression of a method moved into a new method of the class defined after that one, which takes
     the locals the expression reads as parameters and returns it; the method calls the helper where the expression
-    was: the same program. A list of one rewrite, or empty where the move is not that."""
+    was: the same program. A list of one rewrite, or empty where the move is not that. findings_move: the findings
+    on the expression's line are about the expression (a cast's), so they move to the helper's `return` line."""
     method = enclosing_function(p, node)
     if node.lineno != node.end_lineno or method is None or not isinstance(p.parent.get(method), ast.ClassDef):
         return []
@@ -948,7 +949,9 @@ def expression_in_helper(p, node, kind, prefix):
     lines = [*lines[:last], "", f"{method_indent}def {helper}({', '.join([own, *read])}):",
              f"{method_indent}    return {p.segment(node)}", *lines[last:]]
 
-    def moved(n, last=last):
+    def moved(n, last=last, line=node.lineno):
+        if findings_move and n == line:
+            return last + 3
         return n if n <= last else n + 3
 
     return [(kind, "\n".join(lines), moved)]
@@ -962,6 +965,18 @@ def kv_read_in_helper(p, line):
         if (isinstance(node, ast.Call) and node.lineno == line and isinstance(node.func, ast.Attribute)
                 and node.func.attr == "get_key_buffer"):
             out += expression_in_helper(p, node, "KV read moved into a helper method", "_kvpatch_kv")
+    return out
+
+
+def kv_cast_in_helper(p, line):
+    """A one-line `.to(<x>.dtype)` of a method starting on line (the cast rule's form; the rule decides whether its
+    value is the KV cache's) moved into a helper method that returns it (expression_in_helper)."""
+    out = []
+    for node in ast.walk(p.tree):
+        if (isinstance(node, ast.Call) and node.lineno == line and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "to" and len(node.args) == 1 and not node.keywords
+                and isinstance(node.args[0], ast.Attribute) and node.args[0].attr == "dtype"):
+            out += expression_in_helper(p, node, "cast moved into a helper method", "_kvpatch_cast", findings_move=True)
     return out
 
 
@@ -996,6 +1011,7 @@ def rewrites_at(p, line):
     out += init_moved_to_base(p, line) + method_moved_to_base(p, line)
     out += statement_in_try_finally(p, line) + statement_in_try_reraising(p, line) + plan_call_in_helper(p, line)
     out += run_call_in_helper(p, line) + kv_read_in_helper(p, line) + plan_dtype_in_helper(p, line)
+    out += kv_cast_in_helper(p, line)
     return out + statement_in_with(p, line) + method_decorated(p, line) + class_decorated(p, line)
 
 
@@ -1018,6 +1034,7 @@ BY_KIND = {
     "run call moved into a helper method": run_call_in_helper,
     "KV read moved into a helper method": kv_read_in_helper,
     "plan's KV dtype moved into a helper method": plan_dtype_in_helper,
+    "cast moved into a helper method": kv_cast_in_helper,
     "method decorated": method_decorated,
     "class decorated": class_decorated,
 }

@@ -17,6 +17,11 @@ namespace kvpatch {
 // nullptr where the module does not show it.
 const FunctionFacts* method_found(const ModuleFacts& facts, const ClassFacts& cls, const std::string& name);
 
+// Every call of the function in this module. nullopt where the module may not show every call: a nested def, a
+// static or class method, the function read as a value (handed to partial(), stored), or a method called on
+// something other than the caller's own instance. An empty vector: no call at all.
+std::optional<std::vector<TSNode>> known_calls(const ModuleFacts& facts, const FunctionFacts& function);
+
 // What one call of a function binds to one of its parameters.
 struct ParameterBinding {
   TSNode call{};
@@ -26,10 +31,8 @@ struct ParameterBinding {
   std::string failure;                     // with neither: why the call binds it to nothing known ("" when unsaid)
 };
 
-// Every call of the function in this module, with what each binds to the parameter. nullopt where the module may
-// not show every call, and so does not decide the parameter's value: a nested def, a static or class method, the
-// receiver's own parameter, the function read as a value (handed to partial(), stored), or a method called on
-// something other than the caller's own instance. An empty vector: no call at all.
+// Every call of the function in this module (known_calls), with what each binds to the parameter. nullopt where
+// the module may not show every call, and so does not decide the parameter's value, and for a method's receiver.
 std::optional<std::vector<ParameterBinding>> parameter_bindings(const ModuleFacts& facts, const FunctionFacts& function,
                                                                 const std::string& parameter);
 
