@@ -825,6 +825,15 @@ def function_locals(function):
     return names
 
 
+def locals_read(node, local, own):
+    """The method's locals (not its instance, own) that node reads, in the order first read: a helper's parameters."""
+    read = []
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and n.id in local and n.id != own and n.id not in read:
+            read.append(n.id)
+    return read
+
+
 def plans(call):
     """Whether a call is a plan (`x.plan(...)`, `x.begin_forward(...)`) or looks like a plan alias's (`f_plan(...)`)."""
     f = call.func
@@ -879,10 +888,7 @@ def call_in_helper(p, line, kind):
         if local is None or (isinstance(call.func, ast.Name) and call.func.id in local):
             continue
         own = method.args.args[0].arg
-        read = []
-        for n in ast.walk(call):
-            if isinstance(n, ast.Name) and n.id in local and n.id != own and n.id not in read:
-                read.append(n.id)
+        read = locals_read(call, local, own)
         helper = f"_kvpatch_call{line}"
         if re.search(rf"\b{helper}\b", p.text):
             continue
@@ -935,10 +941,7 @@ def expression_in_helper(p, node, kind, prefix, findings_move=False):
     if up is not method or local is None:
         return []  # in a lambda or comprehension, whose names are not the method's
     own = method.args.args[0].arg
-    read = []
-    for n in ast.walk(node):
-        if isinstance(n, ast.Name) and n.id in local and n.id != own and n.id not in read:
-            read.append(n.id)
+    read = locals_read(node, local, own)
     helper = f"{prefix}{node.lineno}"
     if re.search(rf"\b{helper}\b", p.text):
         return []
