@@ -158,10 +158,7 @@ std::optional<std::vector<TSNode>> returned_values(const FunctionFacts& function
     if (is(n, "return_statement")) values.push_back(ts_node_named_child(n, 0));  // null for a bare `return`
     return true;
   });
-  const std::vector<TSNode> statements = syntax::statements(function.body);
-  const bool ends_returning = !statements.empty() && (is(statements.back(), "return_statement") ||
-                                                      is(statements.back(), "raise_statement"));
-  if (generator || !ends_returning) return std::nullopt;
+  if (generator || !syntax::never_reaches_end(function.body)) return std::nullopt;
   return values;
 }
 

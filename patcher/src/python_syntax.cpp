@@ -198,6 +198,58 @@ TSNode straight_line_owner(TSNode at) {
 }
 }  // namespace
 
+namespace {
+bool never_falls_through(TSNode statement);
+
+// The block's last statement never lets control run past it.
+bool block_never_falls_through(TSNode block) {
+  const std::vector<TSNode> body = statements(block);
+  return !body.empty() && never_falls_through(body.back());
+}
+
+// The last block among a clause's children (an except or finally clause names none of them).
+TSNode clause_block(TSNode clause) {
+  const std::vector<TSNode> parts = named_children(clause);
+  return !parts.empty() && is(parts.back(), "block") ? parts.back() : TSNode{};
+}
+
+bool never_falls_through(TSNode statement) {
+  if (is(statement, "return_statement") || is(statement, "raise_statement")) return true;
+  if (is(statement, "with_statement")) return block_never_falls_through(field(statement, "body"));
+  if (is(statement, "if_statement")) {
+    // Every branch, an `else` among them, ends by returning or raising.
+    bool has_else = false;
+    for (TSNode clause : named_children(statement)) {
+      if (is(clause, "elif_clause") && !block_never_falls_through(field(clause, "consequence"))) return false;
+      if (is(clause, "else_clause")) {
+        has_else = true;
+        if (!block_never_falls_through(field(clause, "body"))) return false;
+      }
+    }
+    return has_else && block_never_falls_through(field(statement, "consequence"));
+  }
+  if (is(statement, "try_statement")) {
+    bool body_ends = block_never_falls_through(field(statement, "body"));
+    bool handlers_end = true;
+    for (TSNode clause : named_children(statement)) {
+      if (is(clause, "else_clause")) body_ends = body_ends || block_never_falls_through(field(clause, "body"));
+      if (is(clause, "except_clause") || is(clause, "except_group_clause")) {
+        const TSNode block = clause_block(clause);
+        handlers_end = handlers_end && !is_null(block) && block_never_falls_through(block);
+      }
+      if (is(clause, "finally_clause")) {
+        const TSNode block = clause_block(clause);
+        if (!is_null(block) && block_never_falls_through(block)) return true;  // whatever the rest did
+      }
+    }
+    return body_ends && handlers_end;
+  }
+  return false;
+}
+}  // namespace
+
+bool never_reaches_end(TSNode body) { return block_never_falls_through(body); }
+
 bool is_straight_line_in(TSNode statement, TSNode block) {
   for (TSNode at = parent(statement); !is_null(at);) {
     if (same(at, block)) return true;

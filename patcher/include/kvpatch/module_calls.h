@@ -54,7 +54,8 @@ std::vector<ReceivingParameter> receiving_parameters(const ModuleFacts& facts, T
 std::vector<const FunctionFacts*> defs_called(const ModuleFacts& facts, TSNode call);
 
 // The values the def returns, each `return` of its own body (not of a def nested in it); nullopt for a generator,
-// whose call returns no value of these, and for a def whose end can be reached, which returns None there.
+// whose call returns no value of these, and for a def whose end can be reached (syntax::never_reaches_end), which
+// returns None there.
 std::optional<std::vector<TSNode>> returned_values(const FunctionFacts& function);
 
 // The string "L:C" of a node's start, 1-based, for messages.

@@ -81,6 +81,9 @@ bool contains(TSNode outer, TSNode inner);
 // body or `else` of a try whose handlers all end by raising (at any depth of these): it runs whenever the block runs
 // past it, as a context manager does not skip its body and such a try cannot end early without raising.
 bool is_straight_line_in(TSNode statement, TSNode block);
+// A function body whose end control never reaches: its last statement returns or raises, or is an if/else, try or
+// with every way through which does (a function that can reach its end returns None there).
+bool never_reaches_end(TSNode body);
 // Strips parentheses: (x) -> x.
 TSNode unparenthesized(TSNode node);
 // The same for an assignment target, where the grammar reads `(a)` as a one-element tuple pattern without a comma:
