@@ -42,6 +42,33 @@ TSNode parameter_node(const ModuleFacts& facts, const FunctionFacts& function, c
   return TSNode{};
 }
 
+// Every class an instance of cls inherits from is in this module: the top of its lineage has no base but `object`.
+// Then a method none of them defines is no method of the instance (a call of it raises AttributeError).
+bool fully_seen(const ModuleFacts& facts, const ClassFacts& cls) {
+  const TSNode bases = field(facts.lineage(cls).back()->node, "superclasses");
+  if (!is(bases, "argument_list")) return true;
+  std::vector<TSNode> positional;
+  for (TSNode base : syntax::named_children(bases)) {
+    if (!is(base, "keyword_argument") && !is(base, "comment")) positional.push_back(base);
+  }
+  return positional.empty() || (positional.size() == 1 && facts.text(positional.front()) == "object");
+}
+
+// The defs `<self>.name(...)` may run in a method of cls: for cls and each subclass, the def its lineage finds
+// (one that finds none and inherits only from the module's classes has no such method, and is left out); nullopt
+// where an instance may run a def the module does not show.
+std::optional<std::vector<const FunctionFacts*>> defs_on_instances(const ModuleFacts& facts, const ClassFacts& cls,
+                                                                   const std::string& name) {
+  std::vector<const FunctionFacts*> defs;
+  for (const ClassFacts* c : facts.instance_classes(cls)) {
+    const FunctionFacts* def = method_found(facts, *c, name);
+    if (def == nullptr && fully_seen(facts, *c)) continue;
+    if (def == nullptr) return std::nullopt;
+    if (std::find(defs.begin(), defs.end(), def) == defs.end()) defs.push_back(def);
+  }
+  return defs;
+}
+
 // The name is bound in the function or one enclosing it, so a call of it there is no call of the module's def.
 bool shadowed(const ModuleFacts& facts, const FunctionFacts* scope, const std::string& name) {
   for (const FunctionFacts* f = scope; f != nullptr;
@@ -80,12 +107,9 @@ std::optional<std::vector<TSNode>> known_calls(const ModuleFacts& facts, const F
       const FunctionFacts* holder = own_instance_caller(facts, call);
       if (holder == nullptr) return std::nullopt;
       const ClassFacts* cls = facts.find_class(holder->class_name);
-      if (cls == nullptr || method_found(facts, *cls, function.name) == nullptr) return std::nullopt;
-      const std::vector<const ClassFacts*> instances = facts.instance_classes(*cls);
-      if (std::none_of(instances.begin(), instances.end(),
-                       [&](const ClassFacts* c) { return method_found(facts, *c, function.name) == &function; })) {
-        continue;
-      }
+      const auto defs = cls == nullptr ? std::nullopt : defs_on_instances(facts, *cls, function.name);
+      if (!defs) return std::nullopt;
+      if (std::find(defs->begin(), defs->end(), &function) == defs->end()) continue;
     } else if (!is(callee, "identifier") || shadowed(facts, facts.function_at(call), function.name)) {
       continue;  // `x.name(...)`, or a local of that name: some other callable
     }
@@ -132,14 +156,13 @@ std::vector<const FunctionFacts*> defs_called(const ModuleFacts& facts, TSNode c
   std::vector<const FunctionFacts*> defs;
   if (const FunctionFacts* holder = own_instance_caller(facts, call)) {
     const ClassFacts* cls = facts.find_class(holder->class_name);
-    if (cls == nullptr) return {};
-    const std::string name = facts.text(field(callee, "attribute"));
     // A subclass may run its own override of the method through the same `self.name(...)`.
-    for (const ClassFacts* c : facts.instance_classes(*cls)) {
-      const FunctionFacts* def = method_found(facts, *c, name);
-      if (def == nullptr || def->unbound || !def->is_method()) return {};
-      if (std::find(defs.begin(), defs.end(), def) == defs.end()) defs.push_back(def);
+    const auto found = cls == nullptr ? std::nullopt : defs_on_instances(facts, *cls, facts.text(field(callee, "attribute")));
+    if (!found) return {};
+    for (const FunctionFacts* def : *found) {
+      if (def->unbound || !def->is_method()) return {};
     }
+    defs = *found;
   } else if (is(callee, "identifier")) {
     const std::string name = facts.text(callee);
     const FunctionFacts* def = facts.module_function(name);

@@ -72,15 +72,37 @@ def handled(layer):
 def generator(layer):
     yield layer
     return layer
+
+
+class SeenBase:
+    def forward(self, layer):
+        a = self.only_below(layer)
+        return a
+
+
+class Leaf(SeenBase):
+    def only_below(self, layer):
+        return layer
+
+
+class UnseenBase(torch.nn.Module):
+    def forward(self, layer):
+        a = self.only_below(layer)
+        return a
+
+
+class UnseenLeaf(UnseenBase):
+    def only_below(self, layer):
+        return layer
 )PY";
 
 struct Module {
   std::shared_ptr<const ParsedFile> file = test::parse(kModule);
   ModuleFacts facts{*file};
 
-  // The call written on the line of `forward` that assigns the name.
-  TSNode call_assigned(const std::string& name) const {
-    for (const Assignment* a : facts.local_assignments(*facts.method("Base", "forward"), name)) return a->value;
+  // The call `forward` of the class assigns to the name.
+  TSNode call_assigned(const std::string& name, const std::string& cls = "Base") const {
+    for (const Assignment* a : facts.local_assignments(*facts.method(cls, "forward"), name)) return a->value;
     FAIL("no assignment of " << name);
     return TSNode{};
   }
@@ -101,6 +123,15 @@ TEST_SUITE("module_calls") {
     CHECK(defs_called(m.facts, m.call_assigned("c")) ==
           std::vector<const FunctionFacts*>{m.facts.module_function("module_helper")});
     CHECK(defs_called(m.facts, m.call_assigned("d")).empty());  // another receiver: not known to be one of ours
+    // A base that inherits from nothing else has no such method of its own: its subclass's def is the one that runs.
+    CHECK(defs_called(m.facts, m.call_assigned("a", "SeenBase")) ==
+          std::vector<const FunctionFacts*>{m.facts.method("Leaf", "only_below")});
+    // One with a base from elsewhere may inherit one the module does not show.
+    CHECK(defs_called(m.facts, m.call_assigned("a", "UnseenBase")).empty());
+    CHECK_FALSE(known_calls(m.facts, *m.facts.method("UnseenLeaf", "only_below")).has_value());
+    // And that call may reach any def of the name (a class inheriting from both bases would run Leaf's), so no
+    // def of it has every call known.
+    CHECK_FALSE(known_calls(m.facts, *m.facts.method("Leaf", "only_below")).has_value());
   }
 
   TEST_CASE("every call of a def, where the module shows them all") {
