@@ -189,6 +189,7 @@ std::vector<ReceivingParameter> receiving_parameters(const ModuleFacts& facts, T
   const TSNode argument_list = field(call, "arguments");
   if (!is(argument_list, "argument_list")) return {};
   const std::vector<const FunctionFacts*> defs = defs_called(facts, call);
+  if (defs.empty()) return {};  // most calls: nothing of the module's to bind the arguments to
   const std::vector<CallArgument> arguments = call_arguments(facts.file().source.text(), argument_list);
   int index = -1;
   for (std::size_t i = 0; i < arguments.size(); ++i) {
@@ -196,7 +197,7 @@ std::vector<ReceivingParameter> receiving_parameters(const ModuleFacts& facts, T
       index = static_cast<int>(i);
     }
   }
-  if (index < 0 || defs.empty()) return {};
+  if (index < 0) return {};
   std::vector<ReceivingParameter> out;
   for (const FunctionFacts* def : defs) {
     const Binding binding = bind_arguments(call_signature(*def), arguments);
