@@ -7,10 +7,12 @@
 #include "kvpatch/cast_guard.h"
 #include "kvpatch/dtype_roles.h"
 #include "kvpatch/edit_operations.h"
+#include "kvpatch/imported_names.h"
 #include "kvpatch/method_references.h"
 #include "kvpatch/module_calls.h"
 #include "kvpatch/reaching_definitions.h"
 #include "kvpatch/rule_engine.h"
+#include "kvpatch/tensor_views.h"
 
 namespace kvpatch {
 using syntax::field;
@@ -18,6 +20,8 @@ using syntax::is;
 
 namespace {
 constexpr int kMaxTraceDepth = 8;  // bounds alias chains (`kv = k_buf[...]`, `kv2 = kv.view(...)`, ...)
+// The assignments, each with the name it binds, whose reads a trace has followed already.
+using Seen = std::set<std::pair<uint32_t, std::string>>;
 
 bool listed(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
@@ -27,7 +31,7 @@ class CastChecker {
 public:
   CastChecker(const CastRule& rule, const RuleSet& rules, const ModuleFacts& facts, const std::vector<PlanSite>& sites,
               const std::vector<FieldFinding>& fields)
-      : rule_(rule), rules_(rules), facts_(facts), sites_(sites), fields_(fields), source_(facts.file().source) {}
+      : rule_(rule), rules_(rules), facts_(facts), sites_(sites), fields_(fields), source_(facts.file().source), imports_(facts) {}
 
   std::vector<CastFinding> run() {
     std::vector<CastFinding> out;
@@ -97,14 +101,19 @@ private:
       return !found;
     });
     if (found) return true;
-    TSNode name = syntax::unparenthesized(expr);
+    TSNode name = viewed(syntax::unparenthesized(expr));
     // `k = k.to(q.dtype)` twice over: the second cast's value is the first's, still the cache's data.
     if (is(name, "call") && is_cast(name)) return holds_kv(field(field(name, "function"), "object"), scope, cast, depth + 1);
     if (!is(name, "identifier") || scope == nullptr) return false;
     const std::vector<const Assignment*> assignments = assignments_reaching(facts_, *scope, facts_.text(name), name);
     for (const Assignment* a : assignments) {
-      if (a->kind != AssignmentKind::Plain || syntax::is_null(a->value) || syntax::contains(a->statement, cast)) continue;
-      if (holds_kv(a->value, scope, cast, depth + 1)) return true;
+      if (syntax::contains(a->statement, cast)) continue;
+      // `k, v = pool.get_kv_buffer(i)`: every name unpacked from the cache's data (a tuple of its views, or the
+      // tensor's rows) holds it, so the right side decides, as the run-input trace reads it.
+      const TSNode value = a->kind == AssignmentKind::Plain                                         ? a->value
+                           : a->kind == AssignmentKind::Unpacked && is(a->statement, "assignment") ? field(a->statement, "right")
+                                                                                                 : TSNode{};
+      if (!syntax::is_null(value) && holds_kv(value, scope, cast, depth + 1)) return true;
     }
     // A helper's parameter holds the KV cache's data when every call of the helper passes it.
     if (!assignments.empty() || scope->signature.index_of(facts_.text(name)) < 0) return false;
@@ -113,6 +122,32 @@ private:
            std::all_of(bindings->begin(), bindings->end(), [&](const ParameterBinding& b) {
              return !syntax::is_null(b.value) && holds_kv(b.value, b.caller, cast, depth + 1);
            });
+  }
+
+  // What a view keeps the data of: `k[..., 512:]`, `kv[0]`, `k.squeeze(1)` (kv_path.keeps_dtype) read k or kv; a
+  // method that may take a dtype (`.view(torch.uint8)`, kv_path.dtype_overloads) keeps it only given two or more
+  // arguments (a shape).
+  TSNode viewed(TSNode expr) const {
+    while (true) {
+      expr = syntax::unparenthesized(expr);
+      if (is(expr, "subscript")) {
+        expr = field(expr, "value");
+        continue;
+      }
+      if (TSNode input = torch_view_input(rule_.kv_path, facts_, imports_, expr); !syntax::is_null(input)) {
+        expr = input;
+        continue;
+      }
+      TSNode callee = is(expr, "call") ? field(expr, "function") : TSNode{};
+      if (!is(callee, "attribute")) return expr;
+      const std::string method = facts_.text(field(callee, "attribute"));
+      TSNode arguments = field(expr, "arguments");
+      const bool shape_given = is(arguments, "argument_list") && syntax::named_child_count(arguments) >= 2;
+      if (!listed(rule_.kv_path.keeps_dtype, method) || (listed(rule_.kv_path.dtype_overloads, method) && !shape_given)) {
+        return expr;
+      }
+      expr = field(callee, "object");
+    }
   }
 
   // The call runs a helper of the module that returns the KV cache's data (`self._kv_buffer(layer)`).
@@ -139,7 +174,7 @@ private:
   }
 
   // Follows a value holding KV data up the tree to the calls that take it as an argument.
-  void trace(TSNode node, const FunctionFacts* scope, int depth, std::set<uint32_t>& seen,
+  void trace(TSNode node, const FunctionFacts* scope, int depth, Seen& seen,
              std::vector<Consumer>& out) const {
     if (depth > kMaxTraceDepth) {
       out.push_back({TSNode{}, "the value flows through too many steps to follow", scope});
@@ -153,11 +188,13 @@ private:
       // `x = value`, or value's own element of `a, x = ..., value`: on to x's reads.
       if (TSNode target = syntax::assigned_target(current); !syntax::is_null(target)) {
         TSNode assignment = is(parent, "assignment") ? parent : syntax::parent(parent);
-        if (!is(target, "identifier")) {
+        // `ckv, kpe = cast.split(...)`: each name unpacked holds part of the value, so each one's reads go on.
+        std::vector<TSNode> names;
+        if (!unpacked_names(target, names)) {
           out.push_back({TSNode{}, "assigned to " + one_line(facts_.text(target)) + " at " + at(assignment), scope});
           return;
         }
-        trace_uses(facts_.text(target), assignment, scope, depth + 1, seen, out);
+        for (TSNode name : names) trace_uses(facts_.text(name), assignment, scope, depth + 1, seen, out);
         return;
       }
       // A tuple or list literal carries the value on to where it goes: FlashInfer's
@@ -176,6 +213,11 @@ private:
       const bool keyword = type == "keyword_argument" && syntax::same(field(parent, "value"), current);
       if (type == "argument_list" || keyword) {
         TSNode call = syntax::parent(keyword ? syntax::parent(parent) : parent);
+        // `torch.split(value, ...)` is a view of the value, as `value.split(...)` is.
+        if (syntax::same(torch_view_input(rule_.kv_path, facts_, imports_, call), current)) {
+          current = call;
+          continue;
+        }
         if (follow_into(call, current, depth, seen, out)) return;
         out.push_back({call, one_line(facts_.text(field(call, "function"))) + " at " + at(call), scope});
         return;
@@ -188,9 +230,22 @@ private:
     }
   }
 
+  // The names an assignment target binds, when it binds only names: `x`, `a, b`, `(a, [b, *rest])`.
+  static bool unpacked_names(TSNode target, std::vector<TSNode>& names) {
+    target = syntax::unparenthesized_target(target);
+    if (is(target, "identifier")) {
+      names.push_back(target);
+      return true;
+    }
+    if (is(target, "list_splat_pattern")) return unpacked_names(syntax::named_child(target, 0), names);
+    if (!is(target, "pattern_list") && !is(target, "tuple_pattern") && !is(target, "list_pattern")) return false;
+    const std::vector<TSNode> parts = syntax::named_children(target);
+    return std::all_of(parts.begin(), parts.end(), [&](TSNode part) { return unpacked_names(part, names); });
+  }
+
   // A value passed to a def of this module (a helper method holding the run() call) goes on to every read of the
   // parameter that receives it, in each def the call may run; false when that is not known.
-  bool follow_into(TSNode call, TSNode argument, int depth, std::set<uint32_t>& seen, std::vector<Consumer>& out) const {
+  bool follow_into(TSNode call, TSNode argument, int depth, Seen& seen, std::vector<Consumer>& out) const {
     const std::vector<ReceivingParameter> receiving = receiving_parameters(facts_, call, argument);
     if (receiving.empty()) return false;
     for (const ReceivingParameter& p : receiving) trace_uses(p.name, p.node, p.function, depth + 1, seen, out);
@@ -198,7 +253,7 @@ private:
   }
 
   // A value the function returns goes on from each of its calls; false where the module may not show every call.
-  bool follow_out(const FunctionFacts* function, int depth, std::set<uint32_t>& seen, std::vector<Consumer>& out) const {
+  bool follow_out(const FunctionFacts* function, int depth, Seen& seen, std::vector<Consumer>& out) const {
     if (function == nullptr) return false;
     const std::optional<std::vector<TSNode>> calls = known_calls(facts_, *function);
     if (!calls || calls->empty()) return false;
@@ -208,12 +263,12 @@ private:
 
   // Every read of the variable after the statement that assigns it.
   void trace_uses(const std::string& name, TSNode assignment, const FunctionFacts* scope, int depth,
-                  std::set<uint32_t>& seen, std::vector<Consumer>& out) const {
+                  Seen& seen, std::vector<Consumer>& out) const {
     if (depth > kMaxTraceDepth) {
       out.push_back({TSNode{}, name + " flows through too many assignments to follow", scope});
       return;
     }
-    if (!seen.insert(ts_node_start_byte(assignment)).second) return;
+    if (!seen.insert({ts_node_start_byte(assignment), name}).second) return;
     if (scope == nullptr) return;
     syntax::walk(scope->body, [&](TSNode n) {
       if (is(n, "function_definition") || is(n, "class_definition")) return false;
@@ -311,7 +366,7 @@ private:
     f.column = p.column;
 
     std::vector<Consumer> consumers;
-    std::set<uint32_t> seen;
+    Seen seen;
     if (assigned) {
       f.variable = facts_.text(target);
       trace_uses(f.variable, assignment, scope, 0, seen, consumers);
@@ -431,6 +486,7 @@ private:
   const std::vector<PlanSite>& sites_;
   const std::vector<FieldFinding>& fields_;
   const SourceFile& source_;
+  const ImportedNames imports_;  // `torch` as the module imports it, for torch.split(...)
   mutable std::map<const PlanSiteRule*, std::unique_ptr<WrapperTypes>> types_;  // by plan-site rule
   mutable std::map<std::string, std::vector<MethodValue>> values_;              // by method name
   mutable std::map<std::size_t, KvPlanForm> plan_forms_;                // by site index; sites do not change

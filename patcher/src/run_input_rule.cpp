@@ -12,6 +12,7 @@
 #include "kvpatch/module_calls.h"
 #include "kvpatch/reaching_definitions.h"
 #include "kvpatch/rule_engine.h"
+#include "kvpatch/tensor_views.h"
 
 namespace kvpatch {
 using syntax::field;
@@ -535,6 +536,9 @@ private:
     }
     const std::string name = facts_.text(field(callee, "attribute"));
     TSNode object = field(callee, "object");
+    if (TSNode viewed = torch_view_input(rule_.kv_path, facts_, imports_, call); !syntax::is_null(viewed)) {
+      return trace(viewed, scope, depth + 1, t);
+    }
     // A conversion is reported and the trace goes on through it, so that every one on the way is named.
     if (const CastFinding* cast = cast_at(call)) {
       if (!cast->agrees_with_plan()) {

@@ -19,7 +19,8 @@ metamorphic_test.py draws from these beside its rewrites of one line's text. Eac
     imports), or a method or class given a decorator that returns what it is given (defined after the imports);
   - a function's statement in a `try` with `finally: pass`, or with `except Exception: raise`;
   - a method's plan() or run() call, its read of the KV cache, a plan's KV dtype, or a `.to(<x>.dtype)` moved into
-    a new helper method of the class.
+    a new helper method of the class;
+  - a read of the KV cache, `<pool>.get_key_buffer(i)`, as `<pool>.get_kv_buffer(i)[0]`, or unpacked from it.
 Each rewrite is (kind, new text, region): the old lines region[0]..region[1] became the new lines
 region[0]..region[2] (1-based), and no line outside them changed but for the shift; region None when no line moved;
 or region is a function from each old line to its new line, when whole lines moved.
@@ -971,6 +972,28 @@ def kv_read_in_helper(p, line):
     return out
 
 
+def kv_read_through_kv_buffer(p, line):
+    """Each `<pool>.get_key_buffer(args)` starting on line read as `<pool>.get_kv_buffer(args)[0]`, and where it is
+    the whole value of `x = ...`, as `x, _kvpatch_v = <pool>.get_kv_buffer(args)`: SGLang's MLA pools return the key
+    buffer first from get_kv_buffer (and the value buffer, a view of its latent part, second)."""
+    out = []
+    for node in ast.walk(p.tree):
+        if not (isinstance(node, ast.Call) and node.lineno == line and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "get_key_buffer"):
+            continue
+        name_end = p.span(node.func)[1]
+        renamed = (name_end - len("get_key_buffer"), name_end, "get_kv_buffer")
+        call_end = p.span(node)[1]
+        out.append(("KV read through get_kv_buffer", p.edited([renamed, (call_end, call_end, "[0]")]), None))
+        statement = p.parent.get(node)
+        if (isinstance(statement, ast.Assign) and statement.value is node and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name)):
+            target_end = p.span(statement.targets[0])[1]
+            out.append(("KV read through get_kv_buffer",
+                        p.edited([(target_end, target_end, ", _kvpatch_v"), renamed]), None))
+    return out
+
+
 def kv_cast_in_helper(p, line):
     """A one-line `.to(<x>.dtype)` of a method starting on line (the cast rule's form; the rule decides whether its
     value is the KV cache's) moved into a helper method that returns it (expression_in_helper)."""
@@ -1014,7 +1037,7 @@ def rewrites_at(p, line):
     out += init_moved_to_base(p, line) + method_moved_to_base(p, line)
     out += statement_in_try_finally(p, line) + statement_in_try_reraising(p, line) + plan_call_in_helper(p, line)
     out += run_call_in_helper(p, line) + kv_read_in_helper(p, line) + plan_dtype_in_helper(p, line)
-    out += kv_cast_in_helper(p, line)
+    out += kv_cast_in_helper(p, line) + kv_read_through_kv_buffer(p, line)
     return out + statement_in_with(p, line) + method_decorated(p, line) + class_decorated(p, line)
 
 
@@ -1038,6 +1061,7 @@ BY_KIND = {
     "KV read moved into a helper method": kv_read_in_helper,
     "plan's KV dtype moved into a helper method": plan_dtype_in_helper,
     "cast moved into a helper method": kv_cast_in_helper,
+    "KV read through get_kv_buffer": kv_read_through_kv_buffer,
     "method decorated": method_decorated,
     "class decorated": class_decorated,
 }

@@ -82,7 +82,7 @@ TEST_SUITE("run_inputs") {
         {"k = pool.float()", "pool.float()"},
         {"k = pool.view(torch.bfloat16)", "pool.view(torch.bfloat16)"},
         {"k = pool.view(dtype=q.dtype)", "pool.view(dtype=q.dtype)"},
-        {"k = pool[:, :, :576].to(q.dtype)", "pool[:, :, :576].to(q.dtype)"},
+        {"k = pool[:, :, :576].to(torch.bfloat16)", "pool[:, :, :576].to(torch.bfloat16)"},
     };
     for (const auto& spelling : spellings) {
       // References, not a structured binding: CAPTURE's lambda cannot take a binding before clang 16 (clang-tidy).
