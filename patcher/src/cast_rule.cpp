@@ -102,6 +102,13 @@ private:
     });
     if (found) return true;
     TSNode name = viewed(syntax::unparenthesized(expr));
+    // `return ckv, kpe` of a helper whose caller unpacks the result: an element holding the cache's data is enough
+    // for a cast of what the caller unpacks to be a KV cast, as a KV source anywhere in an expression is.
+    if (is(name, "tuple") || is(name, "list") || is(name, "expression_list")) {
+      const std::vector<TSNode> elements = syntax::named_children(name);
+      return std::any_of(elements.begin(), elements.end(),
+                         [&](TSNode e) { return holds_kv(e, scope, cast, depth + 1); });
+    }
     // `k = k.to(q.dtype)` twice over: the second cast's value is the first's, still the cache's data.
     if (is(name, "call") && is_cast(name)) return holds_kv(field(field(name, "function"), "object"), scope, cast, depth + 1);
     if (!is(name, "identifier") || scope == nullptr) return false;

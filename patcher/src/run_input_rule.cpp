@@ -375,10 +375,17 @@ private:
       }
     }
     // The dtype test reads the buffer the KV argument is a view of: `k_buffer` for `k_buffer[:, :, :512]`,
-    // and for kv_cache=(ckv, kpe) the first view's.
+    // and for kv_cache=(ckv, kpe) the first view's; for `ckv.to(q.dtype)`, a cast the edits remove, ckv.
     TSNode buffer = syntax::unparenthesized(kv_argument);
-    while (is(buffer, "subscript") || is(buffer, "tuple")) {
-      buffer = syntax::unparenthesized(is(buffer, "tuple") ? syntax::statements(buffer).front() : field(buffer, "value"));
+    while (true) {
+      if (is(buffer, "subscript") || is(buffer, "tuple")) {
+        buffer = syntax::unparenthesized(is(buffer, "tuple") ? syntax::statements(buffer).front() : field(buffer, "value"));
+      } else if (const CastFinding* cast = is(buffer, "call") ? cast_at(buffer) : nullptr;
+                 cast != nullptr && cast->redundant && cast->guard_dtype.empty() && !cast->fix.empty()) {
+        buffer = syntax::unparenthesized(field(field(buffer, "function"), "object"));
+      } else {
+        break;
+      }
     }
     // The dtype is written through the name the module binds its package to (`th.float8_e4m3fn` after
     // `import torch as th`); `torch` itself when it is bound that way.
@@ -496,7 +503,8 @@ private:
       return;
     }
     if (is(expr, "subscript")) return trace(field(expr, "value"), scope, depth + 1, t);
-    if (is(expr, "tuple") || is(expr, "list")) {  // run(kv_cache=(ckv, kpe)): every element is KV data
+    // run(kv_cache=(ckv, kpe)), or a helper's `return ckv, kpe` unpacked by its caller: every element is KV data.
+    if (is(expr, "tuple") || is(expr, "list") || is(expr, "expression_list")) {
       for (TSNode element : syntax::statements(expr)) trace(element, scope, depth + 1, t);
       return;
     }
@@ -506,7 +514,9 @@ private:
       return unknown(one_line(facts_.text(expr)) + " is not a KV source rule " + rule_.id + " knows");
     }
     if (is(expr, "identifier")) return trace_name(expr, scope, depth, t);
-    unknown("kvpatch does not follow a " + std::string(syntax::type(expr)) + " back to a KV source");
+    const std::string kind(syntax::type(expr));
+    unknown("kvpatch does not follow " + std::string(kind.find_first_of("aeiou") == 0 ? "an " : "a ") + kind +
+            " back to a KV source");
   }
 
   void trace_call(TSNode call, const FunctionFacts* scope, int depth, Trace& t) const {
