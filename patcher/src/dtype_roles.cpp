@@ -271,6 +271,13 @@ DtypeArgument DtypeClassifier::classify(TSNode expr, const FunctionFacts* scope,
       if (!assignments.empty()) {
         std::vector<DtypeArgument> parts;
         for (const Assignment* a : assignments) {
+          // `q_dt, kv_dt = self._dtypes()`: the element each return of the helper gives the name.
+          if (a->kind == AssignmentKind::Unpacked) {
+            if (auto returned = unpacked_returns(facts_, a->statement, text)) {
+              for (const ReturnedValue& r : *returned) parts.push_back(classify(r.value, r.function, depth + 1));
+              continue;
+            }
+          }
           if (a->kind != AssignmentKind::Plain || syntax::is_null(a->value)) {
             return with_role(DtypeRole::Unknown, text + " is assigned in a way kvpatch does not follow");
           }

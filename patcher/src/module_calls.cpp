@@ -185,6 +185,40 @@ std::optional<std::vector<TSNode>> returned_values(const FunctionFacts& function
   return values;
 }
 
+std::optional<std::vector<ReturnedValue>> unpacked_returns(const ModuleFacts& facts, TSNode statement,
+                                                           const std::string& name) {
+  if (!is(statement, "assignment")) return std::nullopt;
+  const TSNode left = syntax::unparenthesized_target(field(statement, "left"));
+  const TSNode call = syntax::unparenthesized(field(statement, "right"));
+  if (!(is(left, "pattern_list") || is(left, "tuple_pattern") || is(left, "list_pattern")) || !is(call, "call")) {
+    return std::nullopt;
+  }
+  const std::vector<TSNode> targets = syntax::named_children(left);
+  std::optional<std::size_t> index;  // Python binds the names left to right: the last of a repeated name holds
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    if (!is(syntax::unparenthesized_target(targets[i]), "identifier")) return std::nullopt;  // `*rest`, `x.a`, ...
+    if (facts.text(syntax::unparenthesized_target(targets[i])) == name) index = i;
+  }
+  const std::vector<const FunctionFacts*> defs = defs_called(facts, call);
+  if (!index || defs.empty()) return std::nullopt;
+  std::vector<ReturnedValue> out;
+  for (const FunctionFacts* def : defs) {
+    const std::optional<std::vector<TSNode>> values = returned_values(*def);
+    if (!values) return std::nullopt;
+    for (TSNode value : *values) {
+      value = syntax::unparenthesized(value);
+      if (!(is(value, "tuple") || is(value, "expression_list") || is(value, "list"))) return std::nullopt;
+      const std::vector<TSNode> elements = syntax::named_children(value);
+      if (elements.size() != targets.size() ||
+          std::any_of(elements.begin(), elements.end(), [](TSNode e) { return is(e, "list_splat"); })) {
+        return std::nullopt;
+      }
+      out.push_back({elements[*index], def});
+    }
+  }
+  return out;
+}
+
 std::vector<ReceivingParameter> receiving_parameters(const ModuleFacts& facts, TSNode call, TSNode argument) {
   const TSNode argument_list = field(call, "arguments");
   if (!is(argument_list, "argument_list")) return {};

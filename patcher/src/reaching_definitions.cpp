@@ -219,9 +219,9 @@ std::optional<std::vector<const Assignment*>> reaching_assignments(const ModuleF
   if (assignments.size() < 2) return std::nullopt;
   const int function = assignments.front()->function;
   for (const Assignment* a : assignments) {
-    if (a->kind != AssignmentKind::Plain || !is(a->statement, "assignment") || a->function != function) {
-      return std::nullopt;
-    }
+    // `a, b = f()` binds every name as surely as `a = v` does (or raises), so it ends the walk the same way.
+    const bool binds = a->kind == AssignmentKind::Plain || a->kind == AssignmentKind::Unpacked;
+    if (!binds || !is(a->statement, "assignment") || a->function != function) return std::nullopt;
   }
   if (function < 0 || facts.index_of(facts.function_at(read)) != function) return std::nullopt;
   const FunctionFacts& f = facts.functions()[static_cast<std::size_t>(function)];

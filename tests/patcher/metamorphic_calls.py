@@ -20,7 +20,8 @@ metamorphic_test.py draws from these beside its rewrites of one line's text. Eac
   - a function's statement in a `try` with `finally: pass`, or with `except Exception: raise`;
   - a method's plan() or run() call, its read of the KV cache, a plan's KV dtype, or a `.to(<x>.dtype)` moved into
     a new helper method of the class;
-  - a read of the KV cache, `<pool>.get_key_buffer(i)`, as `<pool>.get_kv_buffer(i)[0]`, or unpacked from it.
+  - a read of the KV cache, `<pool>.get_key_buffer(i)`, as `<pool>.get_kv_buffer(i)[0]`, or unpacked from it;
+  - a plan's query and KV dtypes returned as a tuple by a new helper method and unpacked into two locals.
 Each rewrite is (kind, new text, region): the old lines region[0]..region[1] became the new lines
 region[0]..region[2] (1-based), and no line outside them changed but for the shift; region None when no line moved;
 or region is a function from each old line to its new line, when whole lines moved.
@@ -1022,6 +1023,54 @@ def plan_dtype_in_helper(p, line):
     return out
 
 
+def plan_dtypes_from_helper(p, line):
+    """A `w.plan(...)` statement starting on line whose query and KV dtypes (its q_data_type and kv_data_type
+    keywords, or the last two of its twelve positional arguments) are pure one-line values: both moved into a method of
+    the class that returns them as a tuple, unpacked into two new locals on the line before the statement."""
+    out = []
+    for node in ast.walk(p.tree):
+        if not (isinstance(node, ast.Call) and node.lineno == line and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "plan"):
+            continue
+        statement = p.parent.get(node)
+        if statement is None or statement_call(statement) is None or statement.lineno != line:
+            continue
+        by_name = {k.arg: k.value for k in node.keywords}
+        if "q_data_type" in by_name and "kv_data_type" in by_name:
+            values = [by_name["q_data_type"], by_name["kv_data_type"]]
+        elif len(node.args) == len(PLAN_PARAMS) and not node.keywords:
+            values = node.args[-2:]
+        else:
+            continue
+        method = enclosing_function(p, node)
+        if method is None or not isinstance(p.parent.get(method), ast.ClassDef) or method.decorator_list:
+            continue
+        local = function_locals(method)
+        if not method.args.args or local is None or not all(pure(v) and v.lineno == v.end_lineno for v in values):
+            continue
+        own = method.args.args[0].arg
+        read = [n for n in locals_read(values[0], local, own)]
+        read += [n for n in locals_read(values[1], local, own) if n not in read]
+        helper, names = f"_kvpatch_dtypes{line}", [f"_kvpatch_q{line}", f"_kvpatch_kv{line}"]
+        if any(re.search(rf"\b{n}\b", p.text) for n in [helper, *names]):
+            continue
+        text = p.edited([(*p.span(v), n) for v, n in zip(values, names)])
+        lines = text.split("\n")
+        indent = " " * statement.col_offset
+        method_indent = " " * method.col_offset
+        last = method.end_lineno
+        helper_lines = ["", f"{method_indent}def {helper}({', '.join([own, *read])}):",
+                        f"{method_indent}    return {p.segment(values[0])}, {p.segment(values[1])}"]
+        lines = [*lines[: line - 1], f"{indent}{names[0]}, {names[1]} = {own}.{helper}({', '.join(read)})",
+                 *lines[line - 1 : last], *helper_lines, *lines[last:]]
+
+        def moved(n, line=line, last=last):
+            return n if n < line else n + 1 if n <= last else n + 4
+
+        out.append(("plan's dtypes unpacked from a helper method", "\n".join(lines), moved))
+    return out
+
+
 def rewrites_at(p, line):
     """Every rewrite of the calls that start on 1-based line, its strings, and the locals it assigns."""
     out = []
@@ -1037,7 +1086,7 @@ def rewrites_at(p, line):
     out += init_moved_to_base(p, line) + method_moved_to_base(p, line)
     out += statement_in_try_finally(p, line) + statement_in_try_reraising(p, line) + plan_call_in_helper(p, line)
     out += run_call_in_helper(p, line) + kv_read_in_helper(p, line) + plan_dtype_in_helper(p, line)
-    out += kv_cast_in_helper(p, line) + kv_read_through_kv_buffer(p, line)
+    out += kv_cast_in_helper(p, line) + kv_read_through_kv_buffer(p, line) + plan_dtypes_from_helper(p, line)
     return out + statement_in_with(p, line) + method_decorated(p, line) + class_decorated(p, line)
 
 
@@ -1062,6 +1111,7 @@ BY_KIND = {
     "plan's KV dtype moved into a helper method": plan_dtype_in_helper,
     "cast moved into a helper method": kv_cast_in_helper,
     "KV read through get_kv_buffer": kv_read_through_kv_buffer,
+    "plan's dtypes unpacked from a helper method": plan_dtypes_from_helper,
     "method decorated": method_decorated,
     "class decorated": class_decorated,
 }

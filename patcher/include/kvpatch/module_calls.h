@@ -58,6 +58,18 @@ std::vector<const FunctionFacts*> defs_called(const ModuleFacts& facts, TSNode c
 // returns None there.
 std::optional<std::vector<TSNode>> returned_values(const FunctionFacts& function);
 
+// One value a def returns, with the def it is returned from.
+struct ReturnedValue {
+  TSNode value{};
+  const FunctionFacts* function = nullptr;
+};
+
+// For `a, b = <call>` (statement, an assignment whose targets are names only, none starred) and one of its names:
+// the element each `return` of each def the call may run gives that name. nullopt unless every def is known
+// (defs_called) and each of its returns is a tuple or list literal of as many elements as there are names.
+std::optional<std::vector<ReturnedValue>> unpacked_returns(const ModuleFacts& facts, TSNode statement,
+                                                           const std::string& name);
+
 // The string "L:C" of a node's start, 1-based, for messages.
 std::string position_text(TSNode node);
 

@@ -190,6 +190,12 @@ def swap_read(a, b):
 def walrus_in_value(a, b):
     x = a
     x = (x := b) + seen(x)
+
+
+def unpacked_from_calls(f, g):
+    x, y = f()
+    x, y = g()
+    seen(x)
 )PY";
 
 struct Module {
@@ -292,6 +298,10 @@ TEST_SUITE("reaching_definitions") {
     CHECK(xs[0]->kind == AssignmentKind::Plain);
     CHECK(m.file->text(xs[0]->value) == "a");
     CHECK(m.file->text(xs[1]->value) == "y");
+  }
+
+  TEST_CASE("`a, b = f()` binds each name as surely as a plain assignment: the last one before the read reaches") {
+    CHECK(Module().reaching("unpacked_from_calls") == Lines{184});
   }
 
   TEST_CASE("what a function leaves at its end, unless it can return before") {
