@@ -31,7 +31,8 @@ class CastChecker {
 public:
   CastChecker(const CastRule& rule, const RuleSet& rules, const ModuleFacts& facts, const std::vector<PlanSite>& sites,
               const std::vector<FieldFinding>& fields)
-      : rule_(rule), rules_(rules), facts_(facts), sites_(sites), fields_(fields), source_(facts.file().source), imports_(facts) {}
+      : rule_(rule), rules_(rules), facts_(facts), sites_(sites), fields_(fields), source_(facts.file().source),
+        imports_(facts) {}
 
   std::vector<CastFinding> run() {
     std::vector<CastFinding> out;
@@ -117,9 +118,10 @@ private:
       if (syntax::contains(a->statement, cast)) continue;
       // `k, v = pool.get_kv_buffer(i)`: every name unpacked from the cache's data (a tuple of its views, or the
       // tensor's rows) holds it, so the right side decides, as the run-input trace reads it.
-      const TSNode value = a->kind == AssignmentKind::Plain                                         ? a->value
-                           : a->kind == AssignmentKind::Unpacked && is(a->statement, "assignment") ? field(a->statement, "right")
-                                                                                                 : TSNode{};
+      const bool unpacked = a->kind == AssignmentKind::Unpacked && is(a->statement, "assignment");
+      const TSNode value = a->kind == AssignmentKind::Plain ? a->value
+                           : unpacked                       ? field(a->statement, "right")
+                                                            : TSNode{};
       if (!syntax::is_null(value) && holds_kv(value, scope, cast, depth + 1)) return true;
     }
     // A helper's parameter holds the KV cache's data when every call of the helper passes it.
@@ -150,9 +152,8 @@ private:
       const std::string method = facts_.text(field(callee, "attribute"));
       TSNode arguments = field(expr, "arguments");
       const bool shape_given = is(arguments, "argument_list") && syntax::named_child_count(arguments) >= 2;
-      if (!listed(rule_.kv_path.keeps_dtype, method) || (listed(rule_.kv_path.dtype_overloads, method) && !shape_given)) {
-        return expr;
-      }
+      const bool may_take_dtype = listed(rule_.kv_path.dtype_overloads, method) && !shape_given;
+      if (!listed(rule_.kv_path.keeps_dtype, method) || may_take_dtype) return expr;
       expr = field(callee, "object");
     }
   }

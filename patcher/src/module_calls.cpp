@@ -45,12 +45,7 @@ TSNode parameter_node(const ModuleFacts& facts, const FunctionFacts& function, c
 // Every class an instance of cls inherits from is in this module: the top of its lineage has no base but `object`.
 // Then a method none of them defines is no method of the instance (a call of it raises AttributeError).
 bool fully_seen(const ModuleFacts& facts, const ClassFacts& cls) {
-  const TSNode bases = field(facts.lineage(cls).back()->node, "superclasses");
-  if (!is(bases, "argument_list")) return true;
-  std::vector<TSNode> positional;
-  for (TSNode base : syntax::named_children(bases)) {
-    if (!is(base, "keyword_argument") && !is(base, "comment")) positional.push_back(base);
-  }
+  const std::vector<TSNode> positional = facts.positional_bases(*facts.lineage(cls).back());
   return positional.empty() || (positional.size() == 1 && facts.text(positional.front()) == "object");
 }
 

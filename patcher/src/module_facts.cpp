@@ -247,15 +247,20 @@ const ClassFacts* ModuleFacts::find_class(const std::string& name) const {
   return nullptr;
 }
 
+std::vector<TSNode> ModuleFacts::positional_bases(const ClassFacts& cls) const {
+  std::vector<TSNode> positional;
+  const TSNode bases = field(cls.node, "superclasses");
+  if (!is(bases, "argument_list")) return positional;
+  for (TSNode base : named_children(bases)) {
+    if (!is(base, "keyword_argument") && !is(base, "comment")) positional.push_back(base);  // not metaclass=...
+  }
+  return positional;
+}
+
 std::vector<const ClassFacts*> ModuleFacts::lineage(const ClassFacts& cls) const {
   std::vector<const ClassFacts*> out{&cls};
   for (;;) {
-    TSNode bases = field(out.back()->node, "superclasses");
-    if (!is(bases, "argument_list")) break;
-    std::vector<TSNode> positional;
-    for (TSNode base : named_children(bases)) {
-      if (!is(base, "keyword_argument") && !is(base, "comment")) positional.push_back(base);  // not metaclass=...
-    }
+    const std::vector<TSNode> positional = positional_bases(*out.back());
     if (positional.size() != 1 || !is(positional.front(), "identifier")) break;
     const ClassFacts* base = find_class(text(positional.front()));
     // A cycle is no Python program (a name bound twice can look like one); stop rather than loop.

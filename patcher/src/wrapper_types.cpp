@@ -93,10 +93,7 @@ void WrapperTypes::collect_subclasses() {
     grew = false;
     for (const ClassFacts& cls : facts_.classes()) {
       if (wrapper_names_.count(cls.name) != 0 || unknown_names_.count(cls.name) != 0) continue;
-      TSNode bases = field(cls.node, "superclasses");
-      if (!is(bases, "argument_list")) continue;
-      for (TSNode base : syntax::named_children(bases)) {
-        if (is(base, "keyword_argument")) continue;  // metaclass=...
+      for (TSNode base : facts_.positional_bases(cls)) {
         if (names_wrapper(base)) {
           grew = wrapper_names_.insert(cls.name).second || grew;
           break;

@@ -58,6 +58,8 @@ public:
   // then its base while cls has exactly one (positional) base and that base is a class of this module. Past a
   // base imported from elsewhere, or a class with several bases (whose order C3 decides), the code is not seen.
   std::vector<const ClassFacts*> lineage(const ClassFacts& cls) const;
+  // The bases a class statement lists by position (`class C(A, B, metaclass=M)`: A and B), in order.
+  std::vector<TSNode> positional_bases(const ClassFacts& cls) const;
   // The classes whose instances run cls's methods: cls, and every class of the module with cls in its lineage.
   std::vector<const ClassFacts*> instance_classes(const ClassFacts& cls) const;
   const FunctionFacts* module_function(const std::string& name) const;
