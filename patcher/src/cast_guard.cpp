@@ -7,6 +7,7 @@
 #include "kvpatch/dtype_roles.h"
 #include "kvpatch/edit_operations.h"
 #include "kvpatch/field_holders.h"
+#include "kvpatch/module_calls.h"
 #include "kvpatch/reaching_definitions.h"
 
 namespace kvpatch {
@@ -62,12 +63,21 @@ public:
         const auto reaching = reaching_assignments(facts_, assignments, text, expr);
         if (reaching) assignments = *reaching;
         if (assignments.empty()) continue;
+        std::vector<KvPlanForm> unpacked;  // `q_dt, kv_dt = self._dtypes()`: each return's element, as the site reads it
         for (const Assignment* a : assignments) {
-          if (a->kind != AssignmentKind::Plain || syntax::is_null(a->value)) {
-            return unclear(text + " is assigned in a way kvpatch does not follow");
+          if (a->kind == AssignmentKind::Plain && !syntax::is_null(a->value)) continue;
+          const auto returned = a->kind == AssignmentKind::Unpacked ? unpacked_returns(facts_, a->statement, text)
+                                                                    : std::nullopt;
+          if (!returned) return unclear(text + " is assigned in a way kvpatch does not follow");
+          for (const ReturnedValue& r : *returned) unpacked.push_back(of_node(r.value, r.function, depth + 1));
+        }
+        if (unpacked.empty()) return of_assignments(assignments, expr, reaching.has_value(), depth);
+        for (const Assignment* a : assignments) {
+          if (a->kind == AssignmentKind::Plain) {
+            unpacked.push_back(of_node(a->value, &facts_.functions()[static_cast<std::size_t>(a->function)], depth + 1));
           }
         }
-        return of_assignments(assignments, expr, reaching.has_value(), depth);
+        return combined_plan_form(unpacked);
       }
     }
     if (is(expr, "attribute")) {
