@@ -10,10 +10,6 @@ namespace {
 std::string node_text(std::string_view source, TSNode node) {
   return std::string(source.substr(ts_node_start_byte(node), ts_node_end_byte(node) - ts_node_start_byte(node)));
 }
-
-bool listed(const std::vector<std::string>& names, const std::string& name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
 }  // namespace
 
 std::string squeezed(std::string_view text) {

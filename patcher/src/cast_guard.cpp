@@ -63,21 +63,28 @@ public:
         const auto reaching = reaching_assignments(facts_, assignments, text, expr);
         if (reaching) assignments = *reaching;
         if (assignments.empty()) continue;
-        std::vector<KvPlanForm> unpacked;  // `q_dt, kv_dt = self._dtypes()`: each return's element, as the site reads it
-        for (const Assignment* a : assignments) {
-          if (a->kind == AssignmentKind::Plain && !syntax::is_null(a->value)) continue;
-          const auto returned = a->kind == AssignmentKind::Unpacked ? unpacked_returns(facts_, a->statement, text)
-                                                                    : std::nullopt;
-          if (!returned) return unclear(text + " is assigned in a way kvpatch does not follow");
-          for (const ReturnedValue& r : *returned) unpacked.push_back(of_node(r.value, r.function, depth + 1));
+        auto unfollowed = [&] { return unclear(text + " is assigned in a way kvpatch does not follow"); };
+        const bool unpacking = std::any_of(assignments.begin(), assignments.end(),
+                                           [](const Assignment* a) { return a->kind == AssignmentKind::Unpacked; });
+        if (!unpacking) {
+          for (const Assignment* a : assignments) {
+            if (a->kind != AssignmentKind::Plain || syntax::is_null(a->value)) return unfollowed();
+          }
+          return of_assignments(assignments, expr, reaching.has_value(), depth);
         }
-        if (unpacked.empty()) return of_assignments(assignments, expr, reaching.has_value(), depth);
+        // `q_dt, kv_dt = self._dtypes()`: the element each return of the helper gives the name, beside the plain
+        // assignments' values.
+        std::vector<KvPlanForm> forms;
         for (const Assignment* a : assignments) {
-          if (a->kind == AssignmentKind::Plain) {
-            unpacked.push_back(of_node(a->value, &facts_.functions()[static_cast<std::size_t>(a->function)], depth + 1));
+          if (a->kind == AssignmentKind::Plain && !syntax::is_null(a->value)) {
+            forms.push_back(of_node(a->value, &facts_.functions()[static_cast<std::size_t>(a->function)], depth + 1));
+          } else if (const auto returned = unpacked_returns(facts_, a->statement, text)) {
+            for (const ReturnedValue& r : *returned) forms.push_back(of_node(r.value, r.function, depth + 1));
+          } else {
+            return unfollowed();
           }
         }
-        return combined_plan_form(unpacked);
+        return combined_plan_form(forms);
       }
     }
     if (is(expr, "attribute")) {

@@ -23,10 +23,6 @@ constexpr int kMaxTraceDepth = 8;  // bounds alias chains (`kv = k_buf[...]`, `k
 // The assignments, each with the name it binds, whose reads a trace has followed already.
 using Seen = std::set<std::pair<uint32_t, std::string>>;
 
-bool listed(const std::vector<std::string>& names, const std::string& name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
 class CastChecker {
 public:
   CastChecker(const CastRule& rule, const RuleSet& rules, const ModuleFacts& facts, const std::vector<PlanSite>& sites,

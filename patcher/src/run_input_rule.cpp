@@ -29,10 +29,6 @@ const char* run_input_label(const RunInputFinding& finding) {
 namespace {
 constexpr int kMaxTraceDepth = 12;  // bounds chains of locals and views between the KV source and run()
 
-bool listed(const std::vector<std::string>& names, const std::string& name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
 // The content of a string literal between its quotes; nullopt for anything else, bytes included.
 std::optional<std::string> string_content(const ModuleFacts& facts, TSNode node) {
   if (!is(node, "string")) return std::nullopt;

@@ -1,16 +1,8 @@
 #include "kvpatch/tensor_views.h"
 
-#include <algorithm>
-
 namespace kvpatch {
 using syntax::field;
 using syntax::is;
-
-namespace {
-bool listed(const std::vector<std::string>& names, const std::string& name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-}  // namespace
 
 TSNode torch_view_input(const KvPath& path, const ModuleFacts& facts, const ImportedNames& imports, TSNode call) {
   if (!is(call, "call")) return {};

@@ -1049,7 +1049,7 @@ def plan_dtypes_from_helper(p, line):
         if not method.args.args or local is None or not all(pure(v) and v.lineno == v.end_lineno for v in values):
             continue
         own = method.args.args[0].arg
-        read = [n for n in locals_read(values[0], local, own)]
+        read = locals_read(values[0], local, own)
         read += [n for n in locals_read(values[1], local, own) if n not in read]
         helper, names = f"_kvpatch_dtypes{line}", [f"_kvpatch_q{line}", f"_kvpatch_kv{line}"]
         if any(re.search(rf"\b{n}\b", p.text) for n in [helper, *names]):

@@ -1,5 +1,6 @@
 #pragma once
 // The rules as data, loaded from rules/*.yaml: what to match, where, and what text to produce.
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -10,6 +11,11 @@
 #include "kvpatch/signature.h"
 
 namespace kvpatch {
+
+// Whether a rule's list of names (methods, calls, attributes) holds the name.
+inline bool listed(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
 
 // Which files a rule looks at: every listed string must occur in the file's text.
 struct FileSelection {
