@@ -9,10 +9,27 @@ using syntax::is;
 
 namespace {
 
+// The place in up of the __init__ that `up[k].__init__` finds along up[k]'s own lineage; up.size() when it finds
+// none there and that lineage is complete (object's); nullopt when it cannot be placed.
+std::optional<std::size_t> explicit_init_lookup(const ModuleFacts& facts, const std::vector<const ClassFacts*>& up,
+                                                std::size_t k) {
+  const std::vector<const ClassFacts*> own = facts.lineage(*up[k]);
+  for (const ClassFacts* c : own) {
+    if (facts.method(*c, "__init__") == nullptr) continue;
+    const auto at = std::find(up.begin() + static_cast<std::ptrdiff_t>(k), up.end(), c);
+    if (at == up.end()) return std::nullopt;
+    return static_cast<std::size_t>(at - up.begin());
+  }
+  if (facts.lineage_complete(*up[k])) return up.size();
+  return std::nullopt;
+}
+
 // Where in cls's lineage `up` the lookup of the __init__ that up[i]'s `init` runs next starts: up[i + 1] for
-// `super().__init__(...)`, the class after C for `super(C, self).__init__(...)`, X for `X.__init__(self, ...)` with X a
-// class further up (an explicit call may pass over the classes between, which is Python's lookup from X too). The
-// call must be in init's own body (one in a nested def may never run). nullopt when it calls none kvpatch can place.
+// `super().__init__(...)`, the class after C for `super(C, self).__init__(...)`: super() goes on along the instance's
+// own order. `X.__init__(self, ...)`, X a class further up, runs the __init__ X's own lineage finds first (with
+// several bases, another class may stand between X and it in up); its place in up, or up.size() when X's complete
+// lineage has none. The call must be in init's own body (one in a nested def may never run). nullopt when it calls
+// none kvpatch can place.
 std::optional<std::size_t> next_init_lookup(const ModuleFacts& facts, const FunctionFacts& init,
                                             const std::vector<const ClassFacts*>& up, std::size_t i) {
   auto position = [&](const std::string& name) -> std::optional<std::size_t> {
@@ -36,7 +53,7 @@ std::optional<std::size_t> next_init_lookup(const ModuleFacts& facts, const Func
       continue;
     }
     if (is(object, "identifier")) {
-      if (auto k = position(facts.text(object))) return *k;
+      if (auto k = position(facts.text(object))) return explicit_init_lookup(facts, up, *k);
     }
   }
   return std::nullopt;

@@ -42,13 +42,6 @@ TSNode parameter_node(const ModuleFacts& facts, const FunctionFacts& function, c
   return TSNode{};
 }
 
-// Every class an instance of cls inherits from is in this module: the top of its lineage has no base but `object`.
-// Then a method none of them defines is no method of the instance (a call of it raises AttributeError).
-bool fully_seen(const ModuleFacts& facts, const ClassFacts& cls) {
-  const std::vector<TSNode> positional = facts.positional_bases(*facts.lineage(cls).back());
-  return positional.empty() || (positional.size() == 1 && facts.text(positional.front()) == "object");
-}
-
 // The defs `<self>.name(...)` may run in a method of cls: for cls and each subclass, the def its lineage finds
 // (one that finds none and inherits only from the module's classes has no such method, and is left out); nullopt
 // where an instance may run a def the module does not show.
@@ -57,7 +50,9 @@ std::optional<std::vector<const FunctionFacts*>> defs_on_instances(const ModuleF
   std::vector<const FunctionFacts*> defs;
   for (const ClassFacts* c : facts.instance_classes(cls)) {
     const FunctionFacts* def = method_found(facts, *c, name);
-    if (def == nullptr && fully_seen(facts, *c)) continue;
+    // Every class an instance of c inherits from is in its lineage: a method none of them defines is no method of
+    // the instance (a call of it raises AttributeError).
+    if (def == nullptr && facts.lineage_complete(*c)) continue;
     if (def == nullptr) return std::nullopt;
     if (std::find(defs.begin(), defs.end(), def) == defs.end()) defs.push_back(def);
   }

@@ -18,6 +18,7 @@ TSNode undecorated(TSNode node) {
 ModuleFacts::ModuleFacts(const ParsedFile& file) : file_(&file) {
   TSNode root = file.tree.root();
   collect_scope(root, "", "", -1);
+  collect_method_orders();
   for (int i = 0; i < static_cast<int>(functions_.size()); ++i) by_body_start_.push_back(i);
   std::sort(by_body_start_.begin(), by_body_start_.end(), [&](int a, int b) {
     return ts_node_start_byte(functions_[static_cast<std::size_t>(a)].body) <
@@ -255,29 +256,6 @@ std::vector<TSNode> ModuleFacts::positional_bases(const ClassFacts& cls) const {
     if (!is(base, "keyword_argument") && !is(base, "comment")) positional.push_back(base);  // not metaclass=...
   }
   return positional;
-}
-
-std::vector<const ClassFacts*> ModuleFacts::lineage(const ClassFacts& cls) const {
-  std::vector<const ClassFacts*> out{&cls};
-  for (;;) {
-    const std::vector<TSNode> positional = positional_bases(*out.back());
-    if (positional.size() != 1 || !is(positional.front(), "identifier")) break;
-    const ClassFacts* base = find_class(text(positional.front()));
-    // A cycle is no Python program (a name bound twice can look like one); stop rather than loop.
-    if (base == nullptr || std::find(out.begin(), out.end(), base) != out.end()) break;
-    out.push_back(base);
-  }
-  return out;
-}
-
-std::vector<const ClassFacts*> ModuleFacts::instance_classes(const ClassFacts& cls) const {
-  std::vector<const ClassFacts*> out{&cls};
-  for (const ClassFacts& other : classes_) {
-    if (&other == &cls) continue;
-    const std::vector<const ClassFacts*> up = lineage(other);
-    if (std::find(up.begin(), up.end(), &cls) != up.end()) out.push_back(&other);
-  }
-  return out;
 }
 
 const FunctionFacts* ModuleFacts::module_function(const std::string& name) const {

@@ -348,6 +348,18 @@ std::string field_not_in_reach(const PlanSiteRule& rule, const ModuleFacts& fact
            ": an __init__ that does not call its base's keeps that one from running; so there is no place for the KV "
            "dtype field; thread it by hand";
   }
+  if (holders.empty() && cls != nullptr) {
+    for (const ClassFacts* instance : facts.instance_classes(*cls)) {
+      if (facts.lineage_complete(*instance)) continue;
+      const std::vector<const ClassFacts*> up = facts.lineage(*instance);
+      if (std::any_of(up.begin(), up.end(), [&](const ClassFacts* c) { return facts.method(*c, "__init__") != nullptr; })) {
+        continue;
+      }
+      // The __init__ that runs, if any, is a base's the module imports: the field has no place in this file.
+      return "instances of " + instance->name + " run the __init__ of a base class this module does not show, so " +
+             "there is no place here for the KV dtype field; thread it by hand";
+    }
+  }
   const bool own = holders.size() == 1 && holders.front() == site.class_name;
   if (holders.empty() || (findings.empty() && own)) {
     return "class " + site.class_name + " is not in the scope of rule " + rule.field_rule +

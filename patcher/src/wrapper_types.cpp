@@ -264,12 +264,18 @@ TypeVerdict WrapperTypes::of_parameter_from_callers(const FunctionFacts& functio
 }
 
 bool WrapperTypes::runs_def(const std::string& receiver_class, const FunctionFacts& method) const {
-  // An instance of the receiver's class or of a subclass: a base's receiver reaches a subclass's override.
+  // An instance of the receiver's class or of a subclass: a base's receiver reaches a subclass's override. Where
+  // the part of a class's lineage the module places finds no def, one behind it may be this one.
   const ClassFacts* cls = facts_.find_class(receiver_class);
+  const ClassFacts* holder = facts_.find_class(method.class_name);
   if (cls == nullptr) return false;
   const std::vector<const ClassFacts*> instances = facts_.instance_classes(*cls);
-  return std::any_of(instances.begin(), instances.end(),
-                     [&](const ClassFacts* c) { return method_found(facts_, *c, method.name) == &method; });
+  return std::any_of(instances.begin(), instances.end(), [&](const ClassFacts* c) {
+    const FunctionFacts* found = method_found(facts_, *c, method.name);
+    if (found != nullptr || facts_.lineage_complete(*c)) return found == &method;
+    const std::vector<const ClassFacts*>& up = facts_.ancestors(*c);
+    return holder != nullptr && std::find(up.begin(), up.end(), holder) != up.end();
+  });
 }
 
 std::string WrapperTypes::class_of(TSNode expr, const FunctionFacts* scope, int depth) const {

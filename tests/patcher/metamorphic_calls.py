@@ -591,9 +591,11 @@ def placeholder_first(p, line):
     return out
 
 
-def moved_to_base(p, cls, method, kind):
+def moved_to_base(p, cls, method, kind, mixin=False):
     """The class cls with its method moved into a new base class defined just above it, which takes over the class's
-    bases: [(kind, text, region)], or [] where Python might not read the result as the same program.
+    bases: [(kind, text, region)], or [] where Python might not read the result as the same program. With mixin, the
+    new class has no base and comes first of the class's bases instead (`class C(Mixin, A, B)`): C3 puts it right
+    after the class, so the lookup and zero-argument super() go on as they did.
 
     Left alone: a decorated class (a dataclass would then make its own __init__) or method, a header over several
     lines, a class with nothing else in its body, a method that names its class or __class__ or a private `__x`
@@ -616,12 +618,17 @@ def moved_to_base(p, cls, method, kind):
         if len(defined) != 1 or any(isinstance(n, ast.Name) and n.id in (method.name, "super") for n in rest):
             return []
     i1, i2 = method.lineno, method.end_lineno
-    base = f"_KvpatchBase{line}_{method.name}"
+    base = f"_Kvpatch{'Mixin' if mixin else 'Base'}{line}_{method.name}"
     bases = header[header.index("(") + 1 : header.rindex(")")] if "(" in header else ""
     indent = header[: len(header) - len(header.lstrip())]
-    new_header = f"{indent}class {cls.name}({base}):"
+    if mixin:
+        new_header = f"{indent}class {cls.name}({base}{', ' + bases if bases.strip() else ''}):"
+        base_header = f"{indent}class {base}:"
+    else:
+        new_header = f"{indent}class {cls.name}({base}):"
+        base_header = f"{indent}class {base}({bases}):"
     lines = p.lines
-    new_lines = [*lines[: line - 1], f"{indent}class {base}({bases}):", *lines[i1 - 1 : i2], new_header,
+    new_lines = [*lines[: line - 1], base_header, *lines[i1 - 1 : i2], new_header,
                  *lines[line : i1 - 1], *lines[i2:]]
     n_moved = i2 - i1 + 1
 
@@ -637,23 +644,27 @@ def moved_to_base(p, cls, method, kind):
     return [(kind, "\n".join(new_lines), moved)]
 
 
-def init_moved_to_base(p, line):
+def init_moved_to_base(p, line, mixin=False):
     """The class whose header is line, its __init__ moved into a new base class defined just above it.
 
     The instance runs the same __init__ (inherited now), and its zero-argument super() still reaches the class's
-    old bases, which the new base takes over (moved_to_base says what is left alone)."""
+    old bases, which the new base takes over, or which follow the new class as a mixin (moved_to_base says what is
+    left alone)."""
+    kind = "__init__ moved into a mixin listed first" if mixin else "__init__ moved into a base class"
     out = []
     for node in ast.walk(p.tree):
         if isinstance(node, ast.ClassDef) and node.lineno == line:
             inits = [n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"]
             if len(inits) == 1:
-                out += moved_to_base(p, node, inits[0], "__init__ moved into a base class")
+                out += moved_to_base(p, node, inits[0], kind, mixin)
     return out
 
 
-def method_moved_to_base(p, line):
-    """The method (not __init__) whose def is on line moved into a new base class defined just above its class: the
-    plan and run calls then sit in a base's method, read through the instances of the class below it."""
+def method_moved_to_base(p, line, mixin=False):
+    """The method (not __init__) whose def is on line moved into a new base class defined just above its class (or a
+    mixin its class lists first): the plan and run calls then sit in a base's method, read through the instances of
+    the class below it."""
+    kind = "method moved into a mixin listed first" if mixin else "method moved into a base class"
     out = []
     for node in ast.walk(p.tree):
         if not isinstance(node, ast.ClassDef):
@@ -661,7 +672,7 @@ def method_moved_to_base(p, line):
         for method in node.body:
             if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method.lineno == line and (
                     method.name != "__init__"):
-                out += moved_to_base(p, node, method, "method moved into a base class")
+                out += moved_to_base(p, node, method, kind, mixin)
     return out
 
 
@@ -1084,6 +1095,7 @@ def rewrites_at(p, line):
     out += assignments_joined(p, line)
     out += conditional_as_override(p, line) + conditional_as_init_override(p, line) + placeholder_first(p, line)
     out += init_moved_to_base(p, line) + method_moved_to_base(p, line)
+    out += init_moved_to_base(p, line, mixin=True) + method_moved_to_base(p, line, mixin=True)
     out += statement_in_try_finally(p, line) + statement_in_try_reraising(p, line) + plan_call_in_helper(p, line)
     out += run_call_in_helper(p, line) + kv_read_in_helper(p, line) + plan_dtype_in_helper(p, line)
     out += kv_cast_in_helper(p, line) + kv_read_through_kv_buffer(p, line) + plan_dtypes_from_helper(p, line)
@@ -1097,6 +1109,8 @@ BY_KIND = {
     "assignments joined as one tuple assignment": assignments_joined,
     "import as a module": import_as_module,
     "method moved into a base class": method_moved_to_base,
+    "__init__ moved into a mixin listed first": lambda p, line: init_moved_to_base(p, line, mixin=True),
+    "method moved into a mixin listed first": lambda p, line: method_moved_to_base(p, line, mixin=True),
     "attribute conditional as a default and an override in __init__": conditional_as_init_override,
     "conditional as a default and an override": conditional_as_override,
     "conditional as an if statement": conditional_as_if,

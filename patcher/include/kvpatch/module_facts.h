@@ -54,13 +54,17 @@ public:
   const std::vector<TSNode>& calls_named(const std::string& name) const;
 
   const ClassFacts* find_class(const std::string& name) const;
-  // Where Python looks a method or attribute up for an instance of cls, as far as this module shows it: cls,
-  // then its base while cls has exactly one (positional) base and that base is a class of this module. Past a
-  // base imported from elsewhere, or a class with several bases (whose order C3 decides), the code is not seen.
-  std::vector<const ClassFacts*> lineage(const ClassFacts& cls) const;
+  // Where Python looks a method or attribute up for an instance of cls, as far as this module shows it: cls, then
+  // the classes of its method resolution order (C3, over every base) up to the first one the module cannot place:
+  // a base imported from elsewhere, or any class whose place behind one is not decided by what the module shows.
+  std::vector<const ClassFacts*> lineage(const ClassFacts& cls) const { return order_of(cls).classes; }
+  // Whether lineage(cls) is all of it: every class an instance of cls inherits from, but `object`, is in it.
+  bool lineage_complete(const ClassFacts& cls) const { return order_of(cls).complete; }
   // The bases a class statement lists by position (`class C(A, B, metaclass=M)`: A and B), in order.
   std::vector<TSNode> positional_bases(const ClassFacts& cls) const;
-  // The classes whose instances run cls's methods: cls, and every class of the module with cls in its lineage.
+  // The classes of this module that cls inherits from, directly or not, in whatever order.
+  const std::vector<const ClassFacts*>& ancestors(const ClassFacts& cls) const;
+  // The classes whose instances may run cls's methods: cls, and every class of the module inheriting from it.
   std::vector<const ClassFacts*> instance_classes(const ClassFacts& cls) const;
   const FunctionFacts* module_function(const std::string& name) const;
   const FunctionFacts* method(const ClassFacts& cls, const std::string& name) const;
@@ -82,6 +86,12 @@ public:
   std::string field_annotation_anywhere(const std::string& field) const;
 
 private:
+  struct MethodOrder {
+    std::vector<const ClassFacts*> classes;
+    bool complete = false;
+  };
+  const MethodOrder& order_of(const ClassFacts& cls) const;
+  void collect_method_orders();
   // The assignments to `<self>.<attr>` in cls's own methods (and defs nested in them).
   std::vector<const Assignment*> own_attribute_assignments(const ClassFacts& cls, const std::string& attr) const;
   void collect_scope(TSNode scope_body, const std::string& class_name, const std::string& method_name, int outer);
@@ -99,6 +109,8 @@ private:
   std::map<std::string, std::vector<TSNode>> calls_by_name_;  // keyed by the callee's last name
   std::vector<std::string> module_names_;
   std::vector<ClassFacts> classes_;
+  std::vector<MethodOrder> orders_;                        // per class, as classes_
+  std::vector<std::vector<const ClassFacts*>> ancestors_;  // per class, as classes_
   std::vector<Assignment> assignments_;
   std::vector<TSNode> calls_;
 };
