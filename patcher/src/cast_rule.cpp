@@ -201,6 +201,12 @@ private:
         for (TSNode name : names) trace_uses(facts_.text(name), assignment, scope, depth + 1, seen, out);
         return;
       }
+      // `(x := value)`: x's reads take it, and so does what the expression's own value goes into.
+      if (type == "named_expression" && syntax::same(field(parent, "value"), current)) {
+        trace_uses(facts_.text(field(parent, "name")), parent, scope, depth + 1, seen, out);
+        current = parent;
+        continue;
+      }
       // A tuple or list literal carries the value on to where it goes: FlashInfer's
       // run(kv_cache=(ckv, kpe)) takes the two KV views as one argument.
       if (type == "parenthesized_expression" || type == "conditional_expression" || type == "tuple" ||

@@ -146,12 +146,16 @@ std::vector<MethodValue> method_values(const std::string& method, const ModuleFa
     value.node = node;
     value.receiver = receiver;
     TSNode parent = syntax::parent(outer);
-    // `name = r.m`, or name's own element of `a, name = ..., r.m`.
-    const TSNode target = syntax::assigned_target(outer);
+    // `name = r.m`, or name's own element of `a, name = ..., r.m`, or the statement `(name := r.m)`, whose own
+    // value goes nowhere.
+    const bool walrus = is(parent, "named_expression") && syntax::same(field(parent, "value"), outer) &&
+                        is(syntax::parent(parenthesized_outside(parent)), "expression_statement");
+    const TSNode target = walrus ? field(parent, "name") : syntax::assigned_target(outer);
     if (is(target, "identifier")) {
       const std::string name = facts.text(target);
       std::vector<TSNode> calls;
-      if (alias_calls(is(parent, "assignment") ? parent : syntax::parent(parent), name, facts, calls)) {
+      const TSNode binding = walrus || is(parent, "assignment") ? parent : syntax::parent(parent);
+      if (alias_calls(binding, name, facts, calls)) {
         value.alias = name;
         value.alias_calls = std::move(calls);
       } else {

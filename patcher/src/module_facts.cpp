@@ -210,7 +210,10 @@ void ModuleFacts::collect_assignments(TSNode node, int function) {
                              is(syntax::unparenthesized(left), "identifier") ? AssignmentKind::LoopTarget
                                                                              : AssignmentKind::Unpacked);
     } else if (is(n, "named_expression")) {
-      add_assignment_targets(field(n, "name"), field(n, "value"), n, function, AssignmentKind::Plain);
+      // `x := a if c else b` binds the whole conditional, for which the tree has no node: a value not followed.
+      const bool conditional = !syntax::same(syntax::walrus_extent(n), n);
+      add_assignment_targets(field(n, "name"), conditional ? TSNode{} : field(n, "value"), n, function,
+                             AssignmentKind::Plain);
     } else if (is(n, "as_pattern")) {
       TSNode alias = field(n, "alias");
       if (!syntax::is_null(alias)) add_assignment_targets(alias, TSNode{}, n, function, AssignmentKind::Unpacked);

@@ -185,7 +185,8 @@ void type_parameters(TSNode node, const Report& report) {
 // unparenthesized, an assignment expression stands only in a condition (if, elif, while, a case guard),
 // a call's positional arguments, a list, set or parenthesized tuple, a subscript, a comprehension's
 // element, a match subject or a decorator. The grammar takes it after any operator.
-void walrus_place(TSNode node, const Report& report) {
+void walrus_place(TSNode walrus, const Report& report) {
+  const TSNode node = syntax::walrus_extent(walrus);
   const TSNode holder = syntax::parent(node);
   const std::string_view type = syntax::type(holder);
   if (type == "if_statement" || type == "elif_clause" || type == "while_statement" || type == "argument_list" ||

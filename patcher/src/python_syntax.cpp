@@ -314,7 +314,16 @@ bool is_bound_by_assignment(TSNode node) {
     node = up;
     up = parent(up);
   }
-  return is(up, "assignment") && same(field(up, "left"), node);
+  return (is(up, "assignment") && same(field(up, "left"), node)) ||
+         (is(up, "named_expression") && same(field(up, "name"), node));
+}
+
+TSNode walrus_extent(TSNode named_expression) {
+  TSNode node = named_expression;
+  for (TSNode up = parent(node); is(up, "conditional_expression") && same(named_child(up, 0), node); up = parent(up)) {
+    node = up;
+  }
+  return node;
 }
 
 TSNode unparenthesized(TSNode node) {

@@ -546,6 +546,24 @@ def as_override(p, node, kind):
     return kind, p.text[:start] + block + p.text[end:], (line, node.end_lineno, node.end_lineno + added)
 
 
+def assignment_as_walrus(p, line):
+    """`x = value` (x a plain local, alone on its lines) as the statement `(x := value)`: Python binds x to the same
+    value. Left alone: a bare tuple (`(x := a, b)` is a tuple), a yield, and a conditional, which tree-sitter's grammar
+    reads as `(x := a) if c else b`; kvpatch leaves such a value unfollowed (python_syntax.h, walrus_extent)."""
+    out = []
+    for node in ast.walk(p.tree):
+        if not plain_local_assignment(p, node, line):
+            continue
+        value = node.value
+        bare_tuple = isinstance(value, ast.Tuple) and not p.segment(value).startswith("(")
+        if bare_tuple or isinstance(value, (ast.Yield, ast.YieldFrom, ast.IfExp)):
+            continue
+        start, end = p.span(node)
+        rewritten = p.text[:start] + f"({node.targets[0].id} := {p.segment(value)})" + p.text[end:]
+        out.append(("assignment as a := statement", rewritten, (line, node.end_lineno, node.end_lineno)))
+    return out
+
+
 def conditional_as_override(p, line):
     """`x = a if c else b` (x a local, b pure) as `x = b` then `if c:` / `x = a`: the same value either way."""
     return [as_override(p, node, "conditional as a default and an override") for node in ast.walk(p.tree)
@@ -1092,7 +1110,7 @@ def rewrites_at(p, line):
     out += quotes_swapped(p, line) + local_renamed(p, line) + import_renamed(p, line) + self_renamed(p, line)
     out += import_as_module(p, line)
     out += through_local(p, line) + definitions_swapped(p, line) + conditional_as_if(p, line)
-    out += assignments_joined(p, line)
+    out += assignments_joined(p, line) + assignment_as_walrus(p, line)
     out += conditional_as_override(p, line) + conditional_as_init_override(p, line) + placeholder_first(p, line)
     out += init_moved_to_base(p, line) + method_moved_to_base(p, line)
     out += init_moved_to_base(p, line, mixin=True) + method_moved_to_base(p, line, mixin=True)
@@ -1107,6 +1125,7 @@ def rewrites_at(p, line):
 BY_KIND = {
     "__init__ moved into a base class": init_moved_to_base,
     "assignments joined as one tuple assignment": assignments_joined,
+    "assignment as a := statement": assignment_as_walrus,
     "import as a module": import_as_module,
     "method moved into a base class": method_moved_to_base,
     "__init__ moved into a mixin listed first": lambda p, line: init_moved_to_base(p, line, mixin=True),

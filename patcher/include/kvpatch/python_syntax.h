@@ -86,6 +86,10 @@ bool is_straight_line_in(TSNode statement, TSNode block);
 bool never_reaches_end(TSNode body);
 // Strips parentheses: (x) -> x.
 TSNode unparenthesized(TSNode node);
+// Where a `:=` stands as Python reads it. The grammar reads `x := a if c else b` as the conditional
+// `(x := a) if c else b`; Python reads `x := (a if c else b)`, since an unparenthesized `:=` is no operand.
+// For a named_expression that is a conditional's first operand so, the outermost such conditional; else the node.
+TSNode walrus_extent(TSNode named_expression);
 // The same for an assignment target, where the grammar reads `(a)` as a one-element tuple pattern without a comma:
 // (a) -> a, but (a,) stays.
 TSNode unparenthesized_target(TSNode node);
@@ -95,7 +99,8 @@ std::vector<std::pair<TSNode, TSNode>> unpacked_pairs(TSNode left, TSNode right)
 // The target a value is bound to: x of `x = value` (or `(x) = value`), or x of `a, x = ..., value` (unpacked_pairs);
 // null when the value is not bound to a target of its own.
 TSNode assigned_target(TSNode value);
-// Whether the node is bound by an assignment: its whole target, or a name anywhere in a tuple or list target.
+// Whether the node is bound by an assignment: its whole target, or a name anywhere in a tuple or list target; or
+// the name a `:=` binds.
 bool is_bound_by_assignment(TSNode node);
 // Tokens the grammar lets stand anywhere, outside the structure: a comment, a backslash ending a line.
 bool is_extra(TSNode node);

@@ -269,6 +269,12 @@ TEST_SUITE("python_compile_checks") {
                                           "expression must be parenthesized here"},
         {"f(a=x := 1)\n", "1: Python would not compile this file: invalid syntax: an assignment expression must be "
                           "parenthesized here"},
+        // The grammar reads `x := a if c else b` as a conditional whose first operand is `x := a`; where it stands
+        // is the conditional's place.
+        {"y = x := 1 if c else 2\n", "1: Python would not compile this file: invalid syntax: an assignment expression "
+                                     "must be parenthesized here"},
+        {"def f():\n    x := 1 if c else 2 if d else 3\n", "2: Python would not compile this file: invalid syntax: an "
+                                                           "assignment expression must be parenthesized here"},
         {"x -= skip_blambda: ack\n", "1: Python would not compile this file: invalid syntax: an augmented assignment "
                                      "takes one target"},
         {"x = y += 1\n", "1: Python would not compile this file: invalid syntax: an augmented assignment takes one "
@@ -400,6 +406,7 @@ TEST_SUITE("python_compile_checks") {
         "if x := 1:\n    pass\nelif y := 2:\n    pass\nwhile z := 3:\n    pass\nf(a := 1, b := 2)\n",
         "v = [w := 1, 2]\nu = a[i := 0]\nt = (s := 1, 2)\nr = [q := y for y in z]\n",
         "match m := 1:\n    case [a] if b := 1:\n        pass\n",
+        "(x := 1 if c else 2)\nf(y := a if b else c)\nif z := a if b else c:\n    pass\nw = [u := a if v else b for v in z]\n",
         "def f[T: int, *Ts, **P](a):\n    pass\nclass D[T: (int, str)]:\n    pass\ntype Z[T] = dict[T, 0]\nx: list[0]\n",
         "for *a, b in c:\n    pass\n[*a] = b\n(*a, b) = c\na, (*b, c) = d\nf = lambda *a: a\nimport a, b\n",
         "def g():\n    x = yield\n    y += yield 1\n    z = [(yield)]\n    w = f'{yield}'\n    return (yield)\n",
