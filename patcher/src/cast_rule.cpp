@@ -70,15 +70,28 @@ private:
     return out;
   }
 
-  // `<x>.to(<y>.dtype)` with one positional argument.
+  // `<x>.to(<y>.dtype)` with one positional argument, or `<x>.to(d)` where every assignment of the local d that
+  // reaches it is `d = <y>.dtype` (`dtype = q.dtype` first, then the cast).
   bool is_cast(TSNode call) const {
     TSNode callee = field(call, "function");
     if (!is(callee, "attribute") || facts_.text(field(callee, "attribute")) != rule_.cast_method) return false;
     TSNode arguments = field(call, "arguments");
     if (!is(arguments, "argument_list")) return false;
     const std::vector<TSNode> args = syntax::statements(arguments);
-    return args.size() == 1 && is(args[0], "attribute") &&
-           facts_.text(field(args[0], "attribute")) == rule_.cast_argument_attribute;
+    if (args.size() != 1) return false;
+    auto dtype_read = [&](TSNode n) {
+      n = syntax::unparenthesized(n);
+      return is(n, "attribute") && facts_.text(field(n, "attribute")) == rule_.cast_argument_attribute;
+    };
+    if (dtype_read(args[0])) return true;
+    const FunctionFacts* scope = facts_.function_at(call);
+    if (!is(args[0], "identifier") || scope == nullptr) return false;
+    const std::string name = facts_.text(args[0]);
+    if (scope->signature.index_of(name) >= 0) return false;  // a parameter's value reaches it too
+    const std::vector<const Assignment*> reaching = assignments_reaching(facts_, *scope, name, args[0]);
+    return !reaching.empty() && std::all_of(reaching.begin(), reaching.end(), [&](const Assignment* a) {
+      return a->kind == AssignmentKind::Plain && !syntax::is_null(a->value) && dtype_read(a->value);
+    });
   }
 
   // The expression reads a KV-cache source, directly, through a local assigned from one, or as a cast of one.

@@ -581,7 +581,7 @@ private:
     std::string functions;
     for (const std::string& f : rule_.functions) functions += (functions.empty() ? "" : " / ") + f;
     return "those are `." + rule_.cast_method + "(<x>." + rule_.cast_argument_attribute +
-           ")` on a KV source's value, or on a name holding it, in " + functions;
+           ")`, the dtype written there or held by a local, on a KV source's value, or on a name holding it, in " + functions;
   }
 
   // The assignment can run before the use: it ends before it, or a loop holds both.

@@ -1036,6 +1036,35 @@ def kv_cast_in_helper(p, line):
     return out
 
 
+def cast_dtype_through_local(p, line):
+    """A `.to(<x>.dtype)` (x a name or an attribute of one) in a simple statement of a function starting on line: the
+    dtype assigned to a new local on a line of its own before the statement, and the cast given the local. Left alone:
+    a cast in a lambda or a comprehension, where x may be bound only inside."""
+    out = []
+    local = "cast_dtype_local"
+    if re.search(rf"\b{local}\b", p.text):
+        return out
+    simple = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)
+    for statement in ast.walk(p.tree):
+        if not (isinstance(statement, simple) and statement.lineno == line and statement_line_start(p, statement)):
+            continue
+        if enclosing_function(p, statement) is None or p.inside(statement, ast.JoinedStr):
+            continue
+        for node in ast.walk(statement):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to"
+                    and len(node.args) == 1 and not node.keywords and isinstance(node.args[0], ast.Attribute)
+                    and node.args[0].attr == "dtype" and pure(node.args[0])):
+                continue
+            if p.inside(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.JoinedStr)):
+                continue
+            indent = p.lines[line - 1][: len(p.lines[line - 1]) - len(p.lines[line - 1].lstrip())]
+            start = p.starts[line - 1]
+            edits = [(start, start, f"{indent}{local} = {p.segment(node.args[0])}\n"), (*p.span(node.args[0]), local)]
+            out.append(("cast's dtype through a local", p.edited(edits),
+                        (statement.lineno, statement.end_lineno, statement.end_lineno + 1)))
+    return out
+
+
 def plan_dtype_in_helper(p, line):
     """The KV dtype a `w.plan(...)` starting on line passes (its kv_data_type keyword, or the last of its twelve
     positional arguments) moved into a helper method that returns it (expression_in_helper)."""
@@ -1117,6 +1146,7 @@ def rewrites_at(p, line):
     out += statement_in_try_finally(p, line) + statement_in_try_reraising(p, line) + plan_call_in_helper(p, line)
     out += run_call_in_helper(p, line) + kv_read_in_helper(p, line) + plan_dtype_in_helper(p, line)
     out += kv_cast_in_helper(p, line) + kv_read_through_kv_buffer(p, line) + plan_dtypes_from_helper(p, line)
+    out += cast_dtype_through_local(p, line)
     return out + statement_in_with(p, line) + method_decorated(p, line) + class_decorated(p, line)
 
 
@@ -1143,6 +1173,7 @@ BY_KIND = {
     "KV read moved into a helper method": kv_read_in_helper,
     "plan's KV dtype moved into a helper method": plan_dtype_in_helper,
     "cast moved into a helper method": kv_cast_in_helper,
+    "cast's dtype through a local": cast_dtype_through_local,
     "KV read through get_kv_buffer": kv_read_through_kv_buffer,
     "plan's dtypes unpacked from a helper method": plan_dtypes_from_helper,
     "method decorated": method_decorated,
