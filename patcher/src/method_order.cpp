@@ -75,20 +75,19 @@ void ModuleFacts::collect_method_orders() {
   }
 
   orders_.assign(n, {});
-  std::vector<int> state(n, 0);  // 0 not begun, 1 under way (a cycle, which no Python program has), 2 done
+  std::vector<int> state(n, 0);  // 0 not begun, 1 under way, 2 done
   auto compute = [&](auto&& self, const ClassFacts& cls) -> const MethodOrder& {
     MethodOrder& out = orders_[index(&cls)];
     int& st = state[index(&cls)];
     if (st == 2) return out;
-    if (st == 1) {  // a name bound twice can look like a cycle: nothing past the class is placed
-      out = {{&cls}, false};
-      return out;
-    }
     st = 1;
     std::vector<MergeList> lists;
     MergeList bases;
     for (TSNode base : positional_bases(cls)) {
-      const Entry e = base_entry(base);
+      Entry e = base_entry(base);
+      // A base whose order is under way is a cycle, which no Python program has (a name bound twice can look like
+      // one): that base is a class the module does not show.
+      if (e.kind == Entry::Kind::Module && state[index(e.cls)] == 1) e = Entry{};
       bases.entries.push_back(e);
       MergeList own;
       if (e.kind == Entry::Kind::Module) {

@@ -100,6 +100,10 @@ class ExplicitLeft(LeftNoInit, RightStops):
 class SuperLeft(LeftNoInit, RightStops):
     def __init__(self):
         super().__init__()
+
+
+class Itself(Itself):
+    pass
 )PY";
 
 std::vector<std::string> names(const std::vector<const ClassFacts*>& classes) {
@@ -143,6 +147,10 @@ TEST_SUITE("method_order") {
       CHECK_FALSE(complete("UnderChain"));
       CHECK(order("Dotted") == Names{"Dotted"});
       CHECK_FALSE(complete("Dotted"));
+    }
+    SUBCASE("a class named as its own base (another class of that name, or none, in Python) is not followed") {
+      CHECK(order("Itself") == Names{"Itself"});
+      CHECK_FALSE(complete("Itself"));
     }
     SUBCASE("bases C3 cannot order (Python raises TypeError): nothing past the class") {
       CHECK(order("Inconsistent") == Names{"Inconsistent"});
