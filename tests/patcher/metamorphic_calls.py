@@ -559,8 +559,10 @@ def assignment_as_walrus(p, line):
         if bare_tuple or isinstance(value, (ast.Yield, ast.YieldFrom, ast.IfExp)):
             continue
         start, end = p.span(node)
-        rewritten = p.text[:start] + f"({node.targets[0].id} := {p.segment(value)})" + p.text[end:]
-        out.append(("assignment as a := statement", rewritten, (line, node.end_lineno, node.end_lineno)))
+        statement = f"({node.targets[0].id} := {p.segment(value)})"
+        rewritten = p.text[:start] + statement + p.text[end:]
+        # The value alone may span fewer lines than the assignment did (`x = (` ... `)` loses its parentheses).
+        out.append(("assignment as a := statement", rewritten, (line, node.end_lineno, line + statement.count("\n"))))
     return out
 
 
