@@ -13,7 +13,7 @@ namespace {
 // none there and that lineage is complete (object's); nullopt when it cannot be placed.
 std::optional<std::size_t> explicit_init_lookup(const ModuleFacts& facts, const std::vector<const ClassFacts*>& up,
                                                 std::size_t k) {
-  const std::vector<const ClassFacts*> own = facts.lineage(*up[k]);
+  const std::vector<const ClassFacts*>& own = facts.lineage(*up[k]);
   for (const ClassFacts* c : own) {
     if (facts.method(*c, "__init__") == nullptr) continue;
     const auto at = std::find(up.begin() + static_cast<std::ptrdiff_t>(k), up.end(), c);
@@ -62,7 +62,7 @@ std::optional<std::size_t> next_init_lookup(const ModuleFacts& facts, const Func
 }  // namespace
 
 const ClassFacts* init_holder(const ModuleFacts& facts, const ClassFacts& cls, const std::string& anchor) {
-  const std::vector<const ClassFacts*> up = facts.lineage(cls);
+  const std::vector<const ClassFacts*>& up = facts.lineage(cls);
   for (std::size_t i = 0; i < up.size();) {
     const FunctionFacts* init = facts.method(*up[i], "__init__");
     if (init == nullptr) {  // the instance runs the __init__ above

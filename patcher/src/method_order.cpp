@@ -101,11 +101,9 @@ void ModuleFacts::collect_method_orders() {
             if (std::find(up.classes.begin(), up.classes.end(), c) == up.classes.end()) own.hidden.push_back(c);
           }
         }
-      } else if (e.kind == Entry::Kind::Object) {
+      } else {  // `object`, or an imported class and whatever stands behind it
         own.entries.push_back(e);
-      } else {
-        own.entries.push_back(e);
-        own.unseen_rest = true;
+        own.unseen_rest = e.kind == Entry::Kind::Unseen;
       }
       lists.push_back(std::move(own));
     }

@@ -351,7 +351,7 @@ std::string field_not_in_reach(const PlanSiteRule& rule, const ModuleFacts& fact
   if (holders.empty() && cls != nullptr) {
     for (const ClassFacts* instance : facts.instance_classes(*cls)) {
       if (facts.lineage_complete(*instance)) continue;
-      const std::vector<const ClassFacts*> up = facts.lineage(*instance);
+      const std::vector<const ClassFacts*>& up = facts.lineage(*instance);
       if (std::any_of(up.begin(), up.end(), [&](const ClassFacts* c) { return facts.method(*c, "__init__") != nullptr; })) {
         continue;
       }

@@ -57,7 +57,7 @@ public:
   // Where Python looks a method or attribute up for an instance of cls, as far as this module shows it: cls, then
   // the classes of its method resolution order (C3, over every base) up to the first one the module cannot place:
   // a base imported from elsewhere, or any class whose place behind one is not decided by what the module shows.
-  std::vector<const ClassFacts*> lineage(const ClassFacts& cls) const { return order_of(cls).classes; }
+  const std::vector<const ClassFacts*>& lineage(const ClassFacts& cls) const { return order_of(cls).classes; }
   // Whether lineage(cls) is all of it: every class an instance of cls inherits from, but `object`, is in it.
   bool lineage_complete(const ClassFacts& cls) const { return order_of(cls).complete; }
   // The bases a class statement lists by position (`class C(A, B, metaclass=M)`: A and B), in order.
