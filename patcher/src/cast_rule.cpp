@@ -20,6 +20,7 @@ using syntax::is;
 
 namespace {
 constexpr int kMaxTraceDepth = 8;  // bounds alias chains (`kv = k_buf[...]`, `kv2 = kv.view(...)`, ...)
+constexpr const char* kDtypeKeyword = "dtype";  // torch.Tensor.to's keyword for its dtype: `.to(dtype=q.dtype)`
 // The assignments, each with the name it binds, whose reads a trace has followed already.
 using Seen = std::set<std::pair<uint32_t, std::string>>;
 
@@ -70,8 +71,61 @@ private:
     return out;
   }
 
-  // `<x>.to(<y>.dtype)` with one positional argument, or `<x>.to(d)` where every assignment of the local d that
-  // reaches it is `d = <y>.dtype` (`dtype = q.dtype` first, then the cast).
+  // The dtype a cast of the rule's is given: its one argument, or the value of its `dtype=` keyword.
+  TSNode cast_dtype(TSNode call) const {
+    const std::vector<TSNode> args = syntax::statements(field(call, "arguments"));
+    if (args.size() != 1) return TSNode{};
+    return is(args[0], "keyword_argument") ? field(args[0], "value") : args[0];
+  }
+
+  // `dtype = q.dtype` statements that only this cast reads: removing the cast would leave them unused (ruff's F841).
+  // Each is a statement of its own binding the local to `<y>.dtype` and nothing else; the local is read nowhere in
+  // the function (nested functions included) but in the cast's argument. Empty when any of that is not so.
+  std::vector<TSNode> unread_dtype_assignments(TSNode call, const FunctionFacts* scope) const {
+    TSNode argument = syntax::unparenthesized(cast_dtype(call));
+    if (scope == nullptr || !is(argument, "identifier")) return {};
+    const std::string name = facts_.text(argument);
+    if (scope->signature.index_of(name) >= 0) return {};
+    std::vector<TSNode> statements;
+    std::vector<TSNode> targets;
+    for (const Assignment* a : assignments_reaching(facts_, *scope, name, argument)) {
+      TSNode statement = syntax::parent(a->statement);
+      TSNode value = syntax::unparenthesized(a->value);
+      if (a->kind != AssignmentKind::Plain || !is(a->statement, "assignment") || !is(statement, "expression_statement") ||
+          syntax::named_child_count(statement) != 1 || !is(field(a->statement, "left"), "identifier") ||
+          !is(value, "attribute") || facts_.text(field(value, "attribute")) != rule_.cast_argument_attribute ||
+          !pure_reference(field(value, "object"))) {
+        return {};
+      }
+      statements.push_back(statement);
+      targets.push_back(field(a->statement, "left"));
+    }
+    if (statements.empty()) return {};
+    bool other_use = false;
+    syntax::walk(scope->body, [&](TSNode n) {
+      if (other_use) return false;
+      if (!is(n, "identifier") || facts_.text(n) != name) return true;
+      TSNode parent = syntax::parent(n);
+      if (is(parent, "attribute") && syntax::same(field(parent, "attribute"), n)) return true;  // `x.name`
+      if (is(parent, "keyword_argument") && syntax::same(field(parent, "name"), n)) return true;  // `f(name=...)`
+      if (syntax::same(n, argument)) return true;
+      other_use = std::none_of(targets.begin(), targets.end(), [&](TSNode t) { return syntax::same(t, n); });
+      return !other_use;
+    });
+    return other_use ? std::vector<TSNode>{} : statements;
+  }
+
+  // A name or a chain of attributes on one (`q`, `self.q`): reading it runs no code but attribute lookups.
+  bool pure_reference(TSNode n) const {
+    n = syntax::unparenthesized(n);
+    while (is(n, "attribute")) n = syntax::unparenthesized(field(n, "object"));
+    return is(n, "identifier");
+  }
+
+  // `<x>.to(<y>.dtype)` with one argument, positional or torch's keyword (`.to(dtype=<y>.dtype)`), where the
+  // argument may also be a local every reaching assignment of which is `<y>.dtype` (`dtype = q.dtype` first, then the
+  // cast), or a helper's parameter every call of which binds such a value (`def _as(self, t, dtype): return
+  // t.to(dtype)` called as `self._as(k, q.dtype)`).
   bool is_cast(TSNode call) const {
     TSNode callee = field(call, "function");
     if (!is(callee, "attribute") || facts_.text(field(callee, "attribute")) != rule_.cast_method) return false;
@@ -79,18 +133,32 @@ private:
     if (!is(arguments, "argument_list")) return false;
     const std::vector<TSNode> args = syntax::statements(arguments);
     if (args.size() != 1) return false;
-    auto dtype_read = [&](TSNode n) {
-      n = syntax::unparenthesized(n);
-      return is(n, "attribute") && facts_.text(field(n, "attribute")) == rule_.cast_argument_attribute;
-    };
-    if (dtype_read(args[0])) return true;
-    const FunctionFacts* scope = facts_.function_at(call);
-    if (!is(args[0], "identifier") || scope == nullptr) return false;
-    const std::string name = facts_.text(args[0]);
-    if (scope->signature.index_of(name) >= 0) return false;  // a parameter's value reaches it too
-    const std::vector<const Assignment*> reaching = assignments_reaching(facts_, *scope, name, args[0]);
+    TSNode argument = args[0];
+    if (is(argument, "keyword_argument")) {
+      if (facts_.text(field(argument, "name")) != kDtypeKeyword) return false;
+      argument = field(argument, "value");
+    }
+    return holds_dtype(argument, facts_.function_at(call), 0);
+  }
+
+  // The value is a tensor's dtype (`<y>.dtype`), read directly, through locals or through a helper's parameters.
+  bool holds_dtype(TSNode value, const FunctionFacts* scope, int depth) const {
+    value = syntax::unparenthesized(value);
+    if (is(value, "attribute")) return facts_.text(field(value, "attribute")) == rule_.cast_argument_attribute;
+    if (!is(value, "identifier") || scope == nullptr || depth > kMaxTraceDepth) return false;
+    const std::string name = facts_.text(value);
+    if (scope->signature.index_of(name) >= 0) {
+      // A parameter reassigned in the body, or one a call may leave to its default, is not followed.
+      if (!assignments_reaching(facts_, *scope, name, value).empty()) return false;
+      const std::optional<std::vector<ParameterBinding>> bindings = parameter_bindings(facts_, *scope, name);
+      return bindings && !bindings->empty() &&
+             std::all_of(bindings->begin(), bindings->end(), [&](const ParameterBinding& b) {
+               return !syntax::is_null(b.value) && holds_dtype(b.value, b.caller, depth + 1);
+             });
+    }
+    const std::vector<const Assignment*> reaching = assignments_reaching(facts_, *scope, name, value);
     return !reaching.empty() && std::all_of(reaching.begin(), reaching.end(), [&](const Assignment* a) {
-      return a->kind == AssignmentKind::Plain && !syntax::is_null(a->value) && dtype_read(a->value);
+      return a->kind == AssignmentKind::Plain && !syntax::is_null(a->value) && holds_dtype(a->value, scope, depth + 1);
     });
   }
 
@@ -446,10 +514,16 @@ private:
     if (form.kind == KvPlanForm::Kind::CacheDtypeOnlyFor) return guarded(f, call, form.only_for);
     try {
       const bool self_cast = assigned && whole && is(object, "identifier") && facts_.text(object) == f.variable;
-      if (self_cast) f.removed_statement = syntax::parent(parent);
-      f.fix = self_cast ? remove_statement(source_, f.removed_statement, rule_.id)
-                        : std::vector<Edit>{unwrap_method_call(call, rule_.id)};
+      if (self_cast) f.removed_statements.push_back(syntax::parent(parent));
+      f.unwraps_call = !self_cast;
+      const std::vector<TSNode> dtype_locals = unread_dtype_assignments(call, scope);
+      f.removed_statements.insert(f.removed_statements.end(), dtype_locals.begin(), dtype_locals.end());
+      for (TSNode s : dtype_locals) f.unread_dtype_locals.push_back(one_line(facts_.text(s)) + " at " + at(s));
+      f.fix = cast_removal(source_, f, {});
     } catch (const EditNotPossible& e) {
+      f.removed_statements.clear();
+      f.unread_dtype_locals.clear();
+      f.unwraps_call = false;
       f.redundant = false;
       f.consumer = std::string("redundant, but ") + e.what() + "; remove the cast by hand";
     }
@@ -519,6 +593,20 @@ private:
 std::vector<CastFinding> check_casts(const CastRule& rule, const RuleSet& rules, const ModuleFacts& facts,
                                      const std::vector<PlanSite>& sites, const std::vector<FieldFinding>& fields) {
   return CastChecker(rule, rules, facts, sites, fields).run();
+}
+
+std::vector<Edit> cast_removal(const SourceFile& source, const CastFinding& cast, const std::vector<TSNode>& elsewhere) {
+  std::vector<Edit> out;
+  if (cast.unwraps_call) out.push_back(unwrap_method_call(cast.call, cast.rule));
+  for (TSNode statement : cast.removed_statements) {
+    std::vector<TSNode> going = elsewhere;
+    for (TSNode other : cast.removed_statements) {
+      if (!syntax::same(other, statement)) going.push_back(other);
+    }
+    const std::vector<Edit> edits = remove_statement(source, statement, cast.rule, going);
+    out.insert(out.end(), edits.begin(), edits.end());
+  }
+  return out;
 }
 
 }  // namespace kvpatch

@@ -25,14 +25,14 @@ std::string position_list(const std::vector<SourcePosition>& positions) {
 // `if k.dtype != q.dtype:` over two casts, or two guards that are all of a `with` body), which would leave a compound
 // statement with no body. Each removal is made again knowing the others, wherever they are.
 void remove_together(const SourceFile& source, std::vector<CastFinding>& casts) {
-  auto removing = [](const CastFinding& c) { return !syntax::is_null(c.removed_statement) && !c.fix.empty(); };
+  auto removing = [](const CastFinding& c) { return !c.removed_statements.empty() && !c.fix.empty(); };
   for (CastFinding& c : casts) {
     if (!removing(c)) continue;
     std::vector<TSNode> going;
     for (const CastFinding& other : casts) {
-      if (&other != &c && removing(other)) going.push_back(other.removed_statement);
+      if (&other != &c && removing(other)) going.insert(going.end(), other.removed_statements.begin(), other.removed_statements.end());
     }
-    if (!going.empty()) c.fix = remove_statement(source, c.removed_statement, c.rule, going);
+    if (!going.empty()) c.fix = cast_removal(source, c, going);
   }
 }
 

@@ -58,8 +58,10 @@ std::string cast_message(const CastFinding& c) {
   std::string m = scope_name(c.class_name, c.method) + ": " + (c.variable.empty() ? "" : c.variable + " = ") +
                   one_line(c.expr);
   if (!c.redundant) return m + " is needed by " + c.consumer;
+  std::string locals;
+  for (const std::string& l : c.unread_dtype_locals) locals += (locals.empty() ? "" : ", ") + l;
   return m + " feeds only " + c.consumer +
-         (c.guard_dtype.empty() ? "; fix: remove the cast"
+         (c.guard_dtype.empty() ? "; fix: remove the cast" + (locals.empty() ? "" : " and " + locals + ", which only it reads")
                                 : "; fix: keep the cast only for KV caches other than " + c.guard_dtype +
                                       ", which the plan names as the model dtype");
 }

@@ -19,7 +19,8 @@ metamorphic_test.py draws from these beside its rewrites of one line's text. Eac
     imports), or a method or class given a decorator that returns what it is given (defined after the imports);
   - a function's statement in a `try` with `finally: pass`, or with `except Exception: raise`;
   - a method's plan() or run() call, its read of the KV cache, a plan's KV dtype, or a `.to(<x>.dtype)` moved into
-    a new helper method of the class;
+    a new helper method of the class, or that cast made by a new helper given the tensor and the dtype;
+  - a `.to(<x>.dtype)` as `.to(dtype=<x>.dtype)`, or with its dtype first assigned to a local;
   - a read of the KV cache, `<pool>.get_key_buffer(i)`, as `<pool>.get_kv_buffer(i)[0]`, or unpacked from it;
   - a plan's query and KV dtypes returned as a tuple by a new helper method and unpacked into two locals.
 Each rewrite is (kind, new text, region): the old lines region[0]..region[1] became the new lines
@@ -1038,12 +1039,15 @@ def kv_cast_in_helper(p, line):
     return out
 
 
+CAST_DTYPE_LOCAL = "cast_dtype_local"  # the local cast_dtype_through_local adds
+
+
 def cast_dtype_through_local(p, line):
     """A `.to(<x>.dtype)` (x a name or an attribute of one) in a simple statement of a function starting on line: the
     dtype assigned to a new local on a line of its own before the statement, and the cast given the local. Left alone:
     a cast in a lambda or a comprehension, where x may be bound only inside."""
     out = []
-    local = "cast_dtype_local"
+    local = CAST_DTYPE_LOCAL
     if re.search(rf"\b{local}\b", p.text):
         return out
     simple = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)
@@ -1064,6 +1068,61 @@ def cast_dtype_through_local(p, line):
             edits = [(start, start, f"{indent}{local} = {p.segment(node.args[0])}\n"), (*p.span(node.args[0]), local)]
             out.append(("cast's dtype through a local", p.edited(edits),
                         (statement.lineno, statement.end_lineno, statement.end_lineno + 1)))
+    return out
+
+
+def rule_casts(p, line):
+    """The `.to(<x>.dtype)` calls starting on line (one positional argument, no keyword; the cast rule's own form)
+    outside lambdas, comprehensions and f-strings, where a rewrite could change which names the argument sees."""
+    out = []
+    for node in ast.walk(p.tree):
+        if (isinstance(node, ast.Call) and node.lineno == line and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "to" and len(node.args) == 1 and not node.keywords
+                and isinstance(node.args[0], ast.Attribute) and node.args[0].attr == "dtype"
+                and not p.inside(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
+                                        ast.JoinedStr))):
+            out.append(node)
+    return out
+
+
+def cast_dtype_as_keyword(p, line):
+    """A `.to(<x>.dtype)` starting on line as `.to(dtype=<x>.dtype)`: torch.Tensor.to binds its dtype either way."""
+    out = []
+    for node in rule_casts(p, line):
+        start = p.span(node.args[0])[0]
+        out.append(("cast's dtype as a keyword", p.edited([(start, start, "dtype=")]), None))
+    return out
+
+
+def cast_through_dtype_parameter(p, line):
+    """A one-line `<v>.to(<x>.dtype)` of a method starting on line as `<self>._kvpatch_to<line>(<v>, <x>.dtype)`, a
+    new method of the class defined after that one returning `value.to(dtype)`: the same program (v and x evaluated
+    in the method, in the same order). The cast's findings move to the helper's `return` line."""
+    out = []
+    for node in rule_casts(p, line):
+        method = enclosing_function(p, node)
+        if node.lineno != node.end_lineno or method is None or not isinstance(p.parent.get(method), ast.ClassDef):
+            continue
+        if method.decorator_list or not method.args.args or any(isinstance(n, ast.NamedExpr) for n in ast.walk(node)):
+            continue
+        own = method.args.args[0].arg
+        helper = f"_kvpatch_to{node.lineno}"
+        if re.search(rf"\b{helper}\b", p.text) or own in {"value", "dtype"}:
+            continue
+        start, end = p.span(node)
+        call = f"{own}.{helper}({p.segment(node.func.value)}, {p.segment(node.args[0])})"
+        lines = (p.text[:start] + call + p.text[end:]).split("\n")
+        indent = " " * method.col_offset
+        last = method.end_lineno
+        lines = [*lines[:last], "", f"{indent}def {helper}({own}, value, dtype):",
+                 f"{indent}    return value.to(dtype)", *lines[last:]]
+
+        def moved(n, last=last, line=node.lineno):
+            if n == line:
+                return last + 3
+            return n if n <= last else n + 3
+
+        out.append(("cast through a helper's dtype parameter", "\n".join(lines), moved))
     return out
 
 
@@ -1148,7 +1207,7 @@ def rewrites_at(p, line):
     out += statement_in_try_finally(p, line) + statement_in_try_reraising(p, line) + plan_call_in_helper(p, line)
     out += run_call_in_helper(p, line) + kv_read_in_helper(p, line) + plan_dtype_in_helper(p, line)
     out += kv_cast_in_helper(p, line) + kv_read_through_kv_buffer(p, line) + plan_dtypes_from_helper(p, line)
-    out += cast_dtype_through_local(p, line)
+    out += cast_dtype_through_local(p, line) + cast_dtype_as_keyword(p, line) + cast_through_dtype_parameter(p, line)
     return out + statement_in_with(p, line) + method_decorated(p, line) + class_decorated(p, line)
 
 
@@ -1176,6 +1235,8 @@ BY_KIND = {
     "plan's KV dtype moved into a helper method": plan_dtype_in_helper,
     "cast moved into a helper method": kv_cast_in_helper,
     "cast's dtype through a local": cast_dtype_through_local,
+    "cast's dtype as a keyword": cast_dtype_as_keyword,
+    "cast through a helper's dtype parameter": cast_through_dtype_parameter,
     "KV read through get_kv_buffer": kv_read_through_kv_buffer,
     "plan's dtypes unpacked from a helper method": plan_dtypes_from_helper,
     "method decorated": method_decorated,

@@ -111,8 +111,12 @@ struct CastFinding {
   // other caches (to the model dtype the plan then names), now under a guard or, after its fix, under one.
   std::string guard_dtype;
   std::vector<Edit> fix;
-  // The statement the fix removes (`k = k.to(...)` goes whole); null when the fix unwraps the call or guards it.
-  TSNode removed_statement{};
+  // The statements the fix removes whole: the cast's own (`k = k.to(...)`), and the assignments of a local dtype
+  // (`dtype = q.dtype`) that nothing reads once the cast is gone. Empty when the fix only unwraps the call or
+  // guards it.
+  std::vector<TSNode> removed_statements;
+  bool unwraps_call = false;  // the fix also takes `.to(...)` off the chain (the cast's statement stays)
+  std::vector<std::string> unread_dtype_locals;  // those dtype assignments, as "dtype = q.dtype at 12:9"
   // A required cast one of whose consumers' wrappers has no plan site in this file: that consumer
   // ("decode_wrapper.run at 34:13"); "" otherwise. The wrapper may be planned in another file (cross_file.h).
   std::string unplanned_consumer;

@@ -40,6 +40,10 @@ std::vector<std::size_t> sites_planning(const Fp8Consumer& consumer, const std::
 std::vector<CastFinding> check_casts(const CastRule& rule, const RuleSet& rules, const ModuleFacts& facts,
                                      const std::vector<PlanSite>& sites, const std::vector<FieldFinding>& fields);
 
+// The edits that remove a redundant cast: its call unwrapped and its removed_statements gone, each removal made
+// knowing that `elsewhere` (the statements other casts' fixes remove) go in the same run.
+std::vector<Edit> cast_removal(const SourceFile& source, const CastFinding& cast, const std::vector<TSNode>& elsewhere);
+
 // The KV inputs of every run() on a wrapper whose plan sites are all threaded after the edits, traced back to
 // a KV source: each conversion on the way that is not a cast the cast rules remove or guard
 // (CastFinding::agrees_with_plan), and each value whose origin kvpatch cannot establish, is a finding.

@@ -75,7 +75,9 @@ std::string first_unknown(const std::string& body) {
 TEST_SUITE("run_inputs") {
   TEST_CASE("each spelling of a conversion the cast rule does not remove is reported; nothing is threaded") {
     const std::vector<std::pair<std::string, std::string>> spellings = {
-        {"k = pool.to(dtype=q.dtype)", "pool.to(dtype=q.dtype)"},
+        {"k = pool.to(q.device, q.dtype)", "pool.to(q.device, q.dtype)"},
+        {"k = pool.to(dtype=torch.bfloat16)", "pool.to(dtype=torch.bfloat16)"},
+        {"k = pool.to(q.dtype, copy=True)", "pool.to(q.dtype, copy=True)"},
         {"k = pool.to(torch.bfloat16)", "pool.to(torch.bfloat16)"},
         {"k = pool.bfloat16()", "pool.bfloat16()"},
         {"k = pool.type(q.dtype)", "pool.type(q.dtype)"},
