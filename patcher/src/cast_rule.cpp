@@ -316,9 +316,30 @@ private:
       if (type == "expression_statement") return;  // computed and dropped
       // Returned by a helper: on to what each of its calls does with the value.
       if (type == "return_statement" && follow_out(scope, depth, seen, out)) return;
-      out.push_back({TSNode{}, std::string(type) + " at " + at(parent), scope});
+      if (type == "comparison_operator" && identity_with_none(parent)) return;  // `x is None` reads no data
+      out.push_back({TSNode{}, quoted(parent) + " at " + at(parent), scope});
       return;
     }
+  }
+
+  // `x is None` or `x is not None` (either side): it tests the object, not its data or dtype.
+  static bool identity_with_none(TSNode comparison) {
+    const std::vector<TSNode> operands = syntax::named_children(comparison);
+    if (operands.size() != 2 || (!is(operands[0], "none") && !is(operands[1], "none"))) return false;
+    for (uint32_t i = 0; i < ts_node_child_count(comparison); ++i) {
+      const std::string_view op = ts_node_type(ts_node_child(comparison, i));
+      if (op == "is" || op == "is not") return true;
+    }
+    return false;
+  }
+
+  // The expression's text on one line, quoted, shortened where long: what a report names for a consumer that is
+  // no call.
+  std::string quoted(TSNode node) const {
+    constexpr std::size_t kMost = 60;
+    std::string text = one_line(facts_.text(node));
+    if (text.size() > kMost) text = text.substr(0, kMost - 3) + "...";
+    return "`" + text + "`";
   }
 
   // The names an assignment target binds, when it binds only names: `x`, `a, b`, `(a, [b, *rest])`.

@@ -435,6 +435,21 @@ class FlashInferMLAIndicesUpdaterDecode:
     CHECK(r.edits.empty());
   }
 
+  TEST_CASE("a cast's value tested `is None` / `is not None` is no consumer; another comparison is, quoted") {
+    const FileReport tested = analyse("        k = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id).to(q.dtype)\n"
+                                      "        if k is not None and None is not k:\n"
+                                      "            return decode_wrapper.run(q, q, k, k)\n");
+    REQUIRE(tested.casts.size() == 1);
+    CHECK(tested.casts[0].redundant);
+    CHECK(tested.casts[0].consumer == "decode_wrapper.run at 14:20");
+    const FileReport compared = analyse("        k = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id).to(q.dtype)\n"
+                                        "        if (k == 0).any():\n"
+                                        "            return decode_wrapper.run(q, q, k, k)\n");
+    REQUIRE(compared.casts.size() == 1);
+    CHECK_FALSE(compared.casts[0].redundant);
+    CHECK(compared.casts[0].consumer.find("`k == 0` at 13:13") != std::string::npos);
+  }
+
   TEST_CASE("the report: text lines, the summary clause, JSON") {
     const FileReport r = analyse("        k = forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id).bfloat16()\n"
                                  "        return decode_wrapper.run(q, q, k, k)\n");
