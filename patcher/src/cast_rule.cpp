@@ -20,7 +20,6 @@ using syntax::is;
 
 namespace {
 constexpr int kMaxTraceDepth = 8;  // bounds alias chains (`kv = k_buf[...]`, `kv2 = kv.view(...)`, ...)
-constexpr const char* kDtypeKeyword = "dtype";  // torch.Tensor.to's keyword for its dtype: `.to(dtype=q.dtype)`
 // The assignments, each with the name it binds, whose reads a trace has followed already.
 using Seen = std::set<std::pair<uint32_t, std::string>>;
 
@@ -75,7 +74,7 @@ private:
   TSNode cast_dtype(TSNode call) const {
     const std::vector<TSNode> args = syntax::statements(field(call, "arguments"));
     if (args.size() != 1) return TSNode{};
-    return is(args[0], "keyword_argument") ? field(args[0], "value") : args[0];
+    return is(args[0], "keyword_argument") ? field(args[0], "value") : args[0];  // is_cast checked the keyword
   }
 
   // `dtype = q.dtype` statements that only this cast reads: removing the cast would leave them unused (ruff's F841).
@@ -135,7 +134,7 @@ private:
     if (args.size() != 1) return false;
     TSNode argument = args[0];
     if (is(argument, "keyword_argument")) {
-      if (facts_.text(field(argument, "name")) != kDtypeKeyword) return false;
+      if (facts_.text(field(argument, "name")) != rule_.cast_keyword) return false;
       argument = field(argument, "value");
     }
     return holds_dtype(argument, facts_.function_at(call), 0);

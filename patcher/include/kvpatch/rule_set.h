@@ -150,6 +150,7 @@ struct CastRule {
   std::vector<std::string> kv_source_attributes;
   std::string cast_method = "to";
   std::string cast_argument_attribute = "dtype";
+  std::string cast_keyword = "dtype";  // the cast method's keyword for its dtype: `.to(dtype=q.dtype)`
   std::vector<std::string> metadata_attributes;  // reading these (dtype, shape) does not consume the data
   std::vector<Fp8Consumer> fp8_consumers;
   KvPath kv_path;
