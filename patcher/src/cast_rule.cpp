@@ -77,15 +77,20 @@ private:
     return is(args[0], "keyword_argument") ? field(args[0], "value") : args[0];  // is_cast checked the keyword
   }
 
-  // `dtype = q.dtype` statements that only this cast reads: removing the cast would leave them unused (ruff's F841).
-  // Each is a statement of its own binding the local to `<y>.dtype` and nothing else; the local is read nowhere in
-  // the function (nested functions included) but in the cast's argument. Empty when any of that is not so.
-  std::vector<TSNode> unread_dtype_assignments(TSNode call, const FunctionFacts* scope) const {
+  // The `dtype = q.dtype` statements that reach this cast, when removing it, and perhaps other casts, would leave them
+  // unused (ruff's F841): each is a statement of its own binding the local to `<y>.dtype` and nothing else, and the
+  // local is read nowhere in the function (nested functions included) but in the dtype argument of this cast or of
+  // other casts of the rule's in the same function (`other_casts`). Empty statements when any of that is not so.
+  struct DtypeLocals {
+    std::vector<TSNode> statements;
+    std::vector<TSNode> other_casts;
+  };
+  DtypeLocals dtype_locals(TSNode call, const FunctionFacts* scope) const {
     TSNode argument = syntax::unparenthesized(cast_dtype(call));
     if (scope == nullptr || !is(argument, "identifier")) return {};
     const std::string name = facts_.text(argument);
     if (scope->signature.index_of(name) >= 0) return {};
-    std::vector<TSNode> statements;
+    DtypeLocals out;
     std::vector<TSNode> targets;
     for (const Assignment* a : assignments_reaching(facts_, *scope, name, argument)) {
       TSNode statement = syntax::parent(a->statement);
@@ -96,10 +101,10 @@ private:
           !pure_reference(field(value, "object"))) {
         return {};
       }
-      statements.push_back(statement);
+      out.statements.push_back(statement);
       targets.push_back(field(a->statement, "left"));
     }
-    if (statements.empty()) return {};
+    if (out.statements.empty()) return {};
     bool other_use = false;
     syntax::walk(scope->body, [&](TSNode n) {
       if (other_use) return false;
@@ -108,14 +113,34 @@ private:
       if (is(parent, "attribute") && syntax::same(field(parent, "attribute"), n)) return true;  // `x.name`
       if (is(parent, "keyword_argument") && syntax::same(field(parent, "name"), n)) return true;  // `f(name=...)`
       if (syntax::same(n, argument)) return true;
-      other_use = std::none_of(targets.begin(), targets.end(), [&](TSNode t) { return syntax::same(t, n); });
-      return !other_use;
+      if (std::any_of(targets.begin(), targets.end(), [&](TSNode t) { return syntax::same(t, n); })) return true;
+      TSNode reader = cast_reading(n, scope);
+      if (syntax::is_null(reader)) {
+        other_use = true;
+        return false;
+      }
+      out.other_casts.push_back(reader);
+      return true;
     });
-    return other_use ? std::vector<TSNode>{} : statements;
+    return other_use ? DtypeLocals{} : out;
+  }
+
+  // The cast of the rule's, in `scope` itself, whose dtype argument `name` is; null when it is none.
+  TSNode cast_reading(TSNode name, const FunctionFacts* scope) const {
+    TSNode up = syntax::parent(name);
+    while (is(up, "parenthesized_expression")) up = syntax::parent(up);
+    if (is(up, "keyword_argument")) up = syntax::parent(up);
+    if (!is(up, "argument_list")) return TSNode{};
+    TSNode call = syntax::parent(up);
+    if (!is(call, "call") || facts_.function_at(call) != scope || !is_cast(call) ||
+        !syntax::same(syntax::unparenthesized(cast_dtype(call)), name)) {
+      return TSNode{};
+    }
+    return call;
   }
 
   // A name or a chain of attributes on one (`q`, `self.q`): reading it runs no code but attribute lookups.
-  bool pure_reference(TSNode n) const {
+  static bool pure_reference(TSNode n) {
     n = syntax::unparenthesized(n);
     while (is(n, "attribute")) n = syntax::unparenthesized(field(n, "object"));
     return is(n, "identifier");
@@ -536,13 +561,24 @@ private:
       const bool self_cast = assigned && whole && is(object, "identifier") && facts_.text(object) == f.variable;
       if (self_cast) f.removed_statements.push_back(syntax::parent(parent));
       f.unwraps_call = !self_cast;
-      const std::vector<TSNode> dtype_locals = unread_dtype_assignments(call, scope);
-      f.removed_statements.insert(f.removed_statements.end(), dtype_locals.begin(), dtype_locals.end());
-      for (TSNode s : dtype_locals) f.unread_dtype_locals.push_back(one_line(facts_.text(s)) + " at " + at(s));
+      const DtypeLocals locals = dtype_locals(call, scope);
+      std::vector<std::string> described;
+      for (TSNode s : locals.statements) described.push_back(one_line(facts_.text(s)) + " at " + at(s));
+      if (locals.other_casts.empty()) {
+        f.removed_statements.insert(f.removed_statements.end(), locals.statements.begin(), locals.statements.end());
+        f.unread_dtype_locals = described;
+      } else {
+        f.shared_dtype_statements = locals.statements;
+        f.shared_dtype_locals = described;
+        f.shared_dtype_casts = locals.other_casts;
+      }
       f.fix = cast_removal(source_, f, {});
     } catch (const EditNotPossible& e) {
       f.removed_statements.clear();
       f.unread_dtype_locals.clear();
+      f.shared_dtype_statements.clear();
+      f.shared_dtype_locals.clear();
+      f.shared_dtype_casts.clear();
       f.unwraps_call = false;
       f.redundant = false;
       f.consumer = std::string("redundant, but ") + e.what() + "; remove the cast by hand";

@@ -21,18 +21,53 @@ std::string position_list(const std::vector<SourcePosition>& positions) {
   return out;
 }
 
+// A cast whose fix takes it away (neither kept nor guarded).
+bool cast_goes(const CastFinding& c) { return c.redundant && c.guard_dtype.empty() && !c.fix.empty(); }
+
+// A dtype local that several casts read (`dtype = q.dtype`, then `ckv.to(dtype)` and `kpe.to(dtype)`) goes when every
+// one of them goes; the first of them takes its statements, so that each is removed once. Returns which casts took
+// any.
+std::vector<bool> take_shared_dtype_locals(std::vector<CastFinding>& casts) {
+  std::vector<bool> took(casts.size(), false);
+  std::vector<TSNode> taken;
+  for (std::size_t i = 0; i < casts.size(); ++i) {
+    CastFinding& c = casts[i];
+    if (!cast_goes(c) || c.shared_dtype_statements.empty()) continue;
+    std::vector<std::string> readers;
+    for (TSNode call : c.shared_dtype_casts) {
+      auto other = std::find_if(casts.begin(), casts.end(),
+                                [&](const CastFinding& o) { return cast_goes(o) && syntax::same(o.call, call); });
+      if (other == casts.end()) break;
+      readers.push_back(std::to_string(other->line) + ":" + std::to_string(other->column));
+    }
+    if (readers.size() != c.shared_dtype_casts.size()) continue;
+    for (std::size_t s = 0; s < c.shared_dtype_statements.size(); ++s) {
+      TSNode statement = c.shared_dtype_statements[s];
+      if (std::any_of(taken.begin(), taken.end(), [&](TSNode t) { return syntax::same(t, statement); })) continue;
+      taken.push_back(statement);
+      c.removed_statements.push_back(statement);
+      c.unread_dtype_locals.push_back(c.shared_dtype_locals[s]);
+      took[i] = true;
+    }
+    if (took[i]) c.dtype_local_readers = readers;
+  }
+  return took;
+}
+
 // Each removal is made as if it were the only one; two or more can empty a block (a guard written
 // `if k.dtype != q.dtype:` over two casts, or two guards that are all of a `with` body), which would leave a compound
 // statement with no body. Each removal is made again knowing the others, wherever they are.
 void remove_together(const SourceFile& source, std::vector<CastFinding>& casts) {
+  const std::vector<bool> took = take_shared_dtype_locals(casts);
   auto removing = [](const CastFinding& c) { return !c.removed_statements.empty() && !c.fix.empty(); };
-  for (CastFinding& c : casts) {
+  for (std::size_t i = 0; i < casts.size(); ++i) {
+    CastFinding& c = casts[i];
     if (!removing(c)) continue;
     std::vector<TSNode> going;
     for (const CastFinding& other : casts) {
       if (&other != &c && removing(other)) going.insert(going.end(), other.removed_statements.begin(), other.removed_statements.end());
     }
-    if (!going.empty()) c.fix = cast_removal(source, c, going);
+    if (!going.empty() || took[i]) c.fix = cast_removal(source, c, going);
   }
 }
 

@@ -60,8 +60,14 @@ std::string cast_message(const CastFinding& c) {
   if (!c.redundant) return m + " is needed by " + c.consumer;
   std::string locals;
   for (const std::string& l : c.unread_dtype_locals) locals += (locals.empty() ? "" : ", ") + l;
+  std::string readers;
+  for (const std::string& r : c.dtype_local_readers) readers += (readers.empty() ? "" : ", ") + r;
+  const std::string read_by =
+      readers.empty() ? ", which only it reads"
+                      : ", which only it and the cast" + std::string(c.dtype_local_readers.size() > 1 ? "s" : "") + " at " +
+                            readers + " read";
   return m + " feeds only " + c.consumer +
-         (c.guard_dtype.empty() ? "; fix: remove the cast" + (locals.empty() ? "" : " and " + locals + ", which only it reads")
+         (c.guard_dtype.empty() ? "; fix: remove the cast" + (locals.empty() ? "" : " and " + locals + read_by)
                                 : "; fix: keep the cast only for KV caches other than " + c.guard_dtype +
                                       ", which the plan names as the model dtype");
 }

@@ -1031,11 +1031,8 @@ def kv_cast_in_helper(p, line):
     """A one-line `.to(<x>.dtype)` of a method starting on line (the cast rule's form; the rule decides whether its
     value is the KV cache's) moved into a helper method that returns it (expression_in_helper)."""
     out = []
-    for node in ast.walk(p.tree):
-        if (isinstance(node, ast.Call) and node.lineno == line and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "to" and len(node.args) == 1 and not node.keywords
-                and isinstance(node.args[0], ast.Attribute) and node.args[0].attr == "dtype"):
-            out += expression_in_helper(p, node, "cast moved into a helper method", "_kvpatch_cast", findings_move=True)
+    for node in rule_casts(p, line):
+        out += expression_in_helper(p, node, "cast moved into a helper method", "_kvpatch_cast", findings_move=True)
     return out
 
 
@@ -1068,6 +1065,58 @@ def cast_dtype_through_local(p, line):
             edits = [(start, start, f"{indent}{local} = {p.segment(node.args[0])}\n"), (*p.span(node.args[0]), local)]
             out.append(("cast's dtype through a local", p.edited(edits),
                         (statement.lineno, statement.end_lineno, statement.end_lineno + 1)))
+    return out
+
+
+def casts_share_dtype_local(p, line):
+    """The `.to(<x>.dtype)` casts (x a name) of a simple statement of a function starting on line, and of the simple
+    statements after it in its block up to the first that binds x (or is no simple statement), given one new local
+    `<x>.dtype` assigned on a line of its own before the first: the same program, made only where two or more casts
+    read the local. Left alone: casts in lambdas, comprehensions and f-strings, where x may be bound only inside."""
+    out = []
+    local = CAST_DTYPE_LOCAL
+    if re.search(rf"\b{local}\b", p.text):
+        return out
+    simple = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)
+    hidden = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.JoinedStr)
+
+    def casts_of(statement, name=None):
+        return [n for n in ast.walk(statement)
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "to"
+                and len(n.args) == 1 and not n.keywords and isinstance(n.args[0], ast.Attribute)
+                and n.args[0].attr == "dtype" and isinstance(n.args[0].value, ast.Name)
+                and name in (None, n.args[0].value.id) and not p.inside(n, hidden)]
+
+    def binds(statement, name):
+        return any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
+                   for n in ast.walk(statement))
+
+    for first in ast.walk(p.tree):
+        if not (isinstance(first, simple) and first.lineno == line and statement_line_start(p, first)):
+            continue
+        if enclosing_function(p, first) is None:
+            continue
+        block = next((b for b in (getattr(p.parent.get(first), f, None) for f in ("body", "orelse", "finalbody"))
+                      if isinstance(b, list) and any(s is first for s in b)), None)
+        if block is None:
+            continue
+        names = sorted({c.args[0].value.id for c in casts_of(first)})
+        for name in names:
+            casts = []
+            for statement in block[next(i for i, s in enumerate(block) if s is first):]:
+                if not isinstance(statement, simple):
+                    break
+                casts += casts_of(statement, name)
+                if binds(statement, name):
+                    break
+            if len(casts) < 2:
+                continue
+            indent = p.lines[line - 1][: len(p.lines[line - 1]) - len(p.lines[line - 1].lstrip())]
+            start = p.starts[line - 1]
+            edits = [(start, start, f"{indent}{local} = {name}.dtype\n")]
+            edits += [(*p.span(c.args[0]), local) for c in casts]
+            out.append(("one dtype local for a block's casts", p.edited(edits),
+                        lambda n, at=line: n + 1 if n >= at else n))
     return out
 
 
@@ -1235,6 +1284,7 @@ BY_KIND = {
     "plan's KV dtype moved into a helper method": plan_dtype_in_helper,
     "cast moved into a helper method": kv_cast_in_helper,
     "cast's dtype through a local": cast_dtype_through_local,
+    "one dtype local for a block's casts": casts_share_dtype_local,
     "cast's dtype as a keyword": cast_dtype_as_keyword,
     "cast through a helper's dtype parameter": cast_through_dtype_parameter,
     "KV read through get_kv_buffer": kv_read_through_kv_buffer,

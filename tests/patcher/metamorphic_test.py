@@ -159,7 +159,8 @@ def relocated(findings, moved):
 
 # Kinds that add a local which a fix may then remove with the code reading it (a cast's dtype, `dtype = q.dtype`):
 # the local must go exactly when nothing reads it any more, and its removal may be one more edit than the original's.
-LOCALS_A_FIX_MAY_TAKE = {"cast's dtype through a local": metamorphic_calls.CAST_DTYPE_LOCAL}
+LOCALS_A_FIX_MAY_TAKE = {"cast's dtype through a local": metamorphic_calls.CAST_DTYPE_LOCAL,
+                         "one dtype local for a block's casts": metamorphic_calls.CAST_DTYPE_LOCAL}
 
 
 def local_taken(local, written, problems):

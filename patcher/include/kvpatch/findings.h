@@ -117,6 +117,13 @@ struct CastFinding {
   std::vector<TSNode> removed_statements;
   bool unwraps_call = false;  // the fix also takes `.to(...)` off the chain (the cast's statement stays)
   std::vector<std::string> unread_dtype_locals;  // those dtype assignments, as "dtype = q.dtype at 12:9"
+  // `dtype = q.dtype` statements that this cast and other casts read, and nothing else: they can go only with every
+  // one of those casts, which only the engine knows once all casts are checked (engine.cpp, remove_together). Then
+  // one of the casts takes them into removed_statements and names the others in dtype_local_readers ("13:14").
+  std::vector<TSNode> shared_dtype_statements;
+  std::vector<std::string> shared_dtype_locals;  // as unread_dtype_locals
+  std::vector<TSNode> shared_dtype_casts;        // the other casts' calls
+  std::vector<std::string> dtype_local_readers;  // when taken: those casts, as "13:14"
   // A required cast one of whose consumers' wrappers has no plan site in this file: that consumer
   // ("decode_wrapper.run at 34:13"); "" otherwise. The wrapper may be planned in another file (cross_file.h).
   std::string unplanned_consumer;
