@@ -158,7 +158,9 @@ def relocated(findings, moved):
 
 
 # Kinds that add a local which a fix may then remove with the code reading it (a cast's dtype, `dtype = q.dtype`):
-# the local must go exactly when nothing reads it any more, and its removal may be one more edit than the original's.
+# the local must go exactly when nothing reads it any more. Where it goes, every cast that read it went too, so apply
+# must write the very text it writes for the original, with at most one edit more (none where the local goes in the
+# same edit as a cast, a whole `if` the two were all of); where it stays, the edits are the original's.
 LOCALS_A_FIX_MAY_TAKE = {"cast's dtype through a local": metamorphic_calls.CAST_DTYPE_LOCAL,
                          "one dtype local for a block's casts": metamorphic_calls.CAST_DTYPE_LOCAL}
 
@@ -180,10 +182,11 @@ def problems_of(kvpatch, base, rewritten, region, scratch, kind):
     got = outcome(kvpatch, rewritten, scratch)
     problems = []
     local = LOCALS_A_FIX_MAY_TAKE.get(kind)
-    if local and got[2] != 2 and local_taken(local, got[3], problems) and base[1] is not None and got[1] is not None:
-        # Its removal is one edit more, or none where it goes with the cast in one (a whole `if` the two were all of).
-        edits = base[1]["summary"]["edits"]
-        if got[1]["summary"]["edits"] in (edits, edits + 1):
+    if local and got[2] != 2 and base[2] != 2 and local_taken(local, got[3], problems):
+        if got[3] != base[3]:
+            problems.append(f"apply took {local} but wrote other text than for the original")
+        edits = base[1]["summary"]["edits"] if base[1] is not None else None
+        if got[1] is not None and got[1]["summary"]["edits"] in (edits, (edits or 0) + 1):
             base = (base[0], {**base[1], "summary": {**base[1]["summary"], "edits": got[1]["summary"]["edits"]}},
                     *base[2:])
     if got[0] != base[0]:
