@@ -580,8 +580,11 @@ private:
   std::string removable() const {
     std::string functions;
     for (const std::string& f : rule_.functions) functions += (functions.empty() ? "" : " / ") + f;
-    return "those are `." + rule_.cast_method + "(<x>." + rule_.cast_argument_attribute +
-           ")`, the dtype written there or held by a local, on a KV source's value, or on a name holding it, in " + functions;
+    return "those are `." + rule_.cast_method + "(<x>." + rule_.cast_argument_attribute + ")`, the dtype written there" +
+           (rule_.cast_keyword.empty() ? "" : " (or as `" + rule_.cast_keyword + "=`)") +
+           ", held by a local or by a helper's parameter that every call binds to it, on a KV source's value, or on a "
+           "name holding it, in " +
+           functions;
   }
 
   // The assignment can run before the use: it ends before it, or a loop holds both.
