@@ -8,6 +8,7 @@
 #include "kvpatch/dtype_roles.h"
 #include "kvpatch/edit_operations.h"
 #include "kvpatch/imported_names.h"
+#include "kvpatch/local_reads.h"
 #include "kvpatch/method_references.h"
 #include "kvpatch/module_calls.h"
 #include "kvpatch/reaching_definitions.h"
@@ -105,24 +106,13 @@ private:
       targets.push_back(field(a->statement, "left"));
     }
     if (out.statements.empty()) return {};
-    bool other_use = false;
-    syntax::walk(scope->body, [&](TSNode n) {
-      if (other_use) return false;
-      if (!is(n, "identifier") || facts_.text(n) != name) return true;
-      TSNode parent = syntax::parent(n);
-      if (is(parent, "attribute") && syntax::same(field(parent, "attribute"), n)) return true;  // `x.name`
-      if (is(parent, "keyword_argument") && syntax::same(field(parent, "name"), n)) return true;  // `f(name=...)`
-      if (syntax::same(n, argument)) return true;
-      if (std::any_of(targets.begin(), targets.end(), [&](TSNode t) { return syntax::same(t, n); })) return true;
+    targets.push_back(argument);
+    for (TSNode n : local_reads(facts_, *scope, name, targets)) {
       TSNode reader = cast_reading(n, scope);
-      if (syntax::is_null(reader)) {
-        other_use = true;
-        return false;
-      }
+      if (syntax::is_null(reader)) return {};
       out.other_casts.push_back(reader);
-      return true;
-    });
-    return other_use ? DtypeLocals{} : out;
+    }
+    return out;
   }
 
   // The cast of the rule's, in `scope` itself, whose dtype argument `name` is; null when it is none.
@@ -137,13 +127,6 @@ private:
       return TSNode{};
     }
     return call;
-  }
-
-  // A name or a chain of attributes on one (`q`, `self.q`): reading it runs no code but attribute lookups.
-  static bool pure_reference(TSNode n) {
-    n = syntax::unparenthesized(n);
-    while (is(n, "attribute")) n = syntax::unparenthesized(field(n, "object"));
-    return is(n, "identifier");
   }
 
   // `<x>.to(<y>.dtype)` with one argument, positional or torch's keyword (`.to(dtype=<y>.dtype)`), where the

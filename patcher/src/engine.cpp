@@ -94,6 +94,7 @@ std::vector<CastFinding> casts_of(const RuleSet& rules, const ModuleFacts& facts
 void drop_fix(PlanSite& site, std::string reason) {
   site.fix.reset();
   site.fix_text.clear();
+  site.fix_through_local.clear();
   site.fix_gated = false;
   site.fix_condition.clear();
   site.reason = std::move(reason);

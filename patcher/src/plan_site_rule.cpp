@@ -7,6 +7,7 @@
 #include "kvpatch/edit_operations.h"
 #include "kvpatch/field_holders.h"
 #include "kvpatch/imported_names.h"
+#include "kvpatch/local_reads.h"
 #include "kvpatch/method_references.h"
 #include "kvpatch/rule_engine.h"
 
@@ -453,7 +454,23 @@ void plan_site_fixes(const PlanSiteRule& rule, const std::string& field_anchor, 
       site.fix_text = through_instance(self, site.fix_text);
     }
     if (site.kv_argument) {
-      site.fix = replace_argument_value(*site.kv_argument, site.fix_text, rule.id);
+      // `kv_dtype = self.data_type` read by this argument alone: replacing the argument would leave it unread. Not in
+      // an __init__, where the statement may come before the field the fix reads is set.
+      TSNode value = ts_node_named_descendant_for_byte_range(site.argument_list,
+                                                             static_cast<uint32_t>(site.kv_argument->value_begin),
+                                                             static_cast<uint32_t>(site.kv_argument->value_end));
+      const bool plain = site.kv_argument->kind == ArgumentKind::Positional ||
+                         site.kv_argument->kind == ArgumentKind::Keyword;
+      const std::optional<SoleLocal> local =
+          plain && site_function != nullptr && site_function->name != "__init__" ? sole_local(facts, value) : std::nullopt;
+      if (local) {
+        site.fix = Edit{ts_node_start_byte(local->value), ts_node_end_byte(local->value), site.fix_text, rule.id};
+        const SourcePosition at = facts.file().source.position(ts_node_start_byte(local->statement));
+        site.fix_through_local = site.kv_argument->text + " = " + site.fix_text + " at " + std::to_string(at.line) + ":" +
+                                 std::to_string(at.column);
+      } else {
+        site.fix = replace_argument_value(*site.kv_argument, site.fix_text, rule.id);
+      }
     } else if (rule.operation_when_defaulted == "add-keyword-argument") {
       site.fix = add_keyword_argument(facts.file().source, site.argument_list, rule.kv_parameter, site.fix_text, rule.id);
     } else {

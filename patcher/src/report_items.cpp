@@ -35,7 +35,10 @@ std::string site_message(const PlanSite& s) {
   switch (s.status) {
     case SiteStatus::Threaded: break;
     case SiteStatus::Missing:
-      m += s.fix ? "; fix: kv_data_type=" + s.fix_text + (s.fix_gated ? " (the gate of the class's other sites)" : "")
+      m += s.fix ? "; fix: " +
+                       (s.fix_through_local.empty() ? "kv_data_type=" + s.fix_text
+                                                    : s.fix_through_local + ", the local only kv_data_type reads") +
+                       (s.fix_gated ? " (the gate of the class's other sites)" : "")
                  : "; no fix: " + s.reason;
       break;
     case SiteStatus::Gated: m += "; counts as threaded, casts feeding this wrapper stay"; break;

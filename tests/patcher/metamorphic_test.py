@@ -23,6 +23,7 @@ Exit codes: 0 pass, 1 a rewrite changed the outcome, 2 usage or input error.
 """
 
 import argparse
+import ast
 import json
 import os
 import random
@@ -177,6 +178,28 @@ def local_taken(local, written, problems):
     return not assigned
 
 
+# Kinds that add a local read by a plan or run call: where apply changes what the call is given, it must not leave the
+# local assigned and unread (ruff's F841), but in an `__init__`, where kvpatch leaves the local and passes the field.
+LOCALS_A_FIX_MUST_KEEP_READ = {"last argument through a local": "argument_local"}
+
+
+def local_left_unread(local, written):
+    """Whether the written text assigns the local outside any `__init__` and reads it nowhere."""
+    try:
+        tree = ast.parse(written)
+    except SyntaxError:
+        return False
+    assigned = reads = 0
+    for function in ast.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or function.name == "__init__":
+            continue
+        for n in ast.walk(function):
+            if isinstance(n, ast.Name) and n.id == local:
+                assigned += isinstance(n.ctx, ast.Store)
+                reads += isinstance(n.ctx, ast.Load)
+    return assigned > 0 and reads == 0
+
+
 def problems_of(kvpatch, base, rewritten, region, scratch, kind):
     """What the rewrite changed in kvpatch's outcome against the original's (base), and the rewrite's outcome."""
     got = outcome(kvpatch, rewritten, scratch)
@@ -189,6 +212,9 @@ def problems_of(kvpatch, base, rewritten, region, scratch, kind):
         if got[1] is not None and got[1]["summary"]["edits"] in (edits, (edits or 0) + 1):
             base = (base[0], {**base[1], "summary": {**base[1]["summary"], "edits": got[1]["summary"]["edits"]}},
                     *base[2:])
+    kept = LOCALS_A_FIX_MUST_KEEP_READ.get(kind)
+    if kept and got[2] != 2 and local_left_unread(kept, got[3]):
+        problems.append(f"apply left {kept} assigned and unread")
     if got[0] != base[0]:
         problems.append(f"check exited {got[0]}, not {base[0]}")
     if callable(region):

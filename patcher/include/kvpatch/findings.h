@@ -71,6 +71,9 @@ struct PlanSite {
   std::optional<Edit> fix;
   std::string fix_text;   // the replacement kv dtype expression, when fixed
   bool fix_gated = false; // the fix mirrors the gate of the class's other sites (fix_text is that gate)
+  // When the kv argument is a local that only it reads, given its value by one statement (`kv_dtype =
+  // self.data_type`): the fix changes that value instead, so no unread assignment is left; the statement's position.
+  std::string fix_through_local;
   std::string fix_condition;
   // Binding data the fix needs.
   std::optional<CallArgument> kv_argument;  // absent when the default fills kv
