@@ -1078,14 +1078,10 @@ def casts_share_dtype_local(p, line):
     if re.search(rf"\b{local}\b", p.text):
         return out
     simple = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)
-    hidden = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.JoinedStr)
 
     def casts_of(statement, name=None):
         return [n for n in ast.walk(statement)
-                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "to"
-                and len(n.args) == 1 and not n.keywords and isinstance(n.args[0], ast.Attribute)
-                and n.args[0].attr == "dtype" and isinstance(n.args[0].value, ast.Name)
-                and name in (None, n.args[0].value.id) and not p.inside(n, hidden)]
+                if is_rule_cast(p, n) and isinstance(n.args[0].value, ast.Name) and name in (None, n.args[0].value.id)]
 
     def binds(statement, name):
         return any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
@@ -1120,18 +1116,20 @@ def casts_share_dtype_local(p, line):
     return out
 
 
+def is_rule_cast(p, node):
+    """A `.to(<x>.dtype)` call (one positional argument, no keyword; the cast rule's own form) outside lambdas,
+    comprehensions and f-strings, where a rewrite could change which names the argument sees."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to"
+            and len(node.args) == 1 and not node.keywords and isinstance(node.args[0], ast.Attribute)
+            and node.args[0].attr == "dtype"
+            and not p.inside(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
+                                    ast.JoinedStr)))
+
+
 def rule_casts(p, line):
-    """The `.to(<x>.dtype)` calls starting on line (one positional argument, no keyword; the cast rule's own form)
-    outside lambdas, comprehensions and f-strings, where a rewrite could change which names the argument sees."""
-    out = []
-    for node in ast.walk(p.tree):
-        if (isinstance(node, ast.Call) and node.lineno == line and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "to" and len(node.args) == 1 and not node.keywords
-                and isinstance(node.args[0], ast.Attribute) and node.args[0].attr == "dtype"
-                and not p.inside(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
-                                        ast.JoinedStr))):
-            out.append(node)
-    return out
+    """The rule's casts (is_rule_cast) starting on line."""
+    return [node for node in ast.walk(p.tree) if isinstance(node, ast.Call) and node.lineno == line
+            and is_rule_cast(p, node)]
 
 
 def cast_dtype_as_keyword(p, line):

@@ -208,8 +208,8 @@ def problems_of(kvpatch, base, rewritten, region, scratch, kind):
     if local and got[2] != 2 and base[2] != 2 and local_taken(local, got[3], problems):
         if got[3] != base[3]:
             problems.append(f"apply took {local} but wrote other text than for the original")
-        edits = base[1]["summary"]["edits"] if base[1] is not None else None
-        if got[1] is not None and got[1]["summary"]["edits"] in (edits, (edits or 0) + 1):
+        if (base[1] is not None and got[1] is not None
+                and got[1]["summary"]["edits"] - base[1]["summary"]["edits"] in (0, 1)):
             base = (base[0], {**base[1], "summary": {**base[1]["summary"], "edits": got[1]["summary"]["edits"]}},
                     *base[2:])
     kept = LOCALS_A_FIX_MUST_KEEP_READ.get(kind)
