@@ -79,7 +79,7 @@ private:
   }
 
   // The `dtype = q.dtype` statements that reach this cast, when removing it, and perhaps other casts, would leave them
-  // unused (ruff's F841): each is a statement of its own binding the local to `<y>.dtype` and nothing else, and the
+  // unused (ruff's F841): each binds the local alone to `<y>.dtype` (lone_name_assignment), and the
   // local is read nowhere in the function (nested functions included) but in the dtype argument of this cast or of
   // other casts of the rule's in the same function (`other_casts`). Empty statements when any of that is not so.
   struct DtypeLocals {
@@ -94,12 +94,10 @@ private:
     DtypeLocals out;
     std::vector<TSNode> targets;
     for (const Assignment* a : assignments_reaching(facts_, *scope, name, argument)) {
-      TSNode statement = syntax::parent(a->statement);
-      TSNode value = syntax::unparenthesized(a->value);
-      if (a->kind != AssignmentKind::Plain || !is(a->statement, "assignment") || !is(statement, "expression_statement") ||
-          syntax::named_child_count(statement) != 1 || !is(field(a->statement, "left"), "identifier") ||
-          !is(value, "attribute") || facts_.text(field(value, "attribute")) != rule_.cast_argument_attribute ||
-          !pure_reference(field(value, "object"))) {
+      const TSNode statement = lone_name_assignment(*a);
+      const TSNode value = syntax::unparenthesized(a->value);
+      if (syntax::is_null(statement) || !is(value, "attribute") ||
+          facts_.text(field(value, "attribute")) != rule_.cast_argument_attribute || !pure_reference(field(value, "object"))) {
         return {};
       }
       out.statements.push_back(statement);

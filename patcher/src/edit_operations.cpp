@@ -1,6 +1,7 @@
 #include "kvpatch/edit_operations.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace kvpatch {
 using syntax::field;
@@ -184,6 +185,72 @@ bool goes(const SourceFile& source, TSNode statement, const std::vector<TSNode>&
   return !statements.empty() && std::all_of(statements.begin(), statements.end(),
                                             [&](TSNode s) { return goes(source, s, going); });
 }
+
+// The statement's neighbour in its block when it shares the statement's line (`a; b`): the statement after it
+// (`after`), or the one before it. A comment is not a statement.
+TSNode line_neighbour(const SourceFile& source, TSNode statement, bool after) {
+  TSNode n = statement;
+  do {
+    n = after ? ts_node_next_named_sibling(n) : ts_node_prev_named_sibling(n);
+  } while (!syntax::is_null(n) && is(n, "comment"));
+  if (syntax::is_null(n)) return n;
+  const int line = source.position(after ? ts_node_end_byte(statement) : ts_node_start_byte(statement)).line;
+  const int other = source.position(after ? ts_node_start_byte(n) : ts_node_end_byte(n)).line;
+  return line == other ? n : TSNode{};
+}
+
+// Whether only blanks, a comment or a last `;` follow the node on its line.
+bool ends_line_but_semicolon(const SourceFile& source, TSNode node) {
+  if (ends_line(source, node)) return true;
+  const std::size_t end = ts_node_end_byte(node);
+  const std::string_view rest =
+      std::string_view(source.text()).substr(end, source.line_content_end(source.position(end).line) - end);
+  const std::size_t semicolon = rest.find_first_not_of(" \t");
+  if (semicolon == std::string_view::npos || rest[semicolon] != ';') return false;
+  const std::size_t code = rest.find_first_not_of(" \t", semicolon + 1);
+  return code == std::string_view::npos || rest[code] == '#';
+}
+
+// `x = 1; a; b` loses `a` with one of its semicolons: up to the next statement when that one stays, else from
+// the end of the one before when that one stays. When every statement of those lines goes and they have the
+// lines to themselves, the lines go (each statement returns that same edit). When they are all of their block
+// (`block_empties`), the block's first statement becomes `pass` and each later one on its line goes from the
+// end of the one before. Nothing in the other cases: the caller writes `pass`, since two deletions there
+// could overlap.
+std::optional<Edit> delete_from_semicolon_list(const SourceFile& source, TSNode statement, const std::string& rule,
+                                               const std::vector<TSNode>& going, bool block_empties) {
+  const TSNode previous = line_neighbour(source, statement, false);
+  if (block_empties) {
+    if (syntax::is_null(previous)) return std::nullopt;
+    return Edit{ts_node_end_byte(previous), ts_node_end_byte(statement), "", rule};
+  }
+  TSNode first = statement;
+  TSNode last = statement;
+  bool all_go = true;
+  for (TSNode n = previous; !syntax::is_null(n); n = line_neighbour(source, first, false)) {
+    all_go = all_go && goes(source, n, going);
+    first = n;
+  }
+  for (TSNode n = line_neighbour(source, last, true); !syntax::is_null(n); n = line_neighbour(source, last, true)) {
+    all_go = all_go && goes(source, n, going);
+    last = n;
+  }
+  if (syntax::same(first, last)) return std::nullopt;  // alone on its line, after other code (`if c: a`)
+  if (all_go) {
+    if (!starts_line(source, first) || !ends_line_but_semicolon(source, last)) return std::nullopt;
+    const int first_line = source.position(ts_node_start_byte(first)).line;
+    const int last_line = source.position(ts_node_end_byte(last)).line;
+    return Edit{source.line_start(first_line), source.line_end(last_line), "", rule};
+  }
+  const TSNode next = line_neighbour(source, statement, true);
+  if (!syntax::is_null(next) && !goes(source, next, going)) {
+    return Edit{ts_node_start_byte(statement), ts_node_start_byte(next), "", rule};
+  }
+  if (!syntax::is_null(previous) && !goes(source, previous, going)) {
+    return Edit{ts_node_end_byte(previous), ts_node_end_byte(statement), "", rule};
+  }
+  return std::nullopt;
+}
 }  // namespace
 
 std::vector<Edit> remove_statement(const SourceFile& source, TSNode statement, const std::string& rule,
@@ -199,6 +266,11 @@ std::vector<Edit> remove_statement(const SourceFile& source, TSNode statement, c
   auto removed_from = [&](bool keeps_pass) -> std::vector<Edit> {
     if (!keeps_pass && starts_line(source, statement) && ends_line(source, statement)) {
       return {delete_lines(source, statement, rule)};
+    }
+    if (!keeps_pass) {
+      if (std::optional<Edit> edit = delete_from_semicolon_list(source, statement, rule, going, empties_block)) {
+        return {*edit};
+      }
     }
     return {replace_with_pass(statement, rule)};
   };

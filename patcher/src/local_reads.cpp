@@ -22,6 +22,16 @@ std::vector<TSNode> local_reads(const ModuleFacts& facts, const FunctionFacts& f
   return out;
 }
 
+TSNode lone_name_assignment(const Assignment& a) {
+  if (a.kind != AssignmentKind::Plain || !is(a.statement, "assignment") ||
+      !is(field(a.statement, "left"), "identifier") || is(field(a.statement, "right"), "assignment")) {
+    return TSNode{};
+  }
+  TSNode statement = syntax::parent(a.statement);
+  if (!is(statement, "expression_statement") || syntax::named_child_count(statement) != 1) return TSNode{};
+  return statement;
+}
+
 bool pure_reference(TSNode node) {
   node = syntax::unparenthesized(node);
   while (is(node, "attribute")) node = syntax::unparenthesized(field(node, "object"));
@@ -36,10 +46,8 @@ std::optional<SoleLocal> sole_local(const ModuleFacts& facts, TSNode read) {
   const std::vector<const Assignment*> all = facts.local_assignments(*function, name);
   if (all.size() != 1 || assignments_reaching(facts, *function, name, read).size() != 1) return std::nullopt;
   const Assignment& a = *all.front();
-  TSNode statement = syntax::parent(a.statement);
-  if (a.kind != AssignmentKind::Plain || !is(a.statement, "assignment") || !is(statement, "expression_statement") ||
-      syntax::named_child_count(statement) != 1 || !is(field(a.statement, "left"), "identifier") ||
-      !pure_reference(a.value) || ts_node_end_byte(statement) > ts_node_start_byte(read)) {
+  const TSNode statement = lone_name_assignment(a);
+  if (syntax::is_null(statement) || !pure_reference(a.value) || ts_node_end_byte(statement) > ts_node_start_byte(read)) {
     return std::nullopt;
   }
   if (!local_reads(facts, *function, name, {read, field(a.statement, "left")}).empty()) return std::nullopt;

@@ -15,10 +15,15 @@ namespace kvpatch {
 std::vector<TSNode> local_reads(const ModuleFacts& facts, const FunctionFacts& function, const std::string& name,
                                 const std::vector<TSNode>& not_reads);
 
+// The expression statement of `name = value` standing alone: a plain assignment to one name, not `a = b = value` or
+// `a, b = value`, with no other statement in it. A fix may then change or remove that statement without touching
+// another binding. Null otherwise.
+TSNode lone_name_assignment(const Assignment& a);
+
 // A name or a chain of attributes on one (`q`, `self.q`): evaluating it runs no code but attribute lookups.
 bool pure_reference(TSNode node);
 
-// `name = value`, a statement of its own in the function of `read` (an identifier), that is the only assignment of
+// `name = value`, standing alone (lone_name_assignment) in the function of `read` (an identifier), that is the only assignment of
 // the name there, gives it a pure reference, and reaches `read`, which is the only place the function reads it.
 struct SoleLocal {
   TSNode statement;  // the expression statement

@@ -195,6 +195,49 @@ TEST_SUITE("edit_operations") {
                            "        k = k.to(torch.bfloat16)\n") == "def f(k, q):\n    if c:\n        log(k)\n");
   }
 
+  TEST_CASE("a statement that shares its line through `;` goes with one semicolon, not as `pass`") {
+    auto removed = [](const std::string& code) {
+      auto file = test::parse(code);
+      return edited(*file, remove_statement(file->source, statement_of(*file, "k = k.to"), "r"));
+    };
+    CHECK(removed("def f(k, q):\n    k = k.to(q.dtype); log(k)\n    return k\n") ==
+          "def f(k, q):\n    log(k)\n    return k\n");
+    CHECK(removed("def f(k, q):\n    log(k);k = k.to(q.dtype)  # cast\n    return k\n") ==
+          "def f(k, q):\n    log(k)  # cast\n    return k\n");
+    CHECK(removed("def f(k, q):\n    a = 1; k = k.to(q.dtype); b = 2\n    return k\n") ==
+          "def f(k, q):\n    a = 1; b = 2\n    return k\n");
+    CHECK(removed("def f(k, q):\n    log(k); k = k.to(q.dtype);\n    return k\n") ==
+          "def f(k, q):\n    log(k);\n    return k\n");
+    // All of a one-line body: `pass` keeps the block.
+    CHECK(removed("def f(k, q):\n    with ctx(): k = k.to(q.dtype)\n    return k\n") ==
+          "def f(k, q):\n    with ctx(): pass\n    return k\n");
+
+    // Removed together (a dtype local and its cast): the line goes when they have it to themselves.
+    auto removed_together = [](const std::string& code) {
+      auto file = test::parse(code);
+      const TSNode a = statement_of(*file, "d = q.dtype");
+      const TSNode b = statement_of(*file, "k = k.to(d)");
+      std::vector<Edit> edits = remove_statement(file->source, a, "r", {b});
+      for (const Edit& e : remove_statement(file->source, b, "r", {a})) edits.push_back(e);
+      return edited(*file, edits);
+    };
+    CHECK(removed_together("def f(k, q):\n    d = q.dtype; k = k.to(d)\n    return k\n") ==
+          "def f(k, q):\n    return k\n");
+    CHECK(removed_together("def f(k, q):\n    d = q.dtype; k = k.to(d);  # cast\n    return k\n") ==
+          "def f(k, q):\n    return k\n");
+    CHECK(removed_together("def f(k, q):\n    a = 1; d = q.dtype; k = k.to(d); b = 2\n    return k\n") ==
+          "def f(k, q):\n    a = 1; b = 2\n    return k\n");
+    CHECK(removed_together("def f(k, q):\n    d = q.dtype; log(k); k = k.to(d)\n    return k\n") ==
+          "def f(k, q):\n    log(k)\n    return k\n");
+    // All of their block: the first becomes `pass`, the other goes with its semicolon.
+    CHECK(removed_together("def f(k, q):\n    with ctx():\n        d = q.dtype; k = k.to(d)\n    return k\n") ==
+          "def f(k, q):\n    with ctx():\n        pass\n    return k\n");
+    CHECK(removed_together("def f(k, q):\n    if c: d = q.dtype; k = k.to(d)\n    else: pass\n") ==
+          "def f(k, q):\n    if c: pass\n    else: pass\n");
+    CHECK(removed_together("def f(k, q):\n    if c: d = q.dtype; k = k.to(d)\n    return k\n") ==
+          "def f(k, q):\n    return k\n");
+  }
+
   TEST_CASE("insert a block after an anchor: header at its indentation, body one step deeper") {
     auto block = [](const std::string& code) {
       auto file = test::parse(code);
