@@ -120,6 +120,33 @@ bool alias_calls(TSNode assignment, const std::string& name, const ModuleFacts& 
   return only_called;
 }
 
+// `a = b = r.m`: every name of the chain holds the value, so it is an alias only when each of them is one; its calls
+// are theirs together. `innermost` is the assignment `b = r.m`.
+void chained_alias(TSNode innermost, const ModuleFacts& facts, MethodValue& value) {
+  std::vector<std::string> names;
+  std::vector<TSNode> calls;
+  for (TSNode a = innermost; !syntax::is_null(a);) {
+    const TSNode target = field(a, "left");
+    const std::string name = facts.text(target);
+    if (!is(target, "identifier")) {
+      value.context = "bound to " + name;
+      return;
+    }
+    if (!alias_calls(a, name, facts, calls)) {
+      value.context = "bound to " + name + ", which is used other than called";
+      return;
+    }
+    names.push_back(name);
+    const TSNode up = syntax::parent(a);
+    a = is(up, "assignment") && syntax::same(field(up, "right"), a) ? up : TSNode{};
+  }
+  std::sort(calls.begin(), calls.end(),
+            [](TSNode x, TSNode y) { return ts_node_start_byte(x) < ts_node_start_byte(y); });
+  std::string joined;
+  for (auto n = names.rbegin(); n != names.rend(); ++n) joined += (joined.empty() ? "" : " = ") + *n;
+  value.alias = joined;
+  value.alias_calls = std::move(calls);
+}
 }  // namespace
 
 TSNode method_call_receiver(TSNode call, const std::string& method, const std::vector<MethodValue>& values,
@@ -151,7 +178,10 @@ std::vector<MethodValue> method_values(const std::string& method, const ModuleFa
     const bool walrus = is(parent, "named_expression") && syntax::same(field(parent, "value"), outer) &&
                         is(syntax::parent(parenthesized_outside(parent)), "expression_statement");
     const TSNode target = walrus ? field(parent, "name") : syntax::assigned_target(outer);
-    if (is(target, "identifier")) {
+    if (is(parent, "assignment") && syntax::same(field(parent, "right"), outer) &&
+        is(syntax::parent(parent), "assignment")) {
+      chained_alias(parent, facts, value);
+    } else if (is(target, "identifier")) {
       const std::string name = facts.text(target);
       std::vector<TSNode> calls;
       const TSNode binding = walrus || is(parent, "assignment") ? parent : syntax::parent(parent);

@@ -22,7 +22,9 @@ metamorphic_test.py draws from these beside its rewrites of one line's text. Eac
     a new helper method of the class, or that cast made by a new helper given the tensor and the dtype;
   - a `.to(<x>.dtype)` as `.to(dtype=<x>.dtype)`, or with its dtype first assigned to a local;
   - a read of the KV cache, `<pool>.get_key_buffer(i)`, as `<pool>.get_kv_buffer(i)[0]`, or unpacked from it;
-  - a plan's query and KV dtypes returned as a tuple by a new helper method and unpacked into two locals.
+  - a plan's query and KV dtypes returned as a tuple by a new helper method and unpacked into two locals;
+  - a local's assignment `x = v` (v holding no `.to`, plan or run call) binding a second, unread local too:
+    `x = twin = v`.
 Each rewrite is (kind, new text, region): the old lines region[0]..region[1] became the new lines
 region[0]..region[2] (1-based), and no line outside them changed but for the shift; region None when no line moved;
 or region is a function from each old line to its new line, when whole lines moved.
@@ -1173,6 +1175,38 @@ def cast_through_dtype_parameter(p, line):
     return out
 
 
+TWIN_LOCAL = "kvpatch_twin"  # the local local_with_twin adds
+
+
+def fixable_call(callee):
+    """Whether a call of this callee is one a fix may edit: a cast (`.to`), or plan or run, through an alias too."""
+    if isinstance(callee, ast.Attribute):
+        return callee.attr in ("to", "plan", "run")
+    return isinstance(callee, ast.Name) and callee.id in ("plan", "run")
+
+
+def local_with_twin(p, line):
+    """`x = v`, a statement of its own in a function starting on line, x a name and v holding no `.to`, plan or run
+    call (which a fix may edit, through an alias too): v
+    also bound to a new local that nothing reads, `x = kvpatch_twin = v`. A fix may rewrite or remove a statement
+    that binds the one local it changes; this one binds two, so whatever kvpatch does, the twin must keep v
+    (metamorphic_test.py checks the text apply writes)."""
+    if re.search(rf"\b{TWIN_LOCAL}\b", p.text):
+        return []
+    out = []
+    for statement in ast.walk(p.tree):
+        if not (isinstance(statement, ast.Assign) and statement.lineno == line and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name) and statement_line_start(p, statement)):
+            continue
+        if enclosing_function(p, statement) is None or p.inside(statement, ast.JoinedStr):
+            continue
+        if any(isinstance(n, ast.Call) and fixable_call(n.func) for n in ast.walk(statement.value)):
+            continue
+        at = p.span(statement.targets[0])[1]
+        out.append(("a local bound with a twin", p.edited([(at, at, f" = {TWIN_LOCAL}")]), None))
+    return out
+
+
 def plan_dtype_in_helper(p, line):
     """The KV dtype a `w.plan(...)` starting on line passes (its kv_data_type keyword, or the last of its twelve
     positional arguments) moved into a helper method that returns it (expression_in_helper)."""
@@ -1255,6 +1289,7 @@ def rewrites_at(p, line):
     out += run_call_in_helper(p, line) + kv_read_in_helper(p, line) + plan_dtype_in_helper(p, line)
     out += kv_cast_in_helper(p, line) + kv_read_through_kv_buffer(p, line) + plan_dtypes_from_helper(p, line)
     out += cast_dtype_through_local(p, line) + cast_dtype_as_keyword(p, line) + cast_through_dtype_parameter(p, line)
+    out += local_with_twin(p, line)
     return out + statement_in_with(p, line) + method_decorated(p, line) + class_decorated(p, line)
 
 
@@ -1287,6 +1322,7 @@ BY_KIND = {
     "cast through a helper's dtype parameter": cast_through_dtype_parameter,
     "KV read through get_kv_buffer": kv_read_through_kv_buffer,
     "plan's dtypes unpacked from a helper method": plan_dtypes_from_helper,
+    "a local bound with a twin": local_with_twin,
     "method decorated": method_decorated,
     "class decorated": class_decorated,
 }

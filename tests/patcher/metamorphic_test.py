@@ -200,6 +200,17 @@ def local_left_unread(local, written):
     return assigned > 0 and reads == 0
 
 
+# Kinds that bind a value to a second, unread local beside the first (`x = twin = v`): a fix must neither remove that
+# statement nor change v, since the twin still holds it; it may fix the code that reads x instead, and where the
+# original's fix took x's statement (a dtype local read only by a removed cast) apply then makes one edit fewer.
+TWINS = {"a local bound with a twin": metamorphic_calls.TWIN_LOCAL}
+
+
+def twin_values(twin, text):
+    """The text of each `... = twin = v` statement's v, in order."""
+    return re.findall(rf"\b{twin} = (.*)$", text, re.MULTILINE)
+
+
 def problems_of(kvpatch, base, rewritten, region, scratch, kind):
     """What the rewrite changed in kvpatch's outcome against the original's (base), and the rewrite's outcome."""
     got = outcome(kvpatch, rewritten, scratch)
@@ -210,6 +221,14 @@ def problems_of(kvpatch, base, rewritten, region, scratch, kind):
             problems.append(f"apply took {local} but wrote other text than for the original")
         if (base[1] is not None and got[1] is not None
                 and got[1]["summary"]["edits"] - base[1]["summary"]["edits"] in (0, 1)):
+            base = (base[0], {**base[1], "summary": {**base[1]["summary"], "edits": got[1]["summary"]["edits"]}},
+                    *base[2:])
+    twin = TWINS.get(kind)
+    if twin and got[2] != 2:
+        if twin_values(twin, got[3]) != twin_values(twin, rewritten):
+            problems.append(f"apply removed {twin}'s statement or changed its value")
+        if (base[1] is not None and got[1] is not None
+                and base[1]["summary"]["edits"] - got[1]["summary"]["edits"] == 1):
             base = (base[0], {**base[1], "summary": {**base[1]["summary"], "edits": got[1]["summary"]["edits"]}},
                     *base[2:])
     kept = LOCALS_A_FIX_MUST_KEEP_READ.get(kind)
