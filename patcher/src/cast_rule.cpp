@@ -71,11 +71,25 @@ private:
     return out;
   }
 
-  // The dtype a cast of the rule's is given: its one argument, or the value of its `dtype=` keyword.
+  // The dtype a call of the cast method is given: its one argument, or the value of its `dtype=` keyword, beside
+  // which only the rule's extra keywords may come (`non_blocking=True`). Null for any other argument list.
   TSNode cast_dtype(TSNode call) const {
-    const std::vector<TSNode> args = syntax::statements(field(call, "arguments"));
-    if (args.size() != 1) return TSNode{};
-    return is(args[0], "keyword_argument") ? field(args[0], "value") : args[0];  // is_cast checked the keyword
+    TSNode arguments = field(call, "arguments");
+    if (!is(arguments, "argument_list")) return TSNode{};
+    TSNode dtype{};
+    for (TSNode a : syntax::statements(arguments)) {
+      if (is(a, "keyword_argument")) {
+        const std::string name = facts_.text(field(a, "name"));
+        if (listed(rule_.cast_extra_keywords, name)) continue;
+        if (name != rule_.cast_keyword || !syntax::is_null(dtype)) return TSNode{};
+        dtype = field(a, "value");
+      } else if (!syntax::is_null(dtype) || is(a, "list_splat") || is(a, "dictionary_splat")) {
+        return TSNode{};
+      } else {
+        dtype = a;
+      }
+    }
+    return dtype;
   }
 
   // The `dtype = q.dtype` statements that reach this cast, when removing it, and perhaps other casts, would leave them
@@ -127,23 +141,16 @@ private:
     return call;
   }
 
-  // `<x>.to(<y>.dtype)` with one argument, positional or torch's keyword (`.to(dtype=<y>.dtype)`), where the
+  // `<x>.to(<y>.dtype)` with one dtype argument, positional or torch's keyword (`.to(dtype=<y>.dtype)`), perhaps with
+  // the rule's extra keywords (`non_blocking=True`), where the
   // argument may also be a local every reaching assignment of which is `<y>.dtype` (`dtype = q.dtype` first, then the
   // cast), or a helper's parameter every call of which binds such a value (`def _as(self, t, dtype): return
   // t.to(dtype)` called as `self._as(k, q.dtype)`).
   bool is_cast(TSNode call) const {
     TSNode callee = field(call, "function");
     if (!is(callee, "attribute") || facts_.text(field(callee, "attribute")) != rule_.cast_method) return false;
-    TSNode arguments = field(call, "arguments");
-    if (!is(arguments, "argument_list")) return false;
-    const std::vector<TSNode> args = syntax::statements(arguments);
-    if (args.size() != 1) return false;
-    TSNode argument = args[0];
-    if (is(argument, "keyword_argument")) {
-      if (facts_.text(field(argument, "name")) != rule_.cast_keyword) return false;
-      argument = field(argument, "value");
-    }
-    return holds_dtype(argument, facts_.function_at(call), 0);
+    const TSNode argument = cast_dtype(call);
+    return !syntax::is_null(argument) && holds_dtype(argument, facts_.function_at(call), 0);
   }
 
   // The value is a tensor's dtype (`<y>.dtype`), read directly, through locals or through a helper's parameters.

@@ -421,10 +421,11 @@ CastRule read_cast_rule(const RuleReader& r, const YAML::Node& doc) {
     r.fail(sources, "kv_sources", "names no call and no attribute", "list the KV-cache sources, e.g. calls: [get_key_buffer]");
   }
   if (YAML::Node cast = doc["cast"]; cast.IsDefined()) {
-    r.allow_keys(cast, "cast", {"method", "argument_attribute", "keyword"});
+    r.allow_keys(cast, "cast", {"method", "argument_attribute", "keyword", "extra_keywords"});
     rule.cast_method = r.string(cast, "cast", "method", false, "to");
     rule.cast_argument_attribute = r.string(cast, "cast", "argument_attribute", false, "dtype");
     rule.cast_keyword = r.string(cast, "cast", "keyword", false, "dtype");
+    rule.cast_extra_keywords = r.strings(cast, "cast", "extra_keywords", false);
   }
   rule.metadata_attributes = r.strings(doc, "", "metadata_attributes", false);
   rule.operation = operation(r, doc, "", "operation", "remove-method-call", {"remove-method-call"});

@@ -576,12 +576,19 @@ private:
     t.problems.push_back({RunInputStatus::Unknown, call, callee_text + "() is not known to keep the dtype of the KV data"});
   }
 
+  // The keywords that may come with a cast's dtype, in words: ", with or without `non_blocking=`".
+  std::string extra_keywords() const {
+    std::string out;
+    for (const std::string& k : rule_.cast_extra_keywords) out += (out.empty() ? "" : " or `") + k + "=`";
+    return out.empty() ? "" : ", with or without `" + out;
+  }
+
   // The casts the rule handles, in words.
   std::string removable() const {
     std::string functions;
     for (const std::string& f : rule_.functions) functions += (functions.empty() ? "" : " / ") + f;
     return "those are `." + rule_.cast_method + "(<x>." + rule_.cast_argument_attribute + ")`, the dtype written there" +
-           (rule_.cast_keyword.empty() ? "" : " (or as `" + rule_.cast_keyword + "=`)") +
+           (rule_.cast_keyword.empty() ? "" : " (or as `" + rule_.cast_keyword + "=`)") + extra_keywords() +
            ", held by a local or by a helper's parameter that every call binds to it, on a KV source's value, or on a "
            "name holding it, in " +
            functions;

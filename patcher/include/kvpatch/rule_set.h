@@ -151,6 +151,9 @@ struct CastRule {
   std::string cast_method = "to";
   std::string cast_argument_attribute = "dtype";
   std::string cast_keyword = "dtype";  // the cast method's keyword for its dtype: `.to(dtype=q.dtype)`
+  // Keywords that may come with the dtype and go with the cast, changing nothing once it is gone:
+  // `.to(q.dtype, non_blocking=True)`.
+  std::vector<std::string> cast_extra_keywords;
   std::vector<std::string> metadata_attributes;  // reading these (dtype, shape) does not consume the data
   std::vector<Fp8Consumer> fp8_consumers;
   KvPath kv_path;
