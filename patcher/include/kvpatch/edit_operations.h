@@ -48,10 +48,10 @@ Edit unwrap_method_call(TSNode call, const std::string& rule);
 
 // Removes a statement and keeps valid Python and the other branches' logic: its own lines; or, when it is
 // the only statement of a branch, a whole `if` with no elif/else (removed in turn as a statement of its own block)
-// or a last elif/else clause; on a line shared through `;`, itself and one semicolon; else `pass`. `going`: other statements removed in the same run, anywhere. When they
-// (or the `if`s they empty) and `statement` are all of a block, the edits are those of removing the block's only
-// statement (each of them then returns the same whole `if` or clause, or the first becomes `pass` and the rest
-// go), so that no removal leaves an empty block.
+// or a last elif/else clause; on a line shared through `;`, itself and one semicolon; else `pass`. `going`: other
+// statements removed in the same run, anywhere. When they (or the `if`s they empty) and `statement` are all of a
+// block, the edits are those of removing the block's only statement (each of them then returns the same whole `if`
+// or clause, or the first becomes `pass` and the rest go), so that no removal leaves an empty block.
 std::vector<Edit> remove_statement(const SourceFile& source, TSNode statement, const std::string& rule,
                                    const std::vector<TSNode>& going = {});
 

@@ -23,8 +23,9 @@ TSNode lone_name_assignment(const Assignment& a);
 // A name or a chain of attributes on one (`q`, `self.q`): evaluating it runs no code but attribute lookups.
 bool pure_reference(TSNode node);
 
-// `name = value`, standing alone (lone_name_assignment) in the function of `read` (an identifier), that is the only assignment of
-// the name there, gives it a pure reference, and reaches `read`, which is the only place the function reads it.
+// `name = value`, standing alone (lone_name_assignment) in the function of `read` (an identifier), that is the only
+// assignment of the name there, gives it a pure reference, and reaches `read`, which is the only place the function
+// reads it.
 struct SoleLocal {
   TSNode statement;  // the expression statement
   TSNode value;
