@@ -22,6 +22,22 @@ std::string edited(const ParsedFile& file, const Edit& edit) { return edited(fil
 TSNode statement_of(const ParsedFile& file, const std::string& starts) {
   return test::find_node(file, "expression_statement", starts);
 }
+
+// The code with its statement starting `k = k.to` removed.
+std::string removed(const std::string& code) {
+  auto file = test::parse(code);
+  return edited(*file, remove_statement(file->source, statement_of(*file, "k = k.to"), "r"));
+}
+
+// The code with its statements starting `first` and `second` removed in one run, each removal told of the other.
+std::string removed_together(const std::string& code, const std::string& first, const std::string& second) {
+  auto file = test::parse(code);
+  const TSNode a = statement_of(*file, first);
+  const TSNode b = statement_of(*file, second);
+  std::vector<Edit> edits = remove_statement(file->source, a, "r", {b});
+  for (const Edit& e : remove_statement(file->source, b, "r", {a})) edits.push_back(e);
+  return edited(*file, edits);
+}
 }  // namespace
 
 TEST_SUITE("edit_operations") {
@@ -117,10 +133,6 @@ TEST_SUITE("edit_operations") {
   }
 
   TEST_CASE("remove a guarded cast: the whole if or a last elif; elsewhere pass keeps the other branches' logic") {
-    auto removed = [](const std::string& code) {
-      auto file = test::parse(code);
-      return edited(*file, remove_statement(file->source, statement_of(*file, "k = k.to"), "r"));
-    };
     CHECK(removed("def f(k, q):\n    if k.dtype != q.dtype:\n        k = k.to(q.dtype)\n    return k\n") ==
           "def f(k, q):\n    return k\n");
     CHECK(removed("def f(k, q):\n    if k.dtype != q.dtype: k = k.to(q.dtype)\n    return k\n") ==
@@ -169,37 +181,28 @@ TEST_SUITE("edit_operations") {
   TEST_CASE("statements removed together never leave an empty block") {
     // Both casts go in one run: each removal is told of the other, and together they make the edits of
     // removing a branch's only statement (the first of them as `pass`, when the branch must stay).
-    auto removed_together = [](const std::string& code) {
-      auto file = test::parse(code);
-      const TSNode a = statement_of(*file, "k = k.to(q.dtype)");
-      const TSNode b = statement_of(*file, "k = k.to(torch.bfloat16)");
-      std::vector<Edit> edits = remove_statement(file->source, a, "r", {b});
-      for (const Edit& e : remove_statement(file->source, b, "r", {a})) edits.push_back(e);
-      return edited(*file, edits);
+    auto both_removed = [](const std::string& code) {
+      return removed_together(code, "k = k.to(q.dtype)", "k = k.to(torch.bfloat16)");
     };
-    CHECK(removed_together("def f(k, q):\n    if k.dtype != q.dtype:\n        k = k.to(q.dtype)\n"
+    CHECK(both_removed("def f(k, q):\n    if k.dtype != q.dtype:\n        k = k.to(q.dtype)\n"
                            "        k = k.to(torch.bfloat16)\n    return k\n") == "def f(k, q):\n    return k\n");
-    CHECK(removed_together("def f(k, q):\n    if k.dtype != q.dtype:\n        k = k.to(q.dtype)\n"
+    CHECK(both_removed("def f(k, q):\n    if k.dtype != q.dtype:\n        k = k.to(q.dtype)\n"
                            "        k = k.to(torch.bfloat16)\n    else:\n        k = g(k)\n") ==
           "def f(k, q):\n    if k.dtype != q.dtype:\n        pass\n    else:\n        k = g(k)\n");
-    CHECK(removed_together("def f(k, q):\n    if k.dtype != q.dtype: k = k.to(q.dtype); k = k.to(torch.bfloat16)\n"
+    CHECK(both_removed("def f(k, q):\n    if k.dtype != q.dtype: k = k.to(q.dtype); k = k.to(torch.bfloat16)\n"
                            "    return k\n") == "def f(k, q):\n    return k\n");
-    CHECK(removed_together("def f(k, q):\n    k = k.to(q.dtype)\n    k = k.to(torch.bfloat16)\n") ==
+    CHECK(both_removed("def f(k, q):\n    k = k.to(q.dtype)\n    k = k.to(torch.bfloat16)\n") ==
           "def f(k, q):\n    pass\n");
     // Two guards that are all of a `with` body: the first becomes `pass`, the second goes.
-    CHECK(removed_together("def f(k, q):\n    with ctx():\n        if k.dtype != q.dtype:\n            k = k.to(q.dtype)\n"
+    CHECK(both_removed("def f(k, q):\n    with ctx():\n        if k.dtype != q.dtype:\n            k = k.to(q.dtype)\n"
                            "        if k.dtype != D:\n            k = k.to(torch.bfloat16)\n    return k\n") ==
           "def f(k, q):\n    with ctx():\n        pass\n    return k\n");
     // A third statement stays: each goes on its own, as before.
-    CHECK(removed_together("def f(k, q):\n    if c:\n        k = k.to(q.dtype)\n        log(k)\n"
+    CHECK(both_removed("def f(k, q):\n    if c:\n        k = k.to(q.dtype)\n        log(k)\n"
                            "        k = k.to(torch.bfloat16)\n") == "def f(k, q):\n    if c:\n        log(k)\n");
   }
 
   TEST_CASE("a statement that shares its line through `;` goes with one semicolon, not as `pass`") {
-    auto removed = [](const std::string& code) {
-      auto file = test::parse(code);
-      return edited(*file, remove_statement(file->source, statement_of(*file, "k = k.to"), "r"));
-    };
     CHECK(removed("def f(k, q):\n    k = k.to(q.dtype); log(k)\n    return k\n") ==
           "def f(k, q):\n    log(k)\n    return k\n");
     CHECK(removed("def f(k, q):\n    log(k);k = k.to(q.dtype)  # cast\n    return k\n") ==
@@ -213,28 +216,21 @@ TEST_SUITE("edit_operations") {
           "def f(k, q):\n    with ctx(): pass\n    return k\n");
 
     // Removed together (a dtype local and its cast): the line goes when they have it to themselves.
-    auto removed_together = [](const std::string& code) {
-      auto file = test::parse(code);
-      const TSNode a = statement_of(*file, "d = q.dtype");
-      const TSNode b = statement_of(*file, "k = k.to(d)");
-      std::vector<Edit> edits = remove_statement(file->source, a, "r", {b});
-      for (const Edit& e : remove_statement(file->source, b, "r", {a})) edits.push_back(e);
-      return edited(*file, edits);
-    };
-    CHECK(removed_together("def f(k, q):\n    d = q.dtype; k = k.to(d)\n    return k\n") ==
+    auto both_removed = [](const std::string& code) { return removed_together(code, "d = q.dtype", "k = k.to(d)"); };
+    CHECK(both_removed("def f(k, q):\n    d = q.dtype; k = k.to(d)\n    return k\n") ==
           "def f(k, q):\n    return k\n");
-    CHECK(removed_together("def f(k, q):\n    d = q.dtype; k = k.to(d);  # cast\n    return k\n") ==
+    CHECK(both_removed("def f(k, q):\n    d = q.dtype; k = k.to(d);  # cast\n    return k\n") ==
           "def f(k, q):\n    return k\n");
-    CHECK(removed_together("def f(k, q):\n    a = 1; d = q.dtype; k = k.to(d); b = 2\n    return k\n") ==
+    CHECK(both_removed("def f(k, q):\n    a = 1; d = q.dtype; k = k.to(d); b = 2\n    return k\n") ==
           "def f(k, q):\n    a = 1; b = 2\n    return k\n");
-    CHECK(removed_together("def f(k, q):\n    d = q.dtype; log(k); k = k.to(d)\n    return k\n") ==
+    CHECK(both_removed("def f(k, q):\n    d = q.dtype; log(k); k = k.to(d)\n    return k\n") ==
           "def f(k, q):\n    log(k)\n    return k\n");
     // All of their block: the first becomes `pass`, the other goes with its semicolon.
-    CHECK(removed_together("def f(k, q):\n    with ctx():\n        d = q.dtype; k = k.to(d)\n    return k\n") ==
+    CHECK(both_removed("def f(k, q):\n    with ctx():\n        d = q.dtype; k = k.to(d)\n    return k\n") ==
           "def f(k, q):\n    with ctx():\n        pass\n    return k\n");
-    CHECK(removed_together("def f(k, q):\n    if c: d = q.dtype; k = k.to(d)\n    else: pass\n") ==
+    CHECK(both_removed("def f(k, q):\n    if c: d = q.dtype; k = k.to(d)\n    else: pass\n") ==
           "def f(k, q):\n    if c: pass\n    else: pass\n");
-    CHECK(removed_together("def f(k, q):\n    if c: d = q.dtype; k = k.to(d)\n    return k\n") ==
+    CHECK(both_removed("def f(k, q):\n    if c: d = q.dtype; k = k.to(d)\n    return k\n") ==
           "def f(k, q):\n    return k\n");
   }
 
