@@ -211,6 +211,17 @@ def twin_values(twin, text):
     return re.findall(rf"\b{twin} = (.*)$", text, re.MULTILINE)
 
 
+def edits_allowed(base, got, differences):
+    """The original's outcome with the rewrite's edit count, where the rewrite made that many more edits (one of
+    `differences`); unchanged otherwise, or where either report is missing."""
+    if base[1] is None or got[1] is None:
+        return base
+    edits = got[1]["summary"]["edits"]
+    if edits - base[1]["summary"]["edits"] not in differences:
+        return base
+    return (base[0], {**base[1], "summary": {**base[1]["summary"], "edits": edits}}, *base[2:])
+
+
 def problems_of(kvpatch, base, rewritten, region, scratch, kind):
     """What the rewrite changed in kvpatch's outcome against the original's (base), and the rewrite's outcome."""
     got = outcome(kvpatch, rewritten, scratch)
@@ -219,18 +230,12 @@ def problems_of(kvpatch, base, rewritten, region, scratch, kind):
     if local and got[2] != 2 and base[2] != 2 and local_taken(local, got[3], problems):
         if got[3] != base[3]:
             problems.append(f"apply took {local} but wrote other text than for the original")
-        if (base[1] is not None and got[1] is not None
-                and got[1]["summary"]["edits"] - base[1]["summary"]["edits"] in (0, 1)):
-            base = (base[0], {**base[1], "summary": {**base[1]["summary"], "edits": got[1]["summary"]["edits"]}},
-                    *base[2:])
+        base = edits_allowed(base, got, (0, 1))
     twin = TWINS.get(kind)
     if twin and got[2] != 2:
         if twin_values(twin, got[3]) != twin_values(twin, rewritten):
             problems.append(f"apply removed {twin}'s statement or changed its value")
-        if (base[1] is not None and got[1] is not None
-                and base[1]["summary"]["edits"] - got[1]["summary"]["edits"] == 1):
-            base = (base[0], {**base[1], "summary": {**base[1]["summary"], "edits": got[1]["summary"]["edits"]}},
-                    *base[2:])
+        base = edits_allowed(base, got, (-1,))
     kept = LOCALS_A_FIX_MUST_KEEP_READ.get(kind)
     if kept and got[2] != 2 and local_left_unread(kept, got[3]):
         problems.append(f"apply left {kept} assigned and unread")
