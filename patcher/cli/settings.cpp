@@ -115,6 +115,10 @@ std::optional<Loaded> load_rules(const Options& options, const std::filesystem::
     if (dir.first.empty()) dir = default_rules_dir(options);
     std::vector<ExcludePatterns> exclude = run_exclude_patterns(options, config);
     Loaded loaded{load_rule_set(dir.first, *overrides), config, dir.second, std::move(exclude), false, ""};
+    if (config) {
+      loaded.rules.per_file_ignores = config_per_file_ignores(*config);
+      require_known_ids(loaded.rules.per_file_ignores, loaded.rules);
+    }
     if (!options.unused_ignores.empty()) {
       loaded.unused_ignores_error = options.unused_ignores == "error";
       loaded.unused_ignores_source = "--unused-ignores";
@@ -146,6 +150,13 @@ void print_settings(const Loaded& loaded, const Options& options, const std::fil
   std::cout << "unused ignores: " << (loaded.unused_ignores_error ? "error" : "warn")
             << (loaded.unused_ignores_source.empty() ? "  (the default)" : "  [" + loaded.unused_ignores_source + "]")
             << "\n";
+  std::cout << "per-file ignores:" << (loaded.rules.per_file_ignores.empty() ? " none" : "") << "\n";
+  for (const PerFileIgnores& entry : loaded.rules.per_file_ignores) {
+    std::string ids;
+    for (const std::string& id : entry.ids) ids += (ids.empty() ? "" : ", ") + id;
+    std::cout << "  " << entry.paths.patterns.front() << ": " << ids << "  [" << entry.origin() << ", relative to "
+              << entry.paths.base.string() << "]\n";
+  }
   std::cout << "parameters (the rules' values unless a source is named):\n";
   for (const auto& [name, value] : loaded.rules.parameters) {
     std::string shown;

@@ -1,6 +1,6 @@
 // The settings a run uses and where each came from: the rules directory, the project's settings file
-// (.kvpatch.toml, kvpatch.toml or pyproject.toml's [tool.kvpatch]), the exclude patterns, the rule parameters and
-// unused-ignores, each given on the command line or in that file; printed by --show-settings.
+// (.kvpatch.toml, kvpatch.toml or pyproject.toml's [tool.kvpatch]), the exclude patterns, the rule parameters,
+// unused-ignores and per-file-ignores, each given on the command line or in that file; printed by --show-settings.
 #pragma once
 
 #include <filesystem>

@@ -72,6 +72,7 @@ bool rules_select(const RuleSet& rules, const std::string& text) {
 
 FileReport analyze_source(const RuleSet& rules, SourceFile source, FlashInferLookup* lookup) {
   const fs::path path = source.path();
+  for (const auto& [id, origin] : ignored_in_file(rules.per_file_ignores, path)) source.ignore_in_whole_file(id, origin);
   auto parsed = std::make_shared<const ParsedFile>(parse_source_file(std::move(source)));
   std::string unpinned;
   const auto target = flashinfer_target(rules.parameters, path, rules.parameter_origins, &unpinned, lookup);

@@ -63,8 +63,9 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
-// The id a mistyped one most likely meant: the nearest within a third of its length, or "".
-std::string nearest_id(const std::string& id, const std::vector<std::pair<std::string, std::string>>& known) {
+}  // namespace
+
+std::string nearest_rule_id(const std::string& id, const std::vector<std::pair<std::string, std::string>>& known) {
   std::string best;
   std::size_t best_distance = id.size() / 3 + 1;
   for (const auto& [candidate, description] : known) {
@@ -76,8 +77,6 @@ std::string nearest_id(const std::string& id, const std::vector<std::pair<std::s
   }
   return best;
 }
-
-}  // namespace
 
 std::vector<IgnoreDirective> ignore_directives(std::string_view text) {
   std::vector<IgnoreDirective> out;
@@ -116,6 +115,7 @@ std::optional<std::string> suppression(const SourceFile& source, TSNode node, co
       return directive.reason;
     }
   }
+  if (const std::string* origin = source.ignored_in_whole_file(rule_id)) return "per-file-ignores at " + *origin;
   return std::nullopt;
 }
 
@@ -191,7 +191,7 @@ private:
                                                                const std::string& id) {
     const bool exists = std::any_of(known_.begin(), known_.end(), [&](const auto& k) { return k.first == id; });
     if (!exists) {
-      const std::string nearest = nearest_id(id, known_);
+      const std::string nearest = nearest_rule_id(id, known_);
       return std::pair<std::string, std::string>{
           "unknown-rule", "# kvpatch: ignore[" + id + "] names a rule id that no rule reports, so it suppresses "
                           "nothing; " + (nearest.empty() ? "" : "did you mean " + nearest + "? ") + "the ids are " +

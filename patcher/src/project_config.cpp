@@ -12,7 +12,8 @@ namespace kvpatch {
 namespace fs = std::filesystem;
 
 namespace {
-const char* const kKeys = "kv-dtype-form, flashinfer-version, rules, exclude, unused-ignores, parameters";
+const char* const kKeys =
+    "kv-dtype-form, flashinfer-version, rules, exclude, unused-ignores, parameters, per-file-ignores";
 
 std::string read_text(const fs::path& file) {
   std::error_code ec;
@@ -100,6 +101,8 @@ public:
                            "write unused-ignores = \"warn\" (the default) or \"error\" (each ignore comment that "
                            "suppresses nothing is a finding)");
         }
+      } else if (name == "per-file-ignores") {
+        per_file_ignores(node, line);
       } else if (name == "parameters") {
         const toml::table* table = node.as_table();
         if (table == nullptr) {
@@ -114,9 +117,12 @@ public:
       } else {
         std::string dashed = name;
         std::replace(dashed.begin(), dashed.end(), '_', '-');
-        const bool known = dashed == "kv-dtype-form" || dashed == "flashinfer-version" || dashed == "unused-ignores";
+        const bool known = dashed == "kv-dtype-form" || dashed == "flashinfer-version" ||
+                           dashed == "unused-ignores" || dashed == "per-file-ignores";
         throw InputError(file_.string(), line, "unknown kvpatch setting '" + name + "'",
-                         known ? "write it " + dashed + ", as the command-line option is spelled"
+                         known ? "write it " + dashed +
+                                     (dashed == "per-file-ignores" ? ", as ruff spells its own"
+                                                                   : ", as the command-line option is spelled")
                                : std::string("the settings are ") + kKeys +
                                      " (other rule parameters go in the parameters table)");
       }
@@ -125,6 +131,34 @@ public:
   }
 
 private:
+  // [per-file-ignores]: "pattern" = ["RULE-ID", ...]. Whether each id is one a rule reports is known only once
+  // the rules are loaded (per_file_ignores.h).
+  void per_file_ignores(const toml::node& node, int line) {
+    const std::string table = is_pyproject(file_) ? "tool.kvpatch.per-file-ignores" : "per-file-ignores";
+    const toml::table* entries = node.as_table();
+    if (entries == nullptr) {
+      throw InputError(file_.string(), line, "'per-file-ignores' must be a table of path patterns",
+                       "write [" + table + "] and \"PATTERN\" = [\"RULE-ID\"] lines under it");
+    }
+    for (auto&& [key, value] : *entries) {
+      const std::string pattern(key.str());
+      const int at = static_cast<int>(key.source().begin.line);
+      const std::optional<std::string> kept = exclude_pattern(pattern);
+      if (!kept) {
+        throw InputError(file_.string(), at, "per-file-ignores pattern '" + pattern + "' is empty or absolute",
+                         "write it relative to this file's directory, e.g. \"test/**\"");
+      }
+      const toml::array* ids = value.as_array();
+      if (ids == nullptr || ids->empty()) {
+        throw InputError(file_.string(), at, "per-file-ignores \"" + pattern + "\" must list rule ids",
+                         "write \"" + pattern + "\" = [\"RULE-ID\"] (`kvpatch rule` lists the ids)");
+      }
+      PerFileIgnore entry{*kept, {}, at};
+      for (const toml::node& id : *ids) entry.ids.push_back(string_value(file_, "per-file-ignores", id));
+      config_.per_file_ignores.push_back(std::move(entry));
+    }
+  }
+
   // kv-dtype-form and parameters.kv_dtype_form name one parameter: given both ways, which wins would be a guess.
   void add(const std::string& parameter, const std::string& value, int line, const std::string& key) {
     auto [it, added] = config_.parameters.emplace(parameter, ParameterOverride{value, file_.string(), line});
@@ -156,6 +190,15 @@ std::optional<fs::path> find_project_config(const fs::path& start) {
 
 ExcludePatterns config_exclude_patterns(const ProjectConfig& config) {
   return {fs::absolute(config.file).parent_path(), config.exclude, config.file.string()};
+}
+
+std::vector<PerFileIgnores> config_per_file_ignores(const ProjectConfig& config) {
+  std::vector<PerFileIgnores> out;
+  const fs::path base = fs::absolute(config.file).parent_path();
+  for (const PerFileIgnore& entry : config.per_file_ignores) {
+    out.push_back({{base, {entry.pattern}, config.file.string()}, entry.ids, entry.line});
+  }
+  return out;
 }
 
 ProjectConfig read_project_config(const fs::path& file) {

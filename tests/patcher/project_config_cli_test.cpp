@@ -311,4 +311,55 @@ TEST_SUITE("project_config_cli") {
     CHECK(clean.exit_code == 0);
     CHECK(clean.err.empty());
   }
+
+  TEST_CASE("per-file-ignores: the rules named are ignored in the files matched, each finding naming the entry") {
+    const Project project(".kvpatch.toml", "[per-file-ignores]\n\"test/**\" = [\"flashinfer-mla-plan-kv-dtype\", "
+                                           "\"flashinfer-mla-kv-field\"]\n");
+    const std::string config = (project.scratch.path() / "proj" / ".kvpatch.toml").string();
+    // A test that plans BF16 on purpose, written as the backend is.
+    const fs::path test_file = project.scratch.path() / "proj" / "test" / "srt" / "test_mla.py";
+    fs::create_directories(test_file.parent_path());
+    write_bytes(test_file, unpatched_backend());
+    const ProcessResult check = project.run({"check", "proj"});
+    CHECK(check.exit_code == 1);
+    CHECK(contains(check.out, "6 plan sites: 0 threaded, 3 missing, 0 gated, 0 unknown, 3 ignored;"));
+    CHECK(contains(check.out, "\ntest/srt/test_mla.py:139:13: ignored: FlashInferMLAIndicesUpdaterDecode.call_begin_forward: "
+                              "wrapper.plan binds q_data_type=self.data_type, kv_data_type=self.data_type (the model "
+                              "dtype); per-file-ignores at " + config + ":2 [flashinfer-mla-plan-kv-dtype]\n"));
+    CHECK(contains(check.out, "\ntest/srt/test_mla.py:122:9: ignored: FlashInferMLAIndicesUpdaterDecode.__init__: no KV "
+                              "dtype field is added; per-file-ignores at " + config + ":2 [flashinfer-mla-kv-field]\n"));
+    // Its casts feed plans left BF16, so they are needed: reported, never removed.
+    CHECK(contains(check.out, "\ntest/srt/test_mla.py:105:9: required: "));
+    CHECK_FALSE(contains(check.out, "\npython/sglang/flashinfer_mla_backend.py:139:13: ignored"));
+    const ProcessResult settings = project.run({"check", "--show-settings", "proj"});
+    CHECK(contains(settings.out, "\nper-file ignores:\n  test/**: flashinfer-mla-plan-kv-dtype, flashinfer-mla-kv-field  [" +
+                                     config + ":2, relative to " + (project.scratch.path() / "proj").string() + "]\n"));
+    CHECK(contains(project.run({"check", "--isolated", "--show-settings", "proj"}).out, "\nper-file ignores: none\n"));
+    CHECK(contains(project.run({"check", "--isolated", "proj"}).out, "6 plan sites: 0 threaded, 6 missing"));
+    // apply patches the backend alone; then the run is clean with the test file still planning BF16.
+    const ProcessResult apply = project.run({"apply", "proj"});
+    CHECK(apply.exit_code == 0);
+    CHECK(apply.out == "patched python/sglang/flashinfer_mla_backend.py (9 edits)\n");
+    CHECK(read_bytes(test_file) == unpatched_backend());
+    const ProcessResult after = project.run({"check", "proj"});
+    CHECK(after.exit_code == 0);
+    CHECK(contains(after.out, "6 plan sites: 3 threaded, 0 missing, 0 gated, 0 unknown, 3 ignored; 2 casts: 0 redundant, 2 required;"));
+  }
+
+  TEST_CASE("per-file-ignores naming an id no rule reports is exit 2 at its line, with the id it most likely meant") {
+    const Project project(".kvpatch.toml", "[per-file-ignores]\n\"test\" = [\"flashinfer-mla-kv-field\"]\n"
+                                           "\"bench/**\" = [\n  \"flashinfer-mla-plan-kv-dtyp\",\n]\n");
+    for (const char* command : {"check", "diff", "apply"}) {
+      CAPTURE(command);
+      const ProcessResult r = project.run({command, "proj"});
+      CHECK(r.exit_code == 2);
+      CHECK(r.out.empty());
+      CHECK(r.err == "kvpatch: error: " + (project.scratch.path() / "proj" / ".kvpatch.toml").string() +
+                         ":3: per-file-ignores names rule id 'flashinfer-mla-plan-kv-dtyp', which no rule reports; did "
+                         "you mean flashinfer-mla-plan-kv-dtype? the ids are flashinfer-mla-plan-kv-dtype, "
+                         "flashinfer-mla-kv-field, fa3-kv-cast, flashinfer-mla-kv-cast, flashinfer-mla-kv-run-input, "
+                         "flashinfer-mla-run-kv-scales\n");
+    }
+    CHECK(project.backend() == unpatched_backend());
+  }
 }

@@ -40,8 +40,13 @@ struct IgnoreDirective {
 std::vector<IgnoreDirective> ignore_directives(std::string_view text);
 
 // `# kvpatch: ignore[RULE-ID] reason` on any line the node spans, for that rule id: the reason ("" when none is
-// given), and the comment recorded as looked up.
+// given), and the comment recorded as looked up. Else, when the project's per-file-ignores ignore the rule in this
+// file (SourceFile::ignored_in_whole_file), "per-file-ignores at FILE:LINE".
 std::optional<std::string> suppression(const SourceFile& source, TSNode node, const std::string& rule_id);
+
+// The id a mistyped one most likely meant among `known` (id, description): the nearest within a third of its
+// length, or "".
+std::string nearest_rule_id(const std::string& id, const std::vector<std::pair<std::string, std::string>>& known);
 
 // The problems of each analysed file's ignore comments, once every rule has run (after link_files()): an id no
 // rule reports, an id no rule looked up on that line, a comment that mentions kvpatch ignore in another form.

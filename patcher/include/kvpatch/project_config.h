@@ -9,9 +9,17 @@
 #include <vector>
 
 #include "kvpatch/exclude_patterns.h"
+#include "kvpatch/per_file_ignores.h"
 #include "kvpatch/rule_set.h"
 
 namespace kvpatch {
+
+// One `per-file-ignores` entry: the rule ids whose findings are ignored in every file the pattern matches.
+struct PerFileIgnore {
+  std::string pattern;  // as `exclude` takes it, relative to the file's directory
+  std::vector<std::string> ids;
+  int line = 0;
+};
 
 struct ProjectConfig {
   std::filesystem::path file;  // the file read
@@ -27,10 +35,15 @@ struct ProjectConfig {
   // a finding, as mypy's warn_unused_ignores makes them); empty when not given, with its line for --show-settings.
   std::string unused_ignores;
   int unused_ignores_line = 0;
+  // `per-file-ignores`: a table of pattern = [rule ids], as ruff's per-file-ignores (TOML keeps it sorted by pattern).
+  std::vector<PerFileIgnore> per_file_ignores;
 };
 
 // The file's `exclude` list, relative to the directory the file was found in (not a symlink's target).
 ExcludePatterns config_exclude_patterns(const ProjectConfig& config);
+
+// The file's `per-file-ignores`, each pattern relative to the directory the file was found in.
+std::vector<PerFileIgnores> config_per_file_ignores(const ProjectConfig& config);
 
 // The configuration file that holds kvpatch settings for `start` (a directory): in start or the nearest
 // directory above it that has one, checking `.kvpatch.toml`, `kvpatch.toml`, then a pyproject.toml with a

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "kvpatch/per_file_ignores.h"
 #include "kvpatch/signature.h"
 
 namespace kvpatch {
@@ -192,6 +193,9 @@ struct RuleSet {
   std::vector<FieldRule> field_rules;
   std::vector<CastRule> cast_rules;
   std::vector<RuleTestCase> tests;
+  // The project's per-file-ignores (set by the CLI from its settings file): the rules' findings they name are
+  // ignored in the files they match (analyze_source()).
+  std::vector<PerFileIgnores> per_file_ignores;
 
   const PlanSiteRule* plan_site_rule(const std::string& id) const;
   // Every id a finding can carry (each rule's, and each cast rule's run_input_id), in rule-file order, with

@@ -2,6 +2,7 @@
 // One Python source file as bytes: the BOM kept apart, line starts indexed, line ending detected.
 #include <cstddef>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -45,6 +46,14 @@ public:
   void note_ignore_looked_up(int line, const std::string& id) const { ignores_looked_up_.emplace(line, id); }
   bool ignore_looked_up(int line, const std::string& id) const { return ignores_looked_up_.count({line, id}) > 0; }
 
+  // Rule ids the project's per-file-ignores ignore throughout this file, each with the entry that says so
+  // ("FILE:LINE"); set before the rules run (per_file_ignores.h). nullptr when the rule is not ignored here.
+  void ignore_in_whole_file(const std::string& id, const std::string& origin) { whole_file_ignores_.emplace(id, origin); }
+  const std::string* ignored_in_whole_file(const std::string& id) const {
+    const auto found = whole_file_ignores_.find(id);
+    return found == whole_file_ignores_.end() ? nullptr : &found->second;
+  }
+
 private:
   std::filesystem::path path_;
   std::string display_path_;
@@ -53,6 +62,7 @@ private:
   std::string line_ending_;
   std::vector<std::size_t> line_starts_;
   mutable std::set<std::pair<int, std::string>> ignores_looked_up_;
+  std::map<std::string, std::string> whole_file_ignores_;
 };
 
 inline constexpr std::size_t kMaxSourceBytes = std::size_t{4} * 1024 * 1024;

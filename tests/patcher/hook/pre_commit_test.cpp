@@ -497,6 +497,19 @@ TEST_SUITE("pre_commit") {
     CHECK(repo.kvpatch({"pre-commit", "--all", "--exclude", "nothing-here"}).exit_code == 1);
     repo.write(".kvpatch.toml", "");
     CHECK(repo.kvpatch({"pre-commit", "--all", "--extend-exclude", "python"}).exit_code == 0);
+    // per-file-ignores: the staged files they match are judged without the rules they name.
+    repo.write(".kvpatch.toml", "[per-file-ignores]\n\"python/**\" = [\"flashinfer-mla-plan-kv-dtype\", "
+                                "\"flashinfer-mla-kv-field\"]\n");
+    const ProcessResult ignored = repo.kvpatch({"pre-commit"});
+    CHECK(ignored.exit_code == 0);
+    CHECK(contains(ignored.out, "3 plan sites: 0 threaded, 0 missing, 0 gated, 0 unknown, 3 ignored;"));
+    CHECK(contains(ignored.out, "per-file-ignores at " + (repo.work_tree() / ".kvpatch.toml").string() + ":2 "
+                                "[flashinfer-mla-plan-kv-dtype]\n"));
+    repo.write(".kvpatch.toml", "[per-file-ignores]\n\"python/**\" = [\"flashinfer-mla-kv-feild\"]\n");
+    CHECK(contains(repo.kvpatch({"pre-commit"}).err, ":2: per-file-ignores names rule id 'flashinfer-mla-kv-feild', "
+                                                     "which no rule reports; did you mean flashinfer-mla-kv-field?"));
+    CHECK(repo.kvpatch({"pre-commit"}).exit_code == 2);
+    repo.write(".kvpatch.toml", "");
     // --exit-zero reports and lets the commit through.
     const ProcessResult report_only = repo.kvpatch({"pre-commit", "--exit-zero"});
     CHECK(report_only.exit_code == 0);

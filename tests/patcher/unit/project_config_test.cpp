@@ -86,8 +86,8 @@ TEST_SUITE("project_config") {
                                         "command-line option is spelled");
     dir.write(".kvpatch.toml", "format = \"json\"\n");
     CHECK(read_error(f) == f.string() + ":1: unknown kvpatch setting 'format'; the settings are kv-dtype-form, "
-                                        "flashinfer-version, rules, exclude, unused-ignores, parameters (other rule parameters go "
-                                        "in the parameters table)");
+                                        "flashinfer-version, rules, exclude, unused-ignores, parameters, per-file-ignores (other "
+                                        "rule parameters go in the parameters table)");
     dir.write(".kvpatch.toml", "unused_ignores = \"error\"\n");
     CHECK(read_error(f) == f.string() + ":1: unknown kvpatch setting 'unused_ignores'; write it unused-ignores, as the "
                                         "command-line option is spelled");
@@ -179,5 +179,56 @@ TEST_SUITE("project_config") {
     dir.write("kvpatch.toml", "exclude = [\"/abs\"]\n");
     CHECK(read_error(f) == f.string() + ":1: exclude pattern '/abs' is empty or absolute; write it relative to this "
                                         "file's directory, e.g. \"test\"");
+  }
+
+  TEST_CASE("per-file-ignores: pattern = [rule ids], matched as exclude matches, each id ignored by the first entry") {
+    test::ScratchDir dir;
+    const fs::path file = dir.write("proj/pyproject.toml",
+                                    "[tool.kvpatch.per-file-ignores]\n\"test/**\" = [\"plan-a\", \"cast-b\"]\n"
+                                    "\"./bench/mla.py\" = [\"plan-a\"]\n\"**/test_*.py\" = [\"field-c\", \"plan-a\"]\n");
+    const ProjectConfig config = read_project_config(file);
+    REQUIRE(config.per_file_ignores.size() == 3);
+    const std::vector<PerFileIgnores> entries = config_per_file_ignores(config);
+    const fs::path proj = file.parent_path();
+    // TOML keeps a table sorted by key: "**/test_*.py", "bench/mla.py", "test/**".
+    CHECK(entries[0].paths.patterns == std::vector<std::string>{"**/test_*.py"});
+    CHECK(entries[1].paths.patterns == std::vector<std::string>{"bench/mla.py"});
+    CHECK(entries[1].origin() == file.string() + ":3");
+    CHECK(entries[2].ids == std::vector<std::string>{"plan-a", "cast-b"});
+    CHECK(entries[2].paths.base == proj);
+    using Ignored = std::vector<std::pair<std::string, std::string>>;
+    CHECK(ignored_in_file(entries, proj / "test" / "srt" / "mla.py") ==
+          Ignored{{"plan-a", file.string() + ":2"}, {"cast-b", file.string() + ":2"}});
+    CHECK(ignored_in_file(entries, proj / "test" / "test_mla.py") ==
+          Ignored{{"field-c", file.string() + ":4"}, {"plan-a", file.string() + ":4"}, {"cast-b", file.string() + ":2"}});
+    CHECK(ignored_in_file(entries, proj / "bench" / "mla.py") == Ignored{{"plan-a", file.string() + ":3"}});
+    CHECK(ignored_in_file(entries, proj / "python" / "mla.py").empty());
+    CHECK(ignored_in_file(entries, dir.path() / "test" / "mla.py").empty());  // outside the file's directory
+  }
+
+  TEST_CASE("per-file-ignores errors: not a table, a bad pattern, no ids, an id that is not a string") {
+    test::ScratchDir dir;
+    const fs::path f = dir.path() / ".kvpatch.toml";
+    dir.write(".kvpatch.toml", "per-file-ignores = [\"test\"]\n");
+    CHECK(read_error(f) == f.string() + ":1: 'per-file-ignores' must be a table of path patterns; write "
+                                        "[per-file-ignores] and \"PATTERN\" = [\"RULE-ID\"] lines under it");
+    dir.write(".kvpatch.toml", "[per-file-ignores]\n\"/abs/*.py\" = [\"x\"]\n");
+    CHECK(read_error(f) == f.string() + ":2: per-file-ignores pattern '/abs/*.py' is empty or absolute; write it "
+                                        "relative to this file's directory, e.g. \"test/**\"");
+    dir.write(".kvpatch.toml", "[per-file-ignores]\n\n\"test\" = []\n");
+    CHECK(read_error(f) == f.string() + ":3: per-file-ignores \"test\" must list rule ids; write \"test\" = "
+                                        "[\"RULE-ID\"] (`kvpatch rule` lists the ids)");
+    dir.write(".kvpatch.toml", "[per-file-ignores]\n\"test\" = \"x\"\n");
+    CHECK(read_error(f) == f.string() + ":2: per-file-ignores \"test\" must list rule ids; write \"test\" = "
+                                        "[\"RULE-ID\"] (`kvpatch rule` lists the ids)");
+    dir.write(".kvpatch.toml", "[per-file-ignores]\n\"test\" = [\n  1,\n]\n");
+    CHECK(read_error(f) == f.string() + ":3: 'per-file-ignores' must be a string; quote the value, e.g. "
+                                        "per-file-ignores = \"...\"");
+    dir.write(".kvpatch.toml", "per_file_ignores = {}\n");
+    CHECK(read_error(f) == f.string() + ":1: unknown kvpatch setting 'per_file_ignores'; write it per-file-ignores, as "
+                                        "ruff spells its own");
+    const fs::path py = dir.write("pyproject.toml", "[tool.kvpatch]\nper-file-ignores = 3\n");
+    CHECK(read_error(py) == py.string() + ":2: 'per-file-ignores' must be a table of path patterns; write "
+                                          "[tool.kvpatch.per-file-ignores] and \"PATTERN\" = [\"RULE-ID\"] lines under it");
   }
 }

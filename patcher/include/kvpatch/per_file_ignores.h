@@ -1,0 +1,33 @@
+#pragma once
+// `per-file-ignores` in a project's settings: rule ids whose findings are ignored throughout the files a pattern
+// matches, as ruff's per-file-ignores are, for files such as tests that plan BF16 on purpose and are still worth
+// checking for every other rule. Each finding so ignored says which entry ignored it.
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kvpatch/exclude_patterns.h"
+
+namespace kvpatch {
+
+struct RuleSet;
+
+struct PerFileIgnores {
+  ExcludePatterns paths;  // one pattern, relative to the settings file's directory; origin: that file
+  std::vector<std::string> ids;
+  int line = 0;  // the entry's line in the settings file
+
+  std::string origin() const { return paths.origin + ":" + std::to_string(line); }
+};
+
+// (rule id, origin) for each id the entries ignore in `file` (absolute or relative to the current directory); the
+// first entry naming an id gives its origin.
+std::vector<std::pair<std::string, std::string>> ignored_in_file(const std::vector<PerFileIgnores>& entries,
+                                                                 const std::filesystem::path& file);
+
+// Throws InputError at the entry's line for an id no rule of `rules` reports: a typo there would ignore nothing
+// and say nothing, the silent hole an ignore comment's unknown-rule warning exists to close.
+void require_known_ids(const std::vector<PerFileIgnores>& entries, const RuleSet& rules);
+
+}  // namespace kvpatch
