@@ -38,6 +38,14 @@ void add_exclude_options(CLI::App* command, Options& options) {
                       "leave out files matching PATTERN (repeatable, or comma-separated) besides the settings file's exclude list")
       ->allow_extra_args(false)
       ->delimiter(',');
+  // ruff's options of these names: one PATTERN:RULE-ID[,RULE-ID] per use, so the ids' commas are no delimiter.
+  command->add_option("--per-file-ignores", options.per_file_ignores,
+                      "PATTERN:RULE-ID[,RULE-ID...]: ignore those rules' findings in the files PATTERN matches, "
+                      "relative to the current directory (repeatable), instead of the settings file's per-file-ignores")
+      ->allow_extra_args(false);
+  command->add_option("--extend-per-file-ignores", options.extend_per_file_ignores,
+                      "PATTERN:RULE-ID[,RULE-ID...]: the same, besides the settings file's per-file-ignores")
+      ->allow_extra_args(false);
 }
 
 // ruff's --exit-zero: report, but let a CI step or a hook pass; input errors still exit 2.

@@ -25,6 +25,8 @@ struct Options {
   bool show_settings = false;  // --show-settings: print what would be used, analyse nothing
   std::vector<std::string> exclude;         // --exclude: instead of the settings file's `exclude`
   std::vector<std::string> extend_exclude;  // --extend-exclude: besides it
+  std::vector<std::string> per_file_ignores;         // --per-file-ignores PATTERN:ID[,ID]: instead of the file's
+  std::vector<std::string> extend_per_file_ignores;  // --extend-per-file-ignores: besides them
   bool exit_zero = false;                   // --exit-zero: findings do not fail the command
   std::string unused_ignores;               // --unused-ignores: warn or error; "" leaves it to the settings file
   std::string rule_id;  // rule: the finding id to explain

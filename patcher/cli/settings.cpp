@@ -89,6 +89,20 @@ std::vector<ExcludePatterns> run_exclude_patterns(const Options& options, const 
   }
   return out;
 }
+
+// What the run ignores per file: --per-file-ignores instead of the settings file's entries, --extend-per-file-ignores
+// besides them, as --exclude and --extend-exclude do.
+std::vector<PerFileIgnores> run_per_file_ignores(const Options& options, const std::optional<ProjectConfig>& config) {
+  std::vector<PerFileIgnores> out;
+  if (options.per_file_ignores.empty() && config) out = config_per_file_ignores(*config);
+  for (const auto& [option, given] : {std::pair{"--per-file-ignores", &options.per_file_ignores},
+                                      std::pair{"--extend-per-file-ignores", &options.extend_per_file_ignores}}) {
+    for (const std::string& text : *given) {
+      out.push_back(per_file_ignores_option(option, text, std::filesystem::current_path()));
+    }
+  }
+  return out;
+}
 }  // namespace
 
 std::filesystem::path own_binary(const std::string& argv0) {
@@ -115,10 +129,8 @@ std::optional<Loaded> load_rules(const Options& options, const std::filesystem::
     if (dir.first.empty()) dir = default_rules_dir(options);
     std::vector<ExcludePatterns> exclude = run_exclude_patterns(options, config);
     Loaded loaded{load_rule_set(dir.first, *overrides), config, dir.second, std::move(exclude), false, ""};
-    if (config) {
-      loaded.rules.per_file_ignores = config_per_file_ignores(*config);
-      require_known_ids(loaded.rules.per_file_ignores, loaded.rules);
-    }
+    loaded.rules.per_file_ignores = run_per_file_ignores(options, config);
+    require_known_ids(loaded.rules.per_file_ignores, loaded.rules);
     if (!options.unused_ignores.empty()) {
       loaded.unused_ignores_error = options.unused_ignores == "error";
       loaded.unused_ignores_source = "--unused-ignores";

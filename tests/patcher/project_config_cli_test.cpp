@@ -362,4 +362,40 @@ TEST_SUITE("project_config_cli") {
     }
     CHECK(project.backend() == unpatched_backend());
   }
+
+  TEST_CASE("--per-file-ignores replaces the settings file's entries, --extend-per-file-ignores adds to them") {
+    const Project project(".kvpatch.toml", "[per-file-ignores]\n\"python/**\" = [\"flashinfer-mla-kv-field\"]\n");
+    auto summary = [&](const std::vector<std::string>& args) {
+      const ProcessResult r = project.run(args);
+      const std::size_t at = r.out.find(" plan sites:");
+      return at == std::string::npos ? "exit " + std::to_string(r.exit_code) + ": " + r.err
+                                     : r.out.substr(at, r.out.find(';', at) - at);
+    };
+    const std::string plan = "flashinfer-mla-plan-kv-dtype";
+    CHECK(summary({"check", "proj"}) == " plan sites: 0 threaded, 3 missing, 0 gated, 0 unknown, 0 ignored");
+    CHECK(contains(project.run({"check", "proj"}).out, ": ignored: FlashInferMLAIndicesUpdaterDecode.__init__: "));
+    // Relative to the current directory, as --exclude is.
+    CHECK(summary({"check", "--extend-per-file-ignores", "proj/python:" + plan, "proj"}) ==
+          " plan sites: 0 threaded, 0 missing, 0 gated, 0 unknown, 3 ignored");
+    const ProcessResult replaced = project.run({"check", "--per-file-ignores", "proj/**/*.py:" + plan, "proj"});
+    CHECK(contains(replaced.out, "3 plan sites: 0 threaded, 0 missing, 0 gated, 0 unknown, 3 ignored"));
+    CHECK(contains(replaced.out, "; per-file-ignores at --per-file-ignores proj/**/*.py:" + plan + " [" + plan + "]\n"));
+    CHECK(contains(replaced.out, ": missing: FlashInferMLAIndicesUpdaterDecode.__init__: "));  // the file's entry is gone
+    CHECK(contains(project.run({"check", "--show-settings", "--extend-per-file-ignores", "proj/python:" + plan, "proj"}).out,
+                   "\nper-file ignores:\n  python/**: flashinfer-mla-kv-field  [" +
+                       (project.scratch.path() / "proj" / ".kvpatch.toml").string() + ":2, relative to " +
+                       (project.scratch.path() / "proj").string() + "]\n  proj/python: " + plan +
+                       "  [--extend-per-file-ignores proj/python:" + plan + ", relative to " +
+                       project.scratch.path().string() + "]\n"));
+    for (const std::string& bad : std::vector<std::string>{"proj/python", "proj/python:", "/abs:" + plan, ":" + plan}) {
+      CAPTURE(bad);
+      const ProcessResult r = project.run({"apply", "--per-file-ignores", bad, "proj"});
+      CHECK(r.exit_code == 2);
+      CHECK(r.err == "kvpatch: error: --per-file-ignores " + bad + ": expected PATTERN:RULE-ID[,RULE-ID...] with a "
+                     "relative pattern; e.g. --per-file-ignores 'test/**:flashinfer-mla-plan-kv-dtype' (`kvpatch "
+                     "rule` lists the ids)\n");
+    }
+    CHECK(project.run({"check", "--extend-per-file-ignores", "proj:no-such-rule", "proj"}).exit_code == 2);
+    CHECK(project.backend() == unpatched_backend());
+  }
 }

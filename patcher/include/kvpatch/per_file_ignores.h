@@ -16,10 +16,15 @@ struct RuleSet;
 struct PerFileIgnores {
   ExcludePatterns paths;  // one pattern, relative to the settings file's directory; origin: that file
   std::vector<std::string> ids;
-  int line = 0;  // the entry's line in the settings file
+  int line = 0;  // the entry's line in the settings file; 0 for one given on the command line
 
-  std::string origin() const { return paths.origin + ":" + std::to_string(line); }
+  std::string origin() const { return line == 0 ? paths.origin : paths.origin + ":" + std::to_string(line); }
 };
+
+// One entry as the command line gives it, `PATTERN:RULE-ID[,RULE-ID...]`, relative to `base`; origin names the
+// option and the text. Throws InputError for a text without a pattern or ids, or with an absolute pattern.
+PerFileIgnores per_file_ignores_option(const std::string& option, const std::string& text,
+                                       const std::filesystem::path& base);
 
 // (rule id, origin) for each id the entries ignore in `file` (absolute or relative to the current directory); the
 // first entry naming an id gives its origin.
