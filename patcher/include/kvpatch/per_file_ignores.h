@@ -14,7 +14,9 @@ namespace kvpatch {
 struct RuleSet;
 
 struct PerFileIgnores {
-  ExcludePatterns paths;  // one pattern, relative to the settings file's directory; origin: that file
+  // One pattern, relative to the settings file's directory (origin: that file) or, given as an option, to the
+  // current directory (origin: the option and its text).
+  ExcludePatterns paths;
   std::vector<std::string> ids;
   int line = 0;  // the entry's line in the settings file; 0 for one given on the command line
 

@@ -193,8 +193,8 @@ struct RuleSet {
   std::vector<FieldRule> field_rules;
   std::vector<CastRule> cast_rules;
   std::vector<RuleTestCase> tests;
-  // The project's per-file-ignores (set by the CLI from its settings file): the rules' findings they name are
-  // ignored in the files they match (analyze_source()).
+  // The run's per-file-ignores (set by the CLI from the settings file and the options): the rules' findings they
+  // name are ignored in the files they match (analyze_source()).
   std::vector<PerFileIgnores> per_file_ignores;
 
   const PlanSiteRule* plan_site_rule(const std::string& id) const;
