@@ -796,6 +796,49 @@ def statement_in_try_reraising(p, line):
     return statement_in_try(p, line, "statement in a try with a handler that re-raises")
 
 
+def if_statements(p, line):
+    """The if statements of a function body that start on line (not an elif clause, which ast reads as an If in its
+    parent's orelse), alone on their lines and holding no string over several lines."""
+    for node in ast.walk(p.tree):
+        if not (isinstance(node, ast.If) and node.lineno == line and enclosing_function(p, node) is not None):
+            continue
+        if p.lines[line - 1].lstrip().startswith("elif") or not alone_on_its_lines(p, node):
+            continue
+        if not spans_a_string_line(p, node):
+            yield node
+
+
+def empty_else_added(p, line):
+    """An if statement with no else clause given `else: pass`: the same program."""
+    out = []
+    for node in if_statements(p, line):
+        if node.orelse:
+            continue
+        indent = p.lines[line - 1][: len(p.lines[line - 1]) - len(p.lines[line - 1].lstrip())]
+        end = node.end_lineno
+        text = "\n".join([*p.lines[:end], f"{indent}else:", f"{indent}    pass", *p.lines[end:]])
+        out.append(("if statement given an empty else", text, lambda n, end=end: n + (2 if n > end else 0)))
+    return out
+
+
+def elif_as_nested_if(p, line):
+    """`elif c:` of an if statement written as `else:` holding `if c:`, the rest of the chain a block deeper: the same
+    program."""
+    out = []
+    for node in if_statements(p, line):
+        if len(node.orelse) != 1 or not isinstance(node.orelse[0], ast.If):
+            continue
+        clause = node.orelse[0].lineno
+        if not p.lines[clause - 1].lstrip().startswith("elif"):
+            continue
+        indent = p.lines[line - 1][: len(p.lines[line - 1]) - len(p.lines[line - 1].lstrip())]
+        rest = [("    " + x if x.strip() else x) for x in p.lines[clause - 1 : node.end_lineno]]
+        rest[0] = indent + "    " + p.lines[clause - 1].lstrip()[len("el"):]
+        text = "\n".join([*p.lines[: clause - 1], f"{indent}else:", *rest, *p.lines[node.end_lineno :]])
+        out.append(("elif as an else holding an if", text, lambda n, clause=clause: n + (1 if n >= clause else 0)))
+    return out
+
+
 def decorated(p, line, wanted):
     """The method or class (wanted: "method decorated" or "class decorated") whose def starts on line, below any
     decorators it has, given one more decorator that returns what it is given, defined after the module's imports:
@@ -1289,7 +1332,7 @@ def rewrites_at(p, line):
     out += run_call_in_helper(p, line) + kv_read_in_helper(p, line) + plan_dtype_in_helper(p, line)
     out += kv_cast_in_helper(p, line) + kv_read_through_kv_buffer(p, line) + plan_dtypes_from_helper(p, line)
     out += cast_dtype_through_local(p, line) + cast_dtype_as_keyword(p, line) + cast_through_dtype_parameter(p, line)
-    out += local_with_twin(p, line)
+    out += local_with_twin(p, line) + empty_else_added(p, line) + elif_as_nested_if(p, line)
     return out + statement_in_with(p, line) + method_decorated(p, line) + class_decorated(p, line)
 
 
@@ -1323,6 +1366,8 @@ BY_KIND = {
     "KV read through get_kv_buffer": kv_read_through_kv_buffer,
     "plan's dtypes unpacked from a helper method": plan_dtypes_from_helper,
     "a local bound with a twin": local_with_twin,
+    "if statement given an empty else": empty_else_added,
+    "elif as an else holding an if": elif_as_nested_if,
     "method decorated": method_decorated,
     "class decorated": class_decorated,
 }
