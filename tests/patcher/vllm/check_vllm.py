@@ -133,18 +133,8 @@ def record_entries(record):
     return out
 
 
-def download(cache):
-    tree, complete = cached_tree(cache)
-    if os.path.exists(complete):
-        with open(complete, encoding="utf-8") as f:
-            if f.read().strip() == RECORD_SHA256:
-                print(f"vllm {VERSION}: Python files cached in {tree}")
-                return
-    url, size = wheel_listing()
-    remote = RangeFile(url, size)
-    top = os.path.dirname(tree)
-    os.makedirs(top, exist_ok=True)
-    staging = tempfile.mkdtemp(dir=top, prefix="partial-")
+def unpack_python_files(remote, staging):
+    """Every Python file of the wheel into staging, each checked against RECORD; returns how many."""
     with zipfile.ZipFile(io.BufferedReader(remote, buffer_size=1 << 16)) as wheel:
         record = wheel.read(RECORD)
         if sha256(record) != RECORD_SHA256:
@@ -161,12 +151,30 @@ def download(cache):
                 f.write(data)
     if len(members) != len(expected):
         raise InputError(f"{WHEEL}: RECORD lists {len(expected)} Python files, the zip holds {len(members)}")
-    shutil.rmtree(tree, ignore_errors=True)
-    os.replace(os.path.join(staging, "vllm"), tree)
-    shutil.rmtree(staging)
+    return len(members)
+
+
+def download(cache):
+    tree, complete = cached_tree(cache)
+    if os.path.exists(complete):
+        with open(complete, encoding="utf-8") as f:
+            if f.read().strip() == RECORD_SHA256:
+                print(f"vllm {VERSION}: Python files cached in {tree}")
+                return
+    url, size = wheel_listing()
+    remote = RangeFile(url, size)
+    top = os.path.dirname(tree)
+    os.makedirs(top, exist_ok=True)
+    staging = tempfile.mkdtemp(dir=top, prefix="partial-")
+    try:
+        count = unpack_python_files(remote, staging)
+        shutil.rmtree(tree, ignore_errors=True)
+        os.replace(os.path.join(staging, "vllm"), tree)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     with open(complete, "w", encoding="utf-8") as f:
         f.write(RECORD_SHA256 + "\n")
-    print(f"vllm {VERSION}: {len(members)} Python files read from the {size}-byte wheel in {remote.requests} range "
+    print(f"vllm {VERSION}: {count} Python files read from the {size}-byte wheel in {remote.requests} range "
           "requests")
 
 
