@@ -201,14 +201,26 @@ def local_left_unread(local, written):
 
 
 # Kinds that bind a value to a second, unread local beside the first (`x = twin = v`): a fix must neither remove that
-# statement nor change v, since the twin still holds it; it may fix the code that reads x instead, and where the
-# original's fix took x's statement (a dtype local read only by a removed cast) apply then makes one edit fewer.
+# statement nor change v, since the twin still holds it; it may fix the code that reads x instead, and only where the
+# original's fix took x's statement (a dtype local read only by a removed cast) may apply then make one edit fewer.
 TWINS = {"a local bound with a twin": metamorphic_calls.TWIN_LOCAL}
 
 
 def twin_values(twin, text):
     """The text of each `... = twin = v` statement's v, in order."""
     return re.findall(rf"\b{twin} = (.*)$", text, re.MULTILINE)
+
+
+def twin_statement_taken(twin, rewritten, base_applied):
+    """Whether the original's fix removed a statement the rewrite gave a twin: `x = v`, written `x = twin = v`, occurs
+    on fewer lines of the original's applied text than of the original."""
+    original_lines = rewritten.replace(f"{twin} = ", "").splitlines()
+    applied_lines = base_applied.splitlines()
+    for m in re.finditer(rf"^(.*\b){twin} = (.*)$", rewritten, re.MULTILINE):
+        statement = m.group(1) + m.group(2)
+        if applied_lines.count(statement) < original_lines.count(statement):
+            return True
+    return False
 
 
 def edits_allowed(base, got, differences):
@@ -235,7 +247,8 @@ def problems_of(kvpatch, base, rewritten, region, scratch, kind):
     if twin and got[2] != 2:
         if twin_values(twin, got[3]) != twin_values(twin, rewritten):
             problems.append(f"apply removed {twin}'s statement or changed its value")
-        base = edits_allowed(base, got, (-1,))
+        if base[2] != 2 and twin_statement_taken(twin, rewritten, base[3]):
+            base = edits_allowed(base, got, (-1,))
     kept = LOCALS_A_FIX_MUST_KEEP_READ.get(kind)
     if kept and got[2] != 2 and local_left_unread(kept, got[3]):
         problems.append(f"apply left {kept} assigned and unread")
