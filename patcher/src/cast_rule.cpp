@@ -550,14 +550,11 @@ private:
       if (self_cast) f.removed_statements.push_back(syntax::parent(parent));
       f.unwraps_call = !self_cast;
       const DtypeLocals locals = dtype_locals(call, scope);
-      std::vector<std::string> described;
-      for (TSNode s : locals.statements) described.push_back(one_line(facts_.text(s)) + " at " + at(s));
       if (locals.other_casts.empty()) {
         f.removed_statements.insert(f.removed_statements.end(), locals.statements.begin(), locals.statements.end());
-        f.unread_dtype_locals = described;
+        for (TSNode s : locals.statements) f.unread_dtype_locals.push_back(dtype_local_text(source_, s));
       } else {
         f.shared_dtype_statements = locals.statements;
-        f.shared_dtype_locals = described;
         f.shared_dtype_casts = locals.other_casts;
       }
       f.fix = cast_removal(source_, f, {});
@@ -565,7 +562,6 @@ private:
       f.removed_statements.clear();
       f.unread_dtype_locals.clear();
       f.shared_dtype_statements.clear();
-      f.shared_dtype_locals.clear();
       f.shared_dtype_casts.clear();
       f.unwraps_call = false;
       f.redundant = false;
@@ -637,6 +633,13 @@ private:
 std::vector<CastFinding> check_casts(const CastRule& rule, const RuleSet& rules, const ModuleFacts& facts,
                                      const std::vector<PlanSite>& sites, const std::vector<FieldFinding>& fields) {
   return CastChecker(rule, rules, facts, sites, fields).run();
+}
+
+std::string dtype_local_text(const SourceFile& source, TSNode statement) {
+  const std::size_t start = ts_node_start_byte(statement);
+  const SourcePosition p = source.position(start);
+  return one_line(std::string_view(source.text()).substr(start, ts_node_end_byte(statement) - start)) + " at " +
+         std::to_string(p.line) + ":" + std::to_string(p.column);
 }
 
 std::vector<Edit> cast_removal(const SourceFile& source, const CastFinding& cast, const std::vector<TSNode>& elsewhere) {

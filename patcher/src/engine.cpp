@@ -27,7 +27,7 @@ bool cast_goes(const CastFinding& c) { return c.redundant && c.guard_dtype.empty
 // A dtype local that several casts read (`dtype = q.dtype`, then `ckv.to(dtype)` and `kpe.to(dtype)`) goes when every
 // one of them goes; the first of them takes its statements, so that each is removed once. Returns which casts took
 // any.
-std::vector<bool> take_shared_dtype_locals(std::vector<CastFinding>& casts) {
+std::vector<bool> take_shared_dtype_locals(const SourceFile& source, std::vector<CastFinding>& casts) {
   std::vector<bool> took(casts.size(), false);
   std::vector<TSNode> taken;
   for (std::size_t i = 0; i < casts.size(); ++i) {
@@ -46,7 +46,7 @@ std::vector<bool> take_shared_dtype_locals(std::vector<CastFinding>& casts) {
       if (std::any_of(taken.begin(), taken.end(), [&](TSNode t) { return syntax::same(t, statement); })) continue;
       taken.push_back(statement);
       c.removed_statements.push_back(statement);
-      c.unread_dtype_locals.push_back(c.shared_dtype_locals[s]);
+      c.unread_dtype_locals.push_back(dtype_local_text(source, statement));
       took[i] = true;
     }
     if (took[i]) c.dtype_local_readers = readers;
@@ -58,7 +58,7 @@ std::vector<bool> take_shared_dtype_locals(std::vector<CastFinding>& casts) {
 // `if k.dtype != q.dtype:` over two casts, or two guards that are all of a `with` body), which would leave a compound
 // statement with no body. Each removal is made again knowing the others, wherever they are.
 void remove_together(const SourceFile& source, std::vector<CastFinding>& casts) {
-  const std::vector<bool> took = take_shared_dtype_locals(casts);
+  const std::vector<bool> took = take_shared_dtype_locals(source, casts);
   auto removing = [](const CastFinding& c) { return !c.removed_statements.empty() && !c.fix.empty(); };
   for (std::size_t i = 0; i < casts.size(); ++i) {
     CastFinding& c = casts[i];

@@ -124,7 +124,6 @@ struct CastFinding {
   // one of those casts, which only the engine knows once all casts are checked (engine.cpp, remove_together). Then
   // one of the casts takes them into removed_statements and names the others in dtype_local_readers ("13:14").
   std::vector<TSNode> shared_dtype_statements;
-  std::vector<std::string> shared_dtype_locals;  // as unread_dtype_locals
   std::vector<TSNode> shared_dtype_casts;        // the other casts' calls
   std::vector<std::string> dtype_local_readers;  // when taken: those casts, as "13:14"
   // A required cast one of whose consumers' wrappers has no plan site in this file: that consumer

@@ -44,6 +44,9 @@ std::vector<CastFinding> check_casts(const CastRule& rule, const RuleSet& rules,
 // knowing that `elsewhere` (the statements other casts' fixes remove) go in the same run.
 std::vector<Edit> cast_removal(const SourceFile& source, const CastFinding& cast, const std::vector<TSNode>& elsewhere);
 
+// A dtype local's statement as a cast finding names it among its unread_dtype_locals: "dtype = q.dtype at 12:9".
+std::string dtype_local_text(const SourceFile& source, TSNode statement);
+
 // The KV inputs of every run() on a wrapper whose plan sites are all threaded after the edits, traced back to
 // a KV source: each conversion on the way that is not a cast the cast rules remove or guard
 // (CastFinding::agrees_with_plan), and each value whose origin kvpatch cannot establish, is a finding.
