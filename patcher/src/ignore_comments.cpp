@@ -65,17 +65,20 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-std::string nearest_rule_id(const std::string& id, const std::vector<std::pair<std::string, std::string>>& known) {
-  std::string best;
+std::string unknown_rule_id_hint(const std::string& id,
+                                const std::vector<std::pair<std::string, std::string>>& known) {
+  std::string nearest;
   std::size_t best_distance = id.size() / 3 + 1;
+  std::string listed;
   for (const auto& [candidate, description] : known) {
     const std::size_t d = edit_distance(id, candidate);
     if (d < best_distance) {
       best_distance = d;
-      best = candidate;
+      nearest = candidate;
     }
+    listed += (listed.empty() ? "" : ", ") + candidate;
   }
-  return best;
+  return (nearest.empty() ? std::string() : "did you mean " + nearest + "? ") + "the ids are " + listed;
 }
 
 std::vector<IgnoreDirective> ignore_directives(std::string_view text) {
@@ -124,9 +127,7 @@ namespace {
 // Judges one file's ignore comments against the ids the rules report and the look-ups they made.
 class CommentJudge {
 public:
-  CommentJudge(const RuleSet& rules, const Run& run) : run_(run), known_(rules.finding_ids()) {
-    for (const auto& [id, description] : known_) listed_ += (listed_.empty() ? "" : ", ") + id;
-  }
+  CommentJudge(const RuleSet& rules, const Run& run) : run_(run), known_(rules.finding_ids()) {}
 
   void judge(FileReport& report) {
     report.ignore_problems.clear();
@@ -140,7 +141,6 @@ public:
 private:
   const Run& run_;
   std::vector<std::pair<std::string, std::string>> known_;
-  std::string listed_;
   std::optional<std::vector<ReportItem>> items_;  // built when an unused comment first needs them
 
   void comment(FileReport& report, TSNode node) {
@@ -191,11 +191,9 @@ private:
                                                                const std::string& id) {
     const bool exists = std::any_of(known_.begin(), known_.end(), [&](const auto& k) { return k.first == id; });
     if (!exists) {
-      const std::string nearest = nearest_rule_id(id, known_);
       return std::pair<std::string, std::string>{
           "unknown-rule", "# kvpatch: ignore[" + id + "] names a rule id that no rule reports, so it suppresses "
-                          "nothing; " + (nearest.empty() ? "" : "did you mean " + nearest + "? ") + "the ids are " +
-                          listed_};
+                          "nothing; " + unknown_rule_id_hint(id, known_)};
     }
     if (source.ignore_looked_up(line, id)) return std::nullopt;
     // The usual slip: the comment put on a line of its own above the finding, as pylint's disable-next.

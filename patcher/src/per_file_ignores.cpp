@@ -50,15 +50,12 @@ PerFileIgnores per_file_ignores_option(const std::string& option, const std::str
 
 void require_known_ids(const std::vector<PerFileIgnores>& entries, const RuleSet& rules) {
   const std::vector<std::pair<std::string, std::string>> known = rules.finding_ids();
-  std::string listed;
-  for (const auto& [id, description] : known) listed += (listed.empty() ? "" : ", ") + id;
   for (const PerFileIgnores& entry : entries) {
     for (const std::string& id : entry.ids) {
       if (std::any_of(known.begin(), known.end(), [&](const auto& k) { return k.first == id; })) continue;
-      const std::string nearest = nearest_rule_id(id, known);
       throw InputError(entry.paths.origin, entry.line,
                        "per-file-ignores names rule id '" + id + "', which no rule reports",
-                       (nearest.empty() ? std::string() : "did you mean " + nearest + "? ") + "the ids are " + listed);
+                       unknown_rule_id_hint(id, known));
     }
   }
 }

@@ -44,9 +44,9 @@ std::vector<IgnoreDirective> ignore_directives(std::string_view text);
 // file (SourceFile::ignored_in_whole_file), "per-file-ignores at FILE:LINE".
 std::optional<std::string> suppression(const SourceFile& source, TSNode node, const std::string& rule_id);
 
-// The id a mistyped one most likely meant among `known` (id, description): the nearest within a third of its
-// length, or "".
-std::string nearest_rule_id(const std::string& id, const std::vector<std::pair<std::string, std::string>>& known);
+// What to say of an id that no rule reports, given the ids that are (`known`: id, description): "did you mean X? "
+// when one is near it (within a third of its length), then "the ids are A, B, ...".
+std::string unknown_rule_id_hint(const std::string& id, const std::vector<std::pair<std::string, std::string>>& known);
 
 // The problems of each analysed file's ignore comments, once every rule has run (after link_files()): an id no
 // rule reports, an id no rule looked up on that line, a comment that mentions kvpatch ignore in another form.
