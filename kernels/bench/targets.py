@@ -169,7 +169,7 @@ def markdown(result):
     if missed:
         floor = result["meta"].get("timing_floor_us", 0.0)
         lines += ["", (f"What any mma.sync kernel needs for the checks not met: tensor cores at "
-                       f"{MMA_SYNC_TFLOPS} TFLOP/s (the H200's FP16 mma.sync rate with fresh operands) and "
+                       f"{MMA_SYNC_TFLOPS} TFLOP/s (FP16 mma.sync with fresh operands, as measured on the H200) and "
                        f"DRAM at the copy bandwidth; a launch also pays the {floor:.1f} us timing floor."), "",
                   ("| target | shape | time allowed | tensor cores alone | KV bytes at copy speed "
                    "| tensor cores busy then | busy now |"), "|---|---|---|---|---|---|---|"]
