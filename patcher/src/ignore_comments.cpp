@@ -10,6 +10,8 @@ namespace kvpatch {
 namespace {
 
 constexpr std::string_view kBlanks = " \t";
+// How suppression() names a reason taken from the settings, which suppressed_by_settings() recognises.
+constexpr const char* kPerFileIgnoresAt = "per-file-ignores at ";
 
 bool is_blank(char c) { return c == ' ' || c == '\t'; }
 
@@ -118,9 +120,11 @@ std::optional<std::string> suppression(const SourceFile& source, TSNode node, co
       return directive.reason;
     }
   }
-  if (const std::string* origin = source.ignored_in_whole_file(rule_id)) return "per-file-ignores at " + *origin;
+  if (const std::string* origin = source.ignored_in_whole_file(rule_id)) return kPerFileIgnoresAt + *origin;
   return std::nullopt;
 }
+
+bool suppressed_by_settings(const std::string& reason) { return reason.rfind(kPerFileIgnoresAt, 0) == 0; }
 
 namespace {
 

@@ -106,25 +106,29 @@ std::vector<ReportItem> report_items(const Run& run) {
     std::vector<ReportItem> items;
     for (const PlanSite& s : f.plan_sites) {
       const bool finding = s.status == SiteStatus::Missing || s.status == SiteStatus::Unknown || !s.unbuildable.empty();
-      items.push_back({path, s.line, s.column, site_label(s), site_message(s), s.rule, finding});
+      items.push_back({path, s.line, s.column, site_label(s), site_message(s), s.rule, finding,
+                       s.status == SiteStatus::Ignored ? std::optional<std::string>(s.reason) : std::nullopt});
     }
     for (const FieldFinding& field : f.fields) {
       const std::string hint = field.fix ? one_line(field.fix->replacement) : "";
       const bool missing = !field.present && !field.ignored;
       items.push_back({path, field.line, field.column, field.ignored ? "ignored" : field.present ? "present" : "missing",
-                       field_message(field, hint), field.rule, missing});
+                       field_message(field, hint), field.rule, missing,
+                       field.ignored ? std::optional<std::string>(field.reason) : std::nullopt});
     }
     for (const CastFinding& c : f.casts) {
       items.push_back({path, c.line, c.column, c.redundant ? "redundant" : "required", cast_message(c), c.rule,
-                       c.redundant});
+                       c.redundant, std::nullopt});
     }
     for (const RunInputFinding& r : f.run_inputs) {
-      items.push_back({path, r.line, r.column, run_input_label(r), run_input_message(r), r.rule, !r.ignored});
+      items.push_back({path, r.line, r.column, run_input_label(r), run_input_message(r), r.rule, !r.ignored,
+                       r.ignored ? std::optional<std::string>(r.ignore_reason) : std::nullopt});
     }
     for (const RunScaleFinding& r : f.run_scales) {
       const bool missing = !r.present && !r.ignored;
       items.push_back({path, r.line, r.column, r.ignored ? "ignored" : r.present ? "present" : "missing",
-                       run_scale_message(r), r.rule, missing});
+                       run_scale_message(r), r.rule, missing,
+                       r.ignored ? std::optional<std::string>(r.ignore_reason) : std::nullopt});
     }
     std::stable_sort(items.begin(), items.end(), [](const ReportItem& a, const ReportItem& b) {
       return std::tie(a.line, a.column) < std::tie(b.line, b.column);

@@ -8,8 +8,10 @@
 #include "kvpatch/report.h"
 
 // SARIF 2.1.0 (OASIS), the log format GitHub code scanning uploads and SARIF viewers open. What makes a
-// check exit 1 becomes a result, and so does an ignore comment that suppresses nothing, as a warning; input errors go to the invocation's notifications, and
-// executionSuccessful says whether every file could be read and parsed.
+// check exit 1 becomes a result; so does each ignored finding, with its suppression (inSource for an ignore
+// comment, external for per-file-ignores), and each ignore comment that suppresses nothing, as a warning.
+// Input errors go to the invocation's notifications, and executionSuccessful says whether every file could be
+// read and parsed.
 namespace kvpatch {
 using json = nlohmann::ordered_json;
 
@@ -87,14 +89,23 @@ std::string sarif_report(const Run& run, const RuleSet& rules, const std::string
 
   json results = json::array();
   for (const ReportItem& item : report_items(run)) {
-    if (!item.finding) continue;
+    if (!item.finding && !item.suppressed) continue;
     const SourceFile& source = *sources.at(item.file);
     const int column = utf16_column(source.line_text(item.line), item.column);
     json r = {{"ruleId", item.rule}};
     if (rule_index.count(item.rule) != 0) r["ruleIndex"] = rule_index[item.rule];
-    r["level"] = finding_level(item);
+    // A suppressed finding was not judged (the ignore stops the rule there), so it has no level of its
+    // own; SARIF's default, warning, is written out.
+    r["level"] = item.suppressed ? "warning" : finding_level(item);
     r["message"] = {{"text", item.status + ": " + item.message}};
     r["locations"] = location(item.file, item.line, column);
+    if (item.suppressed) {
+      // Kept in the log, as SARIF means suppressions to be, so that an audit sees what was waived and why;
+      // code scanning shows such results as dismissed, not open.
+      json suppression = {{"kind", suppressed_by_settings(*item.suppressed) ? "external" : "inSource"}};
+      if (!item.suppressed->empty()) suppression["justification"] = *item.suppressed;
+      r["suppressions"] = json::array({std::move(suppression)});
+    }
     r["properties"] = {{"kvpatchStatus", item.status}};
     results.push_back(std::move(r));
   }

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "support/files.h"
@@ -331,6 +332,24 @@ TEST_SUITE("project_config_cli") {
     // Its casts feed plans left BF16, so they are needed: reported, never removed.
     CHECK(contains(check.out, "\ntest/srt/test_mla.py:105:9: required: "));
     CHECK_FALSE(contains(check.out, "\npython/sglang/flashinfer_mla_backend.py:139:13: ignored"));
+    // SARIF keeps each as a result suppressed outside the source, the entry as its justification.
+    const ProcessResult sarif = project.run({"check", "--format", "sarif", "proj"});
+    CHECK(sarif.exit_code == 1);
+    int suppressed = 0;
+    const nlohmann::json log = nlohmann::json::parse(sarif.out);
+    for (const auto& r : log["runs"][0]["results"]) {
+      if (!r.contains("suppressions")) continue;
+      ++suppressed;
+      CHECK(r["properties"]["kvpatchStatus"] == "ignored");
+      CHECK(r["suppressions"] == nlohmann::json::parse(R"([{"kind": "external", "justification": "per-file-ignores at )" +
+                                                       config + R"(:2"}])"));
+    }
+    int ignored_lines = 0;
+    for (std::size_t at = check.out.find(": ignored: "); at != std::string::npos; at = check.out.find(": ignored: ", at + 1)) {
+      ++ignored_lines;
+    }
+    CHECK(ignored_lines == 5);
+    CHECK(suppressed == ignored_lines);
     const ProcessResult settings = project.run({"check", "--show-settings", "proj"});
     CHECK(contains(settings.out, "\nper-file ignores:\n  test/**: flashinfer-mla-plan-kv-dtype, flashinfer-mla-kv-field  [" +
                                      config + ":2, relative to " + (project.scratch.path() / "proj").string() + "]\n"));

@@ -56,6 +56,18 @@ std::multiset<Finding> json_findings(const json& report) {
   return out;
 }
 
+// The findings the JSON report lists as ignored, as (line, column, rule, reason): SARIF keeps them as suppressed results.
+std::multiset<Finding> json_ignored(const json& report) {
+  std::multiset<Finding> out;
+  for (const char* section : {"plan_sites", "fields", "run_inputs", "run_scales"}) {
+    for (const json& j : report[section]) {
+      if (j["status"] != "ignored") continue;
+      out.insert({j["line"].get<int>(), j["column"].get<int>(), j["rule"].get<std::string>(),
+                  j.value("reason", std::string())});
+    }
+  }
+  return out;
+}
 
 // The JSON report's ignore_comments (warnings, not findings, unless --unused-ignores error), as (line, column,
 // level, problem).
@@ -141,8 +153,8 @@ TEST_SUITE("formats") {
       CHECK(lines.back() == lines_of(text.out).back());
     }
 
-    SUBCASE("sarif: a SARIF 2.1.0 log with one result per finding and per ignore comment that suppresses nothing, "
-            "rules indexed, errors as notifications") {
+    SUBCASE("sarif: a SARIF 2.1.0 log with one result per finding, per ignored finding (suppressed) and per ignore "
+            "comment that suppresses nothing, rules indexed, errors as notifications") {
       const json log = json::parse(sarif.out);  // stdout holds the log alone, even for refused input
       CHECK(log["version"] == "2.1.0");
       REQUIRE(log["runs"].size() == 1);
@@ -152,6 +164,7 @@ TEST_SUITE("formats") {
             "file://" + fs::weakly_canonical(scratch.path()).string() + "/");
       const json& rules = run["tool"]["driver"]["rules"];
       std::multiset<Finding> results;
+      std::multiset<Finding> suppressed;
       std::multiset<Finding> ignore_results;
       for (const json& r : run["results"]) {
         const json& where = r["locations"].at(0)["physicalLocation"];
@@ -166,12 +179,24 @@ TEST_SUITE("formats") {
                                  status.substr(std::string_view("ignore-comment-").size())});
           continue;
         }
+        if (r.contains("suppressions")) {
+          // An ignored finding: one suppression, from a comment here (the fixtures set no per-file-ignores).
+          CHECK(status == "ignored");
+          CHECK(r["level"] == "warning");
+          REQUIRE(r["suppressions"].size() == 1);
+          const json& waiver = r["suppressions"][0];
+          CHECK(waiver["kind"] == "inSource");
+          suppressed.insert({where["region"]["startLine"].get<int>(), where["region"]["startColumn"].get<int>(),
+                             r["ruleId"].get<std::string>(), waiver.value("justification", std::string())});
+          continue;
+        }
         CHECK(r["level"] == (is_warning(status) ? "warning" : "error"));
         // Every fixture's finding lines are ASCII up to the finding, so UTF-16 and byte columns agree.
         results.insert({where["region"]["startLine"].get<int>(), where["region"]["startColumn"].get<int>(),
                         r["ruleId"].get<std::string>(), status});
       }
       CHECK(results == expected);
+      CHECK(suppressed == json_ignored(report));
       CHECK(ignore_results == ignore_comments(report));
       const json& invocation = run["invocations"].at(0);
       CHECK(invocation["executionSuccessful"] == !fixture.refused());

@@ -43,6 +43,8 @@ std::vector<IgnoreDirective> ignore_directives(std::string_view text);
 // given), and the comment recorded as looked up. Else, when the project's per-file-ignores ignore the rule in this
 // file (SourceFile::ignored_in_whole_file), "per-file-ignores at FILE:LINE".
 std::optional<std::string> suppression(const SourceFile& source, TSNode node, const std::string& rule_id);
+// Whether a reason suppression() gave comes from the project's per-file-ignores rather than from a comment.
+bool suppressed_by_settings(const std::string& reason);
 
 // What to say of an id that no rule reports, given the ids that are (`known`: id, description): "did you mean X? "
 // when one is near it (within a third of its length), then "the ids are A, B, ...".

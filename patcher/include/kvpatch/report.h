@@ -2,6 +2,7 @@
 // One run over a set of files, and its outputs: text, JSON, GitHub annotations, SARIF, unified diff.
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,9 @@ struct ReportItem {
   std::string message;
   std::string rule;
   bool finding = false;  // counts towards has_findings()
+  // An ignored finding: the reason its suppression gives (an ignore comment's text, which may be empty, or
+  // "per-file-ignores at FILE:LINE"); nullopt for the rest.
+  std::optional<std::string> suppressed;
 };
 // Every entry, file by file in run order, each file's by line and column.
 std::vector<ReportItem> report_items(const Run& run);
