@@ -515,10 +515,12 @@ private:
                           [](const std::string& s) { return s.find(": wrapper has") != std::string::npos; });
     if (auto reason = suppression(source_, anchor, rule_.id)) {
       f.consumer = "suppressed by kvpatch: ignore" + (reason->empty() ? "" : ": " + *reason);
+      f.stays_unjudged = true;
       return f;
     }
     if (consumers.empty()) {
       f.consumer = "no consumer found; a cast is removed only when every consumer is known";
+      f.stays_unjudged = true;
       return f;
     }
     if (!problems.empty()) {
@@ -566,6 +568,7 @@ private:
       f.unwraps_call = false;
       f.redundant = false;
       f.consumer = std::string("redundant, but ") + e.what() + "; remove the cast by hand";
+      f.stays_unjudged = true;
     }
     return f;
   }

@@ -60,7 +60,7 @@ std::string field_message(const FieldFinding& f, const std::string& value_hint) 
 std::string cast_message(const CastFinding& c) {
   std::string m = scope_name(c.class_name, c.method) + ": " + (c.variable.empty() ? "" : c.variable + " = ") +
                   one_line(c.expr);
-  if (!c.redundant) return m + " is needed by " + c.consumer;
+  if (!c.redundant) return m + (c.stays_unjudged ? " stays: " : " is needed by ") + c.consumer;
   std::string locals;
   for (const std::string& l : c.unread_dtype_locals) locals += (locals.empty() ? "" : ", ") + l;
   std::string readers;

@@ -110,6 +110,9 @@ struct CastFinding {
   TSNode call{};     // the `.to(...)` call
   bool redundant = false;
   std::string consumer;  // for required: who needs it; for redundant: the consumers that accept the KV dtype
+  // Required without a consumer that needs it: consumer says why the cast stays instead (an ignore comment, no
+  // consumer found, or a fix that cannot be built).
+  bool stays_unjudged = false;
   // Non-empty when the plan names the KV-cache dtype only for caches of this dtype: the cast converts the
   // other caches (to the model dtype the plan then names), now under a guard or, after its fix, under one.
   std::string guard_dtype;

@@ -263,6 +263,11 @@ TEST_SUITE("run_inputs") {
     REQUIRE(ignored.run_inputs.size() == 1);
     CHECK(ignored.run_inputs[0].why == "the cast stays, suppressed by kvpatch: ignore: audit build");
     check_nothing_threaded(ignored);
+    // The cast's own line says it stays and why, not that a consumer needs it.
+    const std::string text = text_report(Run{{}, {}, {ignored}, {}, {}});
+    CHECK(text.find(".to(q.dtype) stays: suppressed by kvpatch: ignore: audit build [flashinfer-mla-kv-cast]\n") !=
+          std::string::npos);
+    CHECK(text.find("is needed by suppressed") == std::string::npos);
   }
 
   TEST_CASE("an ignore comment on the run() call vouches for its inputs: reported ignored, the plan is threaded") {
