@@ -110,6 +110,9 @@ Subcommands define_subcommands(CLI::App& app, Options& options) {
   add_exit_zero_option(s.apply, options, "findings remain that it cannot fix");
   for (CLI::App* command : {s.check, s.apply}) add_unused_ignores_option(command, options);
   s.check->add_option("--format", options.format, kFormatHelp)->check(CLI::IsMember(kFormats));
+  s.check->add_option("-o,--output-file", options.output_file,
+                       "write the report to this file instead of stdout, whole or not at all (text uncolored unless "
+                       "--color always); the exit code is as without it");
   add_color_option(s.check, options, "the text report's status words");
   add_color_option(s.diff, options, "the diff as git does");
   s.pre_commit = app.add_subcommand(

@@ -5,6 +5,8 @@
 #include <iostream>
 
 #include "kvpatch/findings.h"
+#include "kvpatch/input_error.h"
+#include "kvpatch/report_file.h"
 #include "terminal_color.h"
 
 namespace kvpatch::cli {
@@ -18,17 +20,31 @@ void print_errors(const std::vector<FileError>& errors) {
   }
 }
 
-void print_report(const Run& run, const RuleSet& rules, const Options& options, bool text_wanted) {
+bool print_report(const Run& run, const RuleSet& rules, const Options& options, bool text_wanted) {
+  const bool to_file = !options.output_file.empty();
+  std::string report;
   if (options.format == "json") {
-    std::cout << json_report(run);
+    report = json_report(run);
   } else if (options.format == "sarif") {
-    std::cout << sarif_report(run, rules, KVPATCH_VERSION);
+    report = sarif_report(run, rules, KVPATCH_VERSION);
   } else if (options.format == "github") {
-    if (text_wanted || !run.errors.empty()) std::cout << github_report(run);
+    if (text_wanted || !run.errors.empty()) report = github_report(run);
   } else if (text_wanted) {
-    const std::string report = text_report(run);
-    std::cout << (color_wanted(options.color, STDOUT_FILENO) ? colorize_report(report) : report);
+    report = text_report(run);
+    const bool color = to_file ? options.color == "always" : color_wanted(options.color, STDOUT_FILENO);
+    if (color) report = colorize_report(report);
   }
+  if (!to_file) {
+    std::cout << report;
+    return true;
+  }
+  try {
+    write_report_file(options.output_file, report);
+  } catch (const InputError& e) {
+    print_errors({{e.file(), e.line(), e.column(), e.what(), e.remedy()}});
+    return false;
+  }
+  return true;
 }
 
 void warn_ignore_comments(const Run& run) {

@@ -17,9 +17,11 @@ void print_error(const std::string& text);
 // Each as `kvpatch: error: FILE[:LINE]: MESSAGE; REMEDY`.
 void print_errors(const std::vector<FileError>& errors);
 
-// The report of a check or pre-commit run on stdout, in --format's form. The machine-read formats always
-// print (an empty SARIF log is still a log); text only when `text_wanted`, github also for input errors (annotations).
-void print_report(const Run& run, const RuleSet& rules, const Options& options, bool text_wanted);
+// The report of a check or pre-commit run on stdout, in --format's form, or into --output-file (whole or not at
+// all; colored only with --color always). The machine-read formats always print (an empty SARIF log is still a
+// log); text only when `text_wanted`, github also for input errors (annotations). False, with the error printed,
+// when the file could not be written.
+bool print_report(const Run& run, const RuleSet& rules, const Options& options, bool text_wanted);
 
 // Ignore comments that suppress nothing (ignore_comments.h) on stderr: warnings by default, as ruff's unused-noqa
 // is off by default and an exit code is what CI and hooks act on; errors, counted as findings by summarize(), when

@@ -135,8 +135,7 @@ int run_source_command(const std::string& command, const Options& options) {
                                              command == "apply" ? SettingsUse::Apply : SettingsUse::Report);
 
   if (command == "check") {
-    print_report(run, rules, options, true);
-    if (input_errors) return kUsageOrInput;
+    if (!print_report(run, rules, options, true) || input_errors) return kUsageOrInput;
     return has_findings(summarize(run)) && !options.exit_zero ? kFindings : kClean;
   }
   if (command == "diff") {
