@@ -4,6 +4,7 @@
 
 #include <iostream>
 
+#include "kvpatch/analyze.h"
 #include "kvpatch/findings.h"
 #include "kvpatch/input_error.h"
 #include "kvpatch/report_file.h"
@@ -41,7 +42,7 @@ bool print_report(const Run& run, const RuleSet& rules, const Options& options, 
   try {
     write_report_file(options.output_file, report);
   } catch (const InputError& e) {
-    print_errors({{e.file(), e.line(), e.column(), e.what(), e.remedy()}});
+    print_errors({to_file_error(e)});
     return false;
   }
   return true;

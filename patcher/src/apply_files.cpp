@@ -13,6 +13,7 @@
 
 #include "kvpatch/edited_code_check.h"
 #include "kvpatch/python_syntax.h"
+#include "kvpatch/replace_file.h"
 
 namespace kvpatch {
 namespace fs = std::filesystem;
@@ -25,27 +26,7 @@ struct Prepared {
   std::string ownership_changed;  // AppliedFile's
 };
 
-// A symlink is patched through: its target is replaced, the link stays.
-fs::path real_target(const fs::path& path) {
-  std::error_code ec;
-  const fs::path resolved = fs::is_symlink(path, ec) ? fs::canonical(path, ec) : path;
-  return ec ? path : resolved;
-}
-
 std::string errno_text() { return std::strerror(errno); }
-
-bool write_all(int fd, const std::string& data) {
-  std::size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  return true;
-}
 
 // Empty when the file on disk still has the content and time it had when it was read.
 std::string changed_since_read(const SourceFile& source) {
@@ -85,19 +66,14 @@ struct Temporary {
 // Writes content next to target; returns the temporary or throws with the reason.
 Temporary write_temporary(const SourceFile& source, const fs::path& target, const std::string& content) {
   if (::access(target.c_str(), W_OK) != 0) throw std::runtime_error("the file is not writable: " + errno_text());
-  std::string pattern = (target.parent_path() / ("." + target.filename().string() + ".kvpatch-XXXXXX")).string();
-  const int fd = ::mkstemp(pattern.data());
-  if (fd < 0) throw std::runtime_error("cannot create a temporary file next to it: " + errno_text());
-  Temporary temporary{fs::path(pattern), ""};
-  // Owner first: chown may clear set-id bits, which the mode set after it restores.
-  temporary.ownership_changed = keep_owner(fd, target);
-  const bool ok = write_all(fd, content) && ::fchmod(fd, static_cast<mode_t>(source.permissions) & 07777) == 0 &&
-                  ::fsync(fd) == 0;
-  const std::string why = ok ? "" : errno_text();
-  if (::close(fd) != 0 || !ok) {
-    std::error_code ec;
-    fs::remove(temporary.path, ec);
-    throw std::runtime_error("cannot write the temporary file: " + (why.empty() ? errno_text() : why));
+  Temporary temporary;
+  try {
+    // Owner first: chown may clear set-id bits, which the mode set after it restores.
+    temporary.path = write_temporary_beside(target, content, static_cast<mode_t>(source.permissions) & 07777,
+                                            [&](int fd) { temporary.ownership_changed = keep_owner(fd, target); });
+  } catch (const TemporaryFileError& e) {
+    throw std::runtime_error(std::string(e.created() ? "cannot write the temporary file: "
+                                                     : "cannot create a temporary file next to it: ") + e.what());
   }
   return temporary;
 }
@@ -127,7 +103,7 @@ ApplyResult apply_files(const std::vector<const FileReport*>& files) {
     const SourceFile& source = report->file->source;
     try {
       const std::string content = source.bom() + report->edits.apply(source.text());
-      const fs::path target = real_target(source.path());
+      const fs::path target = link_target(source.path());
       Temporary temporary = write_temporary(source, target, content);
       prepared.push_back({report, std::move(temporary.path), target, std::move(temporary.ownership_changed)});
     } catch (const std::exception& e) {

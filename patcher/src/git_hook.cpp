@@ -12,9 +12,9 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <vector>
 
 #include "kvpatch/input_error.h"
+#include "kvpatch/replace_file.h"
 
 namespace kvpatch {
 namespace fs = std::filesystem;
@@ -49,35 +49,19 @@ fs::perms permissions_of(const fs::path& path) {
   return fs::status(path, ec).permissions() & fs::perms::mask;
 }
 
-// A temporary file in the hook's directory holding the script, mode 0755; returns its path.
-fs::path write_temporary(const fs::path& directory, const std::string& content) {
-  std::string pattern = (directory / ".pre-commit.kvpatch-XXXXXX").string();
-  std::vector<char> name(pattern.begin(), pattern.end());
-  name.push_back('\0');
-  const int fd = ::mkstemp(name.data());
-  if (fd < 0) {
-    throw InputError(directory.string(), 0, "cannot create a file in the hooks directory: " + errno_text(),
-                     "check the directory's permissions");
-  }
-  fs::path temporary(name.data());  // not const: returned by move
-  std::size_t written = 0;
-  bool ok = true;
-  while (ok && written < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + written, content.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    if (ok) written += static_cast<std::size_t>(n);
-  }
-  // The mode is set on the descriptor, so the umask cannot narrow it.
-  ok = ok && ::fchmod(fd, 0755) == 0 && ::fsync(fd) == 0;
-  const std::string failure = ok ? "" : errno_text();
-  ok = ::close(fd) == 0 && ok;
-  if (!ok) {
-    ::unlink(temporary.c_str());
-    throw InputError(temporary.string(), 0, "cannot write the hook: " + (failure.empty() ? errno_text() : failure),
+// A temporary file beside the hook holding the script, mode 0755; returns its path.
+fs::path write_temporary(const fs::path& hook, const std::string& content) {
+  try {
+    return write_temporary_beside(hook, content, 0755);
+  } catch (const TemporaryFileError& e) {
+    if (!e.created()) {
+      throw InputError(hook.parent_path().string(), 0,
+                       std::string("cannot create a file in the hooks directory: ") + e.what(),
+                       "check the directory's permissions");
+    }
+    throw InputError(hook.string(), 0, std::string("cannot write the hook: ") + e.what(),
                      "check the disk and the hooks directory");
   }
-  return temporary;
 }
 
 void replace_with(const fs::path& temporary, const fs::path& hook) {
@@ -192,7 +176,7 @@ HookOutcome install_pre_commit_hook(const GitRepository& repo, const fs::path& k
   }
   const std::string script = pre_commit_hook_script(kvpatch_binary);
   if (!exists_or_dangling(paths.hook)) {
-    replace_with(write_temporary(paths.directory, script), paths.hook);
+    replace_with(write_temporary(paths.hook, script), paths.hook);
     return {HookChange::Installed, paths};
   }
   if (fs::is_directory(paths.hook, ec)) {
@@ -203,7 +187,7 @@ HookOutcome install_pre_commit_hook(const GitRepository& repo, const fs::path& k
     if (existing == script && permissions_of(paths.hook) == static_cast<fs::perms>(0755)) {
       return {HookChange::Unchanged, paths};
     }
-    replace_with(write_temporary(paths.directory, script), paths.hook);
+    replace_with(write_temporary(paths.hook, script), paths.hook);
     return {HookChange::Updated, paths};
   }
   if (!force) {
@@ -217,7 +201,7 @@ HookOutcome install_pre_commit_hook(const GitRepository& repo, const fs::path& k
                      "move " + paths.backup.string() + " away (or merge it into " + paths.hook.string() +
                          ") and run install-hook --force again");
   }
-  const fs::path temporary = write_temporary(paths.directory, script);
+  const fs::path temporary = write_temporary(paths.hook, script);
   // A second name for the user's hook first, so there is never a moment without a hook.
   if (::link(paths.hook.c_str(), paths.backup.c_str()) != 0) {
     const std::string failure = errno_text();
