@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "support/files.h"
+#include "support/fixture_sources.h"
 #include "support/process.h"
 #include "support/temp_dir.h"
 
@@ -18,10 +19,6 @@ using namespace kvpatch_test;
 namespace {
 
 const char* kBackend = "flashinfer_mla_backend.py";
-
-std::string fixture_source(const std::string& name) {
-  return read_bytes(fs::path(required_env("KVPATCH_FIXTURES_DIR")) / name / kBackend);
-}
 
 // A bool, so a failure prints the message rather than two whole files.
 bool holds(const fs::path& file, const std::string& bytes) { return read_bytes(file) == bytes; }

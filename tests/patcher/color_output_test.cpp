@@ -9,8 +9,7 @@
 #include <vector>
 
 #include "support/files.h"
-#include "support/kvpatch_cli.h"
-#include "support/temp_dir.h"
+#include "support/scratch_backend.h"
 
 namespace fs = std::filesystem;
 using namespace kvpatch_test;
@@ -25,24 +24,14 @@ std::string strip_sgr(const std::string& text) {
 
 bool has_escape(const std::string& text) { return text.find(kEscape) != std::string::npos; }
 
-// A scratch copy of the unpatched generation-B backend, whose check and diff both have findings.
-struct Backend {
-  TempDir scratch{"kvpatch-color"};
-  Backend() {
-    write_bytes(scratch.path() / "backend.py",
-                read_bytes(fs::path(required_env("KVPATCH_FIXTURES_DIR")) / "gen-b-unpatched" / "flashinfer_mla_backend.py"));
-  }
-  ProcessResult run(const std::vector<std::string>& args) const { return run_kvpatch(args, scratch.path()); }
-};
-
 // `command` run under a pseudo-terminal by util-linux `script`, so that stdout is a terminal.
-ProcessResult run_on_terminal(const Backend& backend, const std::string& command) {
-  return run_process({"script", "-qec", command, "/dev/null"}, ProcessOptions{backend.scratch.path()});
+ProcessResult run_on_terminal(const ScratchBackend& backend, const std::string& command) {
+  return run_process({"script", "-qec", command, "/dev/null"}, ProcessOptions{backend.dir()});
 }
 
 // `command --color never` and `--color always` on the backend: both exit 1 (findings), the first prints no
 // escape code, and the second prints the first's text once its escape codes are stripped. {plain, colored}.
-std::pair<std::string, std::string> plain_and_colored(const Backend& backend, const std::string& command) {
+std::pair<std::string, std::string> plain_and_colored(const ScratchBackend& backend, const std::string& command) {
   const ProcessResult plain = backend.run({command, "--color", "never", "backend.py"});
   const ProcessResult colored = backend.run({command, "--color", "always", "backend.py"});
   CHECK(plain.exit_code == 1);
@@ -55,14 +44,14 @@ std::pair<std::string, std::string> plain_and_colored(const Backend& backend, co
 
 TEST_SUITE("color") {
   TEST_CASE("check --color always colors each status word and nothing else") {
-    Backend backend;
+    const ScratchBackend backend{"kvpatch-color"};
     const auto [plain, colored] = plain_and_colored(backend, "check");
     CHECK(colored.find(": \033[31mmissing\033[0m: ") != std::string::npos);
     CHECK(colored.find(": \033[31mredundant\033[0m: ") != std::string::npos);
   }
 
   TEST_CASE("diff --color always colors headers, hunk headers, removed and added lines as git does") {
-    Backend backend;
+    const ScratchBackend backend{"kvpatch-color"};
     const auto [plain, colored] = plain_and_colored(backend, "diff");
     const std::vector<std::string> plain_lines = split_lines_keep_ends(plain);
     const std::vector<std::string> colored_lines = split_lines_keep_ends(colored);
@@ -93,7 +82,7 @@ TEST_SUITE("color") {
   }
 
   TEST_CASE("auto, the default, colors a terminal only, and NO_COLOR turns it off") {
-    Backend backend;
+    const ScratchBackend backend{"kvpatch-color"};
     // Through a pipe (as in CI and in these tests): no escape codes.
     CHECK_FALSE(has_escape(backend.run({"check", "backend.py"}).out));
     CHECK_FALSE(has_escape(backend.run({"diff", "backend.py"}).out));
@@ -108,7 +97,7 @@ TEST_SUITE("color") {
   }
 
   TEST_CASE("machine-read formats are never colored") {
-    Backend backend;
+    const ScratchBackend backend{"kvpatch-color"};
     for (const char* format : {"json", "github", "sarif"}) {
       CAPTURE(format);
       CHECK_FALSE(has_escape(backend.run({"check", "--format", format, "--color", "always", "backend.py"}).out));

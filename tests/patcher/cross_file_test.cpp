@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "support/files.h"
+#include "support/fixture_sources.h"
 #include "support/kvpatch_cli.h"
 #include "support/temp_dir.h"
 
@@ -34,7 +35,7 @@ struct SplitBackend {
 
   SplitBackend() {
     const std::string source =
-        read_bytes(fs::path(required_env("KVPATCH_FIXTURES_DIR")) / "gen-b-unpatched" / "flashinfer_mla_backend.py");
+        fixture_source("gen-b-unpatched");
     const std::size_t cut = source.find("class FlashInferMLAIndicesUpdaterDecode:");
     const std::size_t imports_end = source.find("@dataclass");
     REQUIRE(cut != std::string::npos);

@@ -9,24 +9,12 @@
 #include <vector>
 
 #include "support/files.h"
-#include "support/kvpatch_cli.h"
-#include "support/temp_dir.h"
+#include "support/scratch_backend.h"
 
 namespace fs = std::filesystem;
 using namespace kvpatch_test;
 
 namespace {
-// A scratch copy of the unpatched generation-B backend: check has findings there (exit 1).
-struct Backend {
-  TempDir scratch{"kvpatch-output-file"};
-  Backend() {
-    write_bytes(scratch.path() / "backend.py",
-                read_bytes(fs::path(required_env("KVPATCH_FIXTURES_DIR")) / "gen-b-unpatched" / "flashinfer_mla_backend.py"));
-  }
-  ProcessResult run(const std::vector<std::string>& args) const { return run_kvpatch(args, scratch.path()); }
-  fs::path at(const std::string& relative) const { return scratch.path() / relative; }
-};
-
 // The names in a directory, so that a test can see no temporary file was left there.
 std::vector<std::string> names_in(const fs::path& directory) {
   std::vector<std::string> out;
@@ -38,7 +26,7 @@ std::vector<std::string> names_in(const fs::path& directory) {
 
 TEST_SUITE("output_file") {
   TEST_CASE("each format goes into the file as stdout would hold it, with the same exit code; stdout stays empty") {
-    Backend backend;
+    const ScratchBackend backend{"kvpatch-output-file"};
     for (const std::string format : {"text", "json", "github", "sarif"}) {
       CAPTURE(format);
       const ProcessResult shown = backend.run({"check", "--format", format, "backend.py"});
@@ -57,7 +45,7 @@ TEST_SUITE("output_file") {
   }
 
   TEST_CASE("text in a file is uncolored unless --color always") {
-    Backend backend;
+    const ScratchBackend backend{"kvpatch-output-file"};
     CHECK(backend.run({"check", "-o", "auto.txt", "backend.py"}).exit_code == 1);
     CHECK(read_bytes(backend.at("auto.txt")).find("\033[") == std::string::npos);
     CHECK(backend.run({"check", "-o", "always.txt", "--color", "always", "backend.py"}).exit_code == 1);
@@ -65,7 +53,7 @@ TEST_SUITE("output_file") {
   }
 
   TEST_CASE("an existing file is replaced whole and keeps its mode; a link is followed and stays a link") {
-    Backend backend;
+    const ScratchBackend backend{"kvpatch-output-file"};
     write_bytes(backend.at("old.json"), "an older report that is longer than nothing\n");
     fs::permissions(backend.at("old.json"), fs::perms::owner_read | fs::perms::owner_write);
     CHECK(backend.run({"check", "--format", "json", "-o", "old.json", "backend.py"}).exit_code == 1);
@@ -80,7 +68,7 @@ TEST_SUITE("output_file") {
   }
 
   TEST_CASE("a file that cannot be written is exit 2, naming it and why; nothing is left behind") {
-    Backend backend;
+    const ScratchBackend backend{"kvpatch-output-file"};
     fs::create_directory(backend.at("reports"));
     const ProcessResult directory = backend.run({"check", "-o", "reports", "backend.py"});
     CHECK(directory.exit_code == 2);
@@ -94,6 +82,6 @@ TEST_SUITE("output_file") {
     CHECK(blocked.err.find("kvpatch: error: blocker/report.txt: cannot write the report: cannot make the directory "
                            "blocker: ") != std::string::npos);
     CHECK(read_bytes(backend.at("blocker")) == "a file where a directory is wanted\n");
-    CHECK(names_in(backend.scratch.path()) == std::vector<std::string>{"backend.py", "blocker", "reports"});
+    CHECK(names_in(backend.dir()) == std::vector<std::string>{"backend.py", "blocker", "reports"});
   }
 }

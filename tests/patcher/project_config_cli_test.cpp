@@ -8,6 +8,7 @@
 #include <string>
 
 #include "support/files.h"
+#include "support/fixture_sources.h"
 #include "support/kvpatch_cli.h"
 #include "support/temp_dir.h"
 
@@ -17,16 +18,12 @@ using namespace kvpatch_test;
 namespace {
 const std::string kBackend = "proj/python/sglang/flashinfer_mla_backend.py";
 
-std::string unpatched_backend() {
-  return read_bytes(fs::path(required_env("KVPATCH_FIXTURES_DIR")) / "gen-b-unpatched" / "flashinfer_mla_backend.py");
-}
-
 // A scratch project: proj/ holds the backend and, when given, a configuration file.
 struct Project {
   TempDir scratch{"kvpatch-config"};
   explicit Project(const std::string& config_name = "", const std::string& config = "") {
     fs::create_directories((scratch.path() / kBackend).parent_path());
-    write_bytes(scratch.path() / kBackend, unpatched_backend());
+    write_bytes(scratch.path() / kBackend, fixture_source("gen-b-unpatched"));
     if (!config_name.empty()) write_bytes(scratch.path() / "proj" / config_name, config);
   }
   ProcessResult run(const std::vector<std::string>& args) const { return run_kvpatch(args, scratch.path()); }
@@ -81,7 +78,7 @@ TEST_SUITE("project_config_cli") {
       CHECK(r.err == "kvpatch: error: " + where +
                          "'sm91' is not a value of parameter 'kv_dtype_form'; use one of original, upstream, sm90\n");
     }
-    CHECK(project.backend() == unpatched_backend());
+    CHECK(project.backend() == fixture_source("gen-b-unpatched"));
     CHECK(project.run({"apply", "--isolated", "proj/python"}).exit_code == 0);
   }
 
@@ -93,7 +90,7 @@ TEST_SUITE("project_config_cli") {
                                    ":3: parameter 'kv_field' = 'self.kv[data_type' makes the field rule's statement",
                                0) == 0);
     CHECK(contains(configured.err, "give an attribute or a name, such as self.kv_data_type"));
-    CHECK(project.backend() == unpatched_backend());
+    CHECK(project.backend() == fixture_source("gen-b-unpatched"));
     const ProcessResult flag = project.run({"check", "--isolated", "--set", "kv_dtype_expr.original=model_runner.dtype)", "proj/python"});
     CHECK(flag.exit_code == 2);
     CHECK(flag.err.rfind("kvpatch: error: --set kv_dtype_expr.original: parameter 'kv_dtype_expr.original'", 0) == 0);
@@ -133,7 +130,7 @@ TEST_SUITE("project_config_cli") {
     const Project project(".kvpatch.toml", "exclude = [\"test\"]\n");
     const fs::path test_file = project.scratch.path() / "proj" / "test" / "test_mla.py";
     fs::create_directories(test_file.parent_path());
-    write_bytes(test_file, unpatched_backend());
+    write_bytes(test_file, fixture_source("gen-b-unpatched"));
     const ProcessResult check = project.run({"check", "proj"});
     CHECK(check.exit_code == 1);
     CHECK(contains(check.out, "3 plan sites: 0 threaded, 3 missing"));  // the backend only, not the test file
@@ -149,7 +146,7 @@ TEST_SUITE("project_config_cli") {
     const ProcessResult apply = project.run({"apply", "proj"});
     CHECK(apply.exit_code == 0);
     CHECK(apply.out == "patched python/sglang/flashinfer_mla_backend.py (9 edits)\n");
-    CHECK(read_bytes(test_file) == unpatched_backend());
+    CHECK(read_bytes(test_file) == fixture_source("gen-b-unpatched"));
   }
 
   TEST_CASE("--exclude replaces the settings file's list, --extend-exclude adds to it; both relative to the current directory") {
@@ -158,7 +155,7 @@ TEST_SUITE("project_config_cli") {
     const fs::path bench_file = project.scratch.path() / "proj" / "bench" / "bench_mla.py";
     for (const fs::path& f : {test_file, bench_file}) {
       fs::create_directories(f.parent_path());
-      write_bytes(f, unpatched_backend());
+      write_bytes(f, fixture_source("gen-b-unpatched"));
     }
     auto plan_sites = [&](const std::vector<std::string>& args) {
       const ProcessResult r = project.run(args);
@@ -191,11 +188,11 @@ TEST_SUITE("project_config_cli") {
     CHECK(absolute.exit_code == 2);
     CHECK(absolute.err == "kvpatch: error: --exclude /proj/bench: the pattern is empty or absolute; give it relative "
                           "to the current directory, e.g. --exclude test\n");
-    CHECK(project.backend() == unpatched_backend());
+    CHECK(project.backend() == fixture_source("gen-b-unpatched"));
     // apply leaves what --extend-exclude names as it was.
     CHECK(project.run({"apply", "--extend-exclude", "proj/bench", "proj"}).exit_code == 0);
-    CHECK(read_bytes(bench_file) == unpatched_backend());
-    CHECK(project.backend() != unpatched_backend());
+    CHECK(read_bytes(bench_file) == fixture_source("gen-b-unpatched"));
+    CHECK(project.backend() != fixture_source("gen-b-unpatched"));
   }
 
   TEST_CASE("--exit-zero: findings and edits exit 0, errors still exit 2") {
@@ -211,7 +208,7 @@ TEST_SUITE("project_config_cli") {
     write_bytes(project.scratch.path() / "proj" / "broken.py", "from flashinfer import BatchMLAPagedAttentionWrapper\nif x\n");
     CHECK(project.run({"check", "--exit-zero", "proj"}).exit_code == 2);
     CHECK(project.run({"apply", "--exit-zero", "proj"}).exit_code == 2);
-    CHECK(project.backend() == unpatched_backend());
+    CHECK(project.backend() == fixture_source("gen-b-unpatched"));
   }
   TEST_CASE("a checked file with nearer settings than the run's: check and diff warn, apply refuses; both files named") {
     // The team keeps [tool.kvpatch] in python/pyproject.toml, next to the package, and the top has its own file.
@@ -246,12 +243,12 @@ TEST_SUITE("project_config_cli") {
                              "so apply would patch them by the run's settings, not by it. Run kvpatch on their "
                              "directory, or pass --config " + nearer.string() + " (or --config " + top + ")\n"
                              "kvpatch: error: nothing was written; fix the errors above and run apply again\n");
-    CHECK(project.backend() == unpatched_backend());
+    CHECK(project.backend() == fixture_source("gen-b-unpatched"));
     // With no settings file above the paths, the nearer one is still named.
     fs::remove(top);
     CHECK(contains(project.run({"check", "proj"}).err, "but this run read no settings file, found from"));
     CHECK(project.run({"apply", "proj"}).exit_code == 2);
-    CHECK(project.backend() == unpatched_backend());
+    CHECK(project.backend() == fixture_source("gen-b-unpatched"));
     // Run on the nearer file's directory, apply patches by its settings.
     REQUIRE(project.run({"apply", "proj/python"}).exit_code == 0);
     CHECK(contains(project.backend(), "def _kvpatch_fp8_kv_dtype():"));
@@ -320,7 +317,7 @@ TEST_SUITE("project_config_cli") {
     // A test that plans BF16 on purpose, written as the backend is.
     const fs::path test_file = project.scratch.path() / "proj" / "test" / "srt" / "test_mla.py";
     fs::create_directories(test_file.parent_path());
-    write_bytes(test_file, unpatched_backend());
+    write_bytes(test_file, fixture_source("gen-b-unpatched"));
     const ProcessResult check = project.run({"check", "proj"});
     CHECK(check.exit_code == 1);
     CHECK(contains(check.out, "6 plan sites: 0 threaded, 3 missing, 0 gated, 0 unknown, 3 ignored;"));
@@ -359,7 +356,7 @@ TEST_SUITE("project_config_cli") {
     const ProcessResult apply = project.run({"apply", "proj"});
     CHECK(apply.exit_code == 0);
     CHECK(apply.out == "patched python/sglang/flashinfer_mla_backend.py (9 edits)\n");
-    CHECK(read_bytes(test_file) == unpatched_backend());
+    CHECK(read_bytes(test_file) == fixture_source("gen-b-unpatched"));
     const ProcessResult after = project.run({"check", "proj"});
     CHECK(after.exit_code == 0);
     CHECK(contains(after.out, "6 plan sites: 3 threaded, 0 missing, 0 gated, 0 unknown, 3 ignored; 2 casts: 0 redundant, 2 required;"));
@@ -379,7 +376,7 @@ TEST_SUITE("project_config_cli") {
                          "flashinfer-mla-kv-field, fa3-kv-cast, flashinfer-mla-kv-cast, flashinfer-mla-kv-run-input, "
                          "flashinfer-mla-run-kv-scales\n");
     }
-    CHECK(project.backend() == unpatched_backend());
+    CHECK(project.backend() == fixture_source("gen-b-unpatched"));
   }
 
   TEST_CASE("--per-file-ignores replaces the settings file's entries, --extend-per-file-ignores adds to them") {
@@ -415,6 +412,6 @@ TEST_SUITE("project_config_cli") {
                      "rule` lists the ids)\n");
     }
     CHECK(project.run({"check", "--extend-per-file-ignores", "proj:no-such-rule", "proj"}).exit_code == 2);
-    CHECK(project.backend() == unpatched_backend());
+    CHECK(project.backend() == fixture_source("gen-b-unpatched"));
   }
 }

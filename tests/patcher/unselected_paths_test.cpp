@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "support/files.h"
+#include "support/fixture_sources.h"
 #include "support/kvpatch_cli.h"
 #include "support/temp_dir.h"
 
@@ -16,10 +17,6 @@ using namespace kvpatch_test;
 namespace {
 std::string warning_for(const std::string& path) {
   return "kvpatch: warning: " + path + ": no file here uses BatchMLAPagedAttentionWrapper; nothing checked\n";
-}
-
-std::string backend_source() {
-  return read_bytes(fs::path(required_env("KVPATCH_FIXTURES_DIR")) / "gen-b-unpatched" / "flashinfer_mla_backend.py");
 }
 }  // namespace
 
@@ -43,7 +40,7 @@ TEST_SUITE("unselected_paths") {
     TempDir scratch("kvpatch-unselected");
     fs::create_directories(scratch.path() / "backend");
     fs::create_directories(scratch.path() / "other");
-    write_bytes(scratch.path() / "backend" / "flashinfer_mla_backend.py", backend_source());
+    write_bytes(scratch.path() / "backend" / "flashinfer_mla_backend.py", fixture_source("gen-b-unpatched"));
     write_bytes(scratch.path() / "other" / "helpers.py", "def f():\n    return 1\n");
     const ProcessResult r = run_kvpatch({"check", "backend", "other"}, scratch.path());
     CHECK(r.exit_code == 1);  // the backend has findings

@@ -8,14 +8,6 @@
 namespace kvpatch_test {
 namespace fs = std::filesystem;
 
-std::string fixture_source(const std::string& fixture) {
-  return read_fixture_file(fixture, "flashinfer_mla_backend.py");
-}
-
-std::string read_fixture_file(const std::string& fixture, const std::string& name) {
-  return read_bytes(fs::path(required_env("KVPATCH_FIXTURES_DIR")) / fixture / name);
-}
-
 ProcessResult git_run(const fs::path& dir, const std::vector<std::string>& args) {
   std::vector<std::string> argv{required_env("KVPATCH_GIT")};
   argv.insert(argv.end(), args.begin(), args.end());

@@ -5,15 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "support/fixture_sources.h"
 #include "support/process.h"
 #include "support/temp_dir.h"
 
 namespace kvpatch_test {
-
-// The backend source of fixtures/<name>/ (read-only; tests copy it into their repositories).
-std::string fixture_source(const std::string& fixture);
-// Another file of fixtures/<fixture>/, e.g. its pyproject.toml (the FlashInfer pin).
-std::string read_fixture_file(const std::string& fixture, const std::string& name);
 
 // Runs `git <args...>` in dir; throws with git's stderr when it fails.
 ProcessResult git_ok(const std::filesystem::path& dir, const std::vector<std::string>& args);
