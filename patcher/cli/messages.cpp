@@ -28,6 +28,8 @@ bool print_report(const Run& run, const RuleSet& rules, const Options& options, 
     report = json_report(run);
   } else if (options.format == "sarif") {
     report = sarif_report(run, rules, KVPATCH_VERSION);
+  } else if (options.format == "gitlab") {
+    report = gitlab_report(run);
   } else if (options.format == "github") {
     if (text_wanted || !run.errors.empty()) report = github_report(run);
   } else if (text_wanted) {

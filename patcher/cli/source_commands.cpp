@@ -121,7 +121,7 @@ int run_source_command(const std::string& command, const Options& options) {
     return kClean;
   }
   const RuleSet& rules = loaded->rules;
-  const bool repository_paths = options.format == "github" || options.format == "sarif";
+  const bool repository_paths = options.format == "github" || options.format == "sarif" || options.format == "gitlab";
   std::vector<InputFile> left_out;
   const InputSet inputs = project_inputs(options, loaded->exclude, repository_paths, &left_out);
   Run run = analyze_inputs(rules, inputs);

@@ -1,5 +1,5 @@
-// `kvpatch check --format github` and `--format sarif` over the fixture named by KVPATCH_FIXTURE, held
-// to `--format json`: the same findings (file, line, column, rule, status), one annotation or result
+// `kvpatch check --format github`, `--format sarif` and `--format gitlab` over the fixture named by KVPATCH_FIXTURE,
+// held to `--format json`: the same findings (file, line, column, rule, status), one annotation, result or issue
 // each, the same exit code, and paths from the top of the git repository even for a directory
 // argument (as GitHub resolves them). Refused fixtures: exit 2, the input error as an annotation and as
 // a SARIF notification, and still a well-formed SARIF log on stdout.
@@ -98,7 +98,7 @@ std::vector<std::string> lines_of(const std::string& text) {
 }  // namespace
 
 TEST_SUITE("formats") {
-  TEST_CASE("github and sarif report exactly the JSON report's findings, from the repository's top") {
+  TEST_CASE("github, sarif and gitlab report exactly the JSON report's findings, from the repository's top") {
     const Fixture fixture = load_fixture(required_env("KVPATCH_FIXTURE"));
     TempDir scratch("kvpatch-formats-" + fixture.name);
     const fs::path pkg = scratch.path() / "pkg";
@@ -203,6 +203,67 @@ TEST_SUITE("formats") {
       CHECK(invocation["toolExecutionNotifications"].empty() == !fixture.refused());
     }
 
+    SUBCASE("gitlab: a Code Quality report with one issue per finding, input error and ignore comment that suppresses "
+            "nothing, each fingerprint its own and unchanged when lines above move or the checkout is elsewhere") {
+      const ProcessResult gitlab = run_kvpatch(fixture.command("check", {"--format", "gitlab", "."}), pkg);
+      CHECK_MESSAGE(gitlab.exit_code == fixture.check_exit, describe({"kvpatch", "check", "--format", "gitlab"}, gitlab));
+      const json issues = json::parse(gitlab.out);  // stdout holds the array alone, even for refused input
+      REQUIRE(issues.is_array());
+      static const std::regex finding_description(R"(^([a-z-]+): .+$)");
+      static const std::regex ignore_description(R"(^ignore comment ([a-z-]+): .+$)");
+      std::multiset<Finding> findings;
+      std::multiset<std::tuple<int, std::string>> comment_issues;
+      std::set<std::string> fingerprints;
+      int input_errors = 0;
+      for (const json& issue : issues) {
+        CHECK(issue["location"]["path"] == in_repository);
+        CHECK(fingerprints.insert(issue["fingerprint"].get<std::string>()).second);
+        const std::string description = issue["description"];
+        const std::string severity = issue["severity"];
+        const int line = issue["location"]["lines"]["begin"];
+        std::smatch m;
+        if (issue["check_name"] == "kvpatch-input-error") {
+          CHECK(severity == "critical");
+          ++input_errors;
+        } else if (issue["check_name"] == "kvpatch-ignore-comment") {
+          REQUIRE(std::regex_match(description, m, ignore_description));
+          CHECK(severity == "minor");
+          comment_issues.insert({line, m[1]});
+        } else {
+          REQUIRE_MESSAGE(std::regex_match(description, m, finding_description), description);
+          CHECK(severity == (is_warning(m[1]) ? "minor" : "major"));
+          findings.insert({line, 0, issue["check_name"].get<std::string>(), m[1]});
+        }
+      }
+      // GitLab reads a line, not a column: the JSON report's findings with their columns left out.
+      std::multiset<Finding> expected_lines;
+      for (const auto& [line, column, rule, status] : expected) expected_lines.insert({line, 0, rule, status});
+      CHECK(findings == expected_lines);
+      std::multiset<std::tuple<int, std::string>> expected_comments;
+      for (const auto& [line, column, level, problem] : ignore_comments(report)) expected_comments.insert({line, problem});
+      CHECK(comment_issues == expected_comments);
+      CHECK((input_errors > 0) == fixture.refused());
+
+      // The same backend in another repository, a comment line added above its first import.
+      TempDir elsewhere("kvpatch-formats-moved-" + fixture.name);
+      const fs::path moved_pkg = elsewhere.path() / "pkg";
+      fs::create_directories(moved_pkg);
+      fixture.stage(moved_pkg);
+      REQUIRE(run_process({required_env("KVPATCH_GIT"), "init", "-q", elsewhere.path().string()}).exit_code == 0);
+      std::string source = read_bytes(moved_pkg / fixture.input);
+      const std::string newline = source.find("\r\n") != std::string::npos ? "\r\n" : "\n";
+      static const std::regex first_import("(^|\n)(import |from )");
+      std::smatch import_at;
+      REQUIRE(std::regex_search(source, import_at, first_import));
+      source.insert(static_cast<std::size_t>(import_at.position(2)), "# a line added above the code" + newline);
+      write_bytes(moved_pkg / fixture.input, source);
+      const ProcessResult moved = run_kvpatch(fixture.command("check", {"--format", "gitlab", "."}), moved_pkg);
+      CHECK(moved.exit_code == gitlab.exit_code);
+      std::set<std::string> moved_fingerprints;
+      for (const json& issue : json::parse(moved.out)) moved_fingerprints.insert(issue["fingerprint"].get<std::string>());
+      CHECK(moved_fingerprints == fingerprints);
+    }
+
     SUBCASE("--unused-ignores error: the same comments as errors in every format, and check fails on them") {
       const std::multiset<Finding> comments = ignore_comments(report);
       CHECK(comments == at_level(comments, "warning"));  // the default
@@ -236,6 +297,16 @@ TEST_SUITE("formats") {
         }
       }
       CHECK(sarif_errors == static_cast<int>(comments.size()));
+      const ProcessResult strict_gitlab = run_kvpatch(fixture.command("check", with({"--format", "gitlab", "."})), pkg);
+      CHECK(strict_gitlab.exit_code == exit);
+      int gitlab_majors = 0;
+      for (const json& issue : json::parse(strict_gitlab.out)) {
+        if (issue["check_name"] == "kvpatch-ignore-comment") {
+          CHECK(issue["severity"] == "major");
+          ++gitlab_majors;
+        }
+      }
+      CHECK(gitlab_majors == static_cast<int>(comments.size()));
     }
   }
 }

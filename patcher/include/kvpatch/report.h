@@ -1,5 +1,5 @@
 #pragma once
-// One run over a set of files, and its outputs: text, JSON, GitHub annotations, SARIF, unified diff.
+// One run over a set of files, and its outputs: text, JSON, GitHub annotations, SARIF, GitLab Code Quality, unified diff.
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -75,6 +75,9 @@ std::string github_report(const Run& run);
 // --format sarif: a SARIF 2.1.0 log of the findings and input errors (GitHub code scanning, IDE viewers);
 // rules supply each rule id's description, tool_version the driver's version.
 std::string sarif_report(const Run& run, const RuleSet& rules, const std::string& tool_version);
+// --format gitlab: GitLab's Code Quality report (a JSON array of issues) of the findings, the input errors and the
+// ignore comments that suppress nothing, each with a fingerprint that moving lines leaves as it is.
+std::string gitlab_report(const Run& run);
 // `--- a/<file>` / `+++ b/<file>` unified diff with 3 lines of context; "" when the file has no edits.
 std::string unified_diff(const FileReport& file);
 
