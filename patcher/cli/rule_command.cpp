@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "kvpatch/ignore_comments.h"
+#include "kvpatch/report.h"
 #include "messages.h"
 #include "settings.h"
 
@@ -27,6 +28,7 @@ int run_rule_command(const Options& options) {
   if (!loaded) return kUsageOrInput;
   auto ids = loaded->rules.finding_ids();
   ids.emplace_back(kIgnoreCommentRule, kIgnoreCommentDescription);  // kvpatch's own, for ignore comments
+  ids.emplace_back(kInputErrorCheck, kInputErrorDescription);       // and for the input errors GitLab's report lists
   if (options.rule_id.empty()) {
     for (const auto& [id, description] : ids) std::cout << id << "\n    " << summary_of(description) << "\n";
     return kClean;

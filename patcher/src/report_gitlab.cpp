@@ -16,8 +16,6 @@ namespace kvpatch {
 using json = nlohmann::ordered_json;
 
 namespace {
-constexpr const char* kInputErrorCheck = "kvpatch-input-error";
-
 // What identifies a finding apart from where it stands: the digits of the message (the line:column of the run()
 // a cast feeds, the FlashInfer version a pin names) become '#' and the run's root, which messages may name
 // through a pyproject.toml's absolute path, is dropped, so that neither moving code nor another checkout

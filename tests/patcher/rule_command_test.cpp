@@ -6,6 +6,7 @@
 #include <string>
 
 #include "support/files.h"
+#include "support/fixture_sources.h"
 #include "support/kvpatch_cli.h"
 #include "support/temp_dir.h"
 
@@ -22,7 +23,8 @@ TEST_SUITE("rule_command") {
     const ProcessResult r = run_kvpatch({"rule"}, scratch.path());
     CHECK(r.exit_code == 0);
     for (const char* id : {"flashinfer-mla-plan-kv-dtype", "flashinfer-mla-kv-field", "fa3-kv-cast", "flashinfer-mla-kv-cast",
-                           "flashinfer-mla-kv-run-input", "flashinfer-mla-run-kv-scales", "kvpatch-ignore-comment"}) {
+                           "flashinfer-mla-kv-run-input", "flashinfer-mla-run-kv-scales", "kvpatch-ignore-comment",
+                           "kvpatch-input-error"}) {
       CAPTURE(id);
       CHECK(contains(r.out, std::string(id) + "\n    "));
     }
@@ -51,6 +53,16 @@ TEST_SUITE("rule_command") {
     CHECK(r.exit_code == 0);
     CHECK(r.out.rfind("kvpatch-ignore-comment\n\nA # kvpatch: ignore[...] comment suppresses nothing.", 0) == 0);
     CHECK(contains(r.out, "leave the exit code as it is, unless the run's unused-ignores setting is error"));
+  }
+
+  TEST_CASE("kvpatch's own name for a file it could not check, as GitLab's report names it; no ignore accepts it") {
+    TempDir scratch("kvpatch-rule");
+    const ProcessResult r = run_kvpatch({"rule", "kvpatch-input-error"}, scratch.path());
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.rfind("kvpatch-input-error\n\nA file kvpatch could not check:", 0) == 0);
+    write_bytes(scratch.path() / "backend.py", "# kvpatch: ignore[kvpatch-input-error]\n" + fixture_source("gen-b-unpatched"));
+    const ProcessResult ignored = run_kvpatch({"check", "backend.py"}, scratch.path());
+    CHECK(contains(ignored.err, "ignore[kvpatch-input-error] names a rule id that no rule reports"));
   }
 
   TEST_CASE("an unknown id: exit 2, naming the ids there are") {

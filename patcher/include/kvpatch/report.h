@@ -75,6 +75,16 @@ std::string github_report(const Run& run);
 // --format sarif: a SARIF 2.1.0 log of the findings and input errors (GitHub code scanning, IDE viewers);
 // rules supply each rule id's description, tool_version the driver's version.
 std::string sarif_report(const Run& run, const RuleSet& rules, const std::string& tool_version);
+// The check name GitLab's report gives a file kvpatch could not check (it has no rule: nothing can ignore it), and
+// what `kvpatch rule` says of it.
+inline constexpr const char* kInputErrorCheck = "kvpatch-input-error";
+inline constexpr const char* kInputErrorDescription =
+    "A file kvpatch could not check: for instance one it could not read, one not in UTF-8, or one holding code "
+    "Python would not compile (a syntax error, inconsistent indentation). Nothing in it was checked, so a plan() call there may miss "
+    "kv_data_type unseen; the command exits 2. The message names the file, the line and the remedy. It is not a "
+    "finding of any rule, and no ignore comment or per-file-ignores entry can waive it: fix the file, or leave it "
+    "out with exclude.";
+
 // --format gitlab: GitLab's Code Quality report (a JSON array of issues) of the findings, the input errors and the
 // ignore comments that suppress nothing, each with a fingerprint that moving lines leaves as it is.
 std::string gitlab_report(const Run& run);
