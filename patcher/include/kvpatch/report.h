@@ -80,8 +80,8 @@ std::string sarif_report(const Run& run, const RuleSet& rules, const std::string
 inline constexpr const char* kInputErrorCheck = "kvpatch-input-error";
 inline constexpr const char* kInputErrorDescription =
     "A file kvpatch could not check: for instance one it could not read, one not in UTF-8, or one holding code "
-    "Python would not compile (a syntax error, inconsistent indentation). Nothing in it was checked, so a plan() call there may miss "
-    "kv_data_type unseen; the command exits 2. The message names the file, the line and the remedy. It is not a "
+    "Python would not compile (a syntax error, inconsistent indentation). Nothing in it was checked, so a plan() "
+    "call there may miss kv_data_type unseen; the command exits 2. The message names the file, the line and the remedy. It is not a "
     "finding of any rule, and no ignore comment or per-file-ignores entry can waive it: fix the file, or leave it "
     "out with exclude.";
 
