@@ -4,6 +4,7 @@
 set -euo pipefail
 packages=(cmake ninja-build g++ git python3 python3-pip
           libtree-sitter-dev libgit2-dev doctest-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libtomlplusplus-dev
+          libpugixml-dev
           pkgconf "$@")
 missing=()
 for p in "${packages[@]}"; do

@@ -30,6 +30,8 @@ bool print_report(const Run& run, const RuleSet& rules, const Options& options, 
     report = sarif_report(run, rules, KVPATCH_VERSION);
   } else if (options.format == "gitlab") {
     report = gitlab_report(run);
+  } else if (options.format == "junit") {
+    report = junit_report(run);
   } else if (options.format == "github") {
     if (text_wanted || !run.errors.empty()) report = github_report(run);
   } else if (text_wanted) {

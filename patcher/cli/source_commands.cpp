@@ -121,7 +121,8 @@ int run_source_command(const std::string& command, const Options& options) {
     return kClean;
   }
   const RuleSet& rules = loaded->rules;
-  const bool repository_paths = options.format == "github" || options.format == "sarif" || options.format == "gitlab";
+  // The CI formats name files from the repository's top, as the services that read them resolve paths.
+  const bool repository_paths = options.format != "text" && options.format != "json";
   std::vector<InputFile> left_out;
   const InputSet inputs = project_inputs(options, loaded->exclude, repository_paths, &left_out);
   Run run = analyze_inputs(rules, inputs);

@@ -15,6 +15,7 @@
 
 #include "support/files.h"
 #include "support/fixture.h"
+#include "support/json_expectations.h"
 #include "support/kvpatch_cli.h"
 #include "support/process.h"
 #include "support/temp_dir.h"
@@ -24,71 +25,6 @@ using namespace kvpatch_test;
 using nlohmann::json;
 
 namespace {
-// (line, column, rule, status) of one finding.
-using Finding = std::tuple<int, int, std::string, std::string>;
-
-// What makes check exit 1, read from the JSON report (patcher/REPORT-JSON.md).
-std::multiset<Finding> json_findings(const json& report) {
-  std::multiset<Finding> out;
-  auto add = [&](const json& j) {
-    out.insert({j["line"].get<int>(), j.at("column").get<int>(), j["rule"].get<std::string>(),
-                j["status"].get<std::string>()});
-  };
-  for (const json& s : report["plan_sites"]) {
-    if (s["status"] == "missing" || s["status"] == "unknown") add(s);
-    // A threaded or gated site its FlashInfer cannot build keeps its status and carries `unbuildable`.
-    if (s.contains("unbuildable")) {
-      out.insert({s["line"].get<int>(), s["column"].get<int>(), s["rule"].get<std::string>(), "unbuildable"});
-    }
-  }
-  for (const json& c : report["casts"]) {
-    if (c["status"] == "redundant") add(c);
-  }
-  for (const json& f : report["fields"]) {
-    if (f["status"] == "missing") add(f);
-  }
-  for (const json& r : report["run_inputs"]) {
-    if (r["status"] != "ignored") add(r);
-  }
-  for (const json& r : report["run_scales"]) {
-    if (r["status"] == "missing") add(r);
-  }
-  return out;
-}
-
-// The findings the JSON report lists as ignored, as (line, column, rule, reason): SARIF keeps them as suppressed results.
-std::multiset<Finding> json_ignored(const json& report) {
-  std::multiset<Finding> out;
-  for (const char* section : {"plan_sites", "fields", "run_inputs", "run_scales"}) {
-    for (const json& j : report[section]) {
-      if (j["status"] != "ignored") continue;
-      out.insert({j["line"].get<int>(), j["column"].get<int>(), j["rule"].get<std::string>(),
-                  j.value("reason", std::string())});
-    }
-  }
-  return out;
-}
-
-// The JSON report's ignore_comments (warnings, not findings, unless --unused-ignores error), as (line, column,
-// level, problem).
-std::multiset<Finding> ignore_comments(const json& report) {
-  std::multiset<Finding> out;
-  for (const json& c : report["ignore_comments"]) {
-    out.insert({c["line"].get<int>(), c["column"].get<int>(), c["level"].get<std::string>(),
-                c["problem"].get<std::string>()});
-  }
-  return out;
-}
-
-// Those entries as the other level would give them.
-std::multiset<Finding> at_level(const std::multiset<Finding>& comments, const std::string& level) {
-  std::multiset<Finding> out;
-  for (const auto& [line, column, was, problem] : comments) out.insert({line, column, level, problem});
-  return out;
-}
-
-bool is_warning(const std::string& status) { return status == "unknown" || status == "run-input-unknown"; }
-
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
   std::istringstream in(text);
@@ -101,10 +37,7 @@ TEST_SUITE("formats") {
   TEST_CASE("github, sarif and gitlab report exactly the JSON report's findings, from the repository's top") {
     const Fixture fixture = load_fixture(required_env("KVPATCH_FIXTURE"));
     TempDir scratch("kvpatch-formats-" + fixture.name);
-    const fs::path pkg = scratch.path() / "pkg";
-    fs::create_directories(pkg);
-    fixture.stage(pkg);
-    REQUIRE(run_process({required_env("KVPATCH_GIT"), "init", "-q", scratch.path().string()}).exit_code == 0);
+    const fs::path pkg = stage_in_repository(fixture, scratch.path());
     const std::string in_repository = "pkg/" + fixture.input;
 
     // A directory argument: text reports from the directory, the repository formats from its top.
@@ -246,10 +179,7 @@ TEST_SUITE("formats") {
 
       // The same backend in another repository, a comment line added above its first import.
       TempDir elsewhere("kvpatch-formats-moved-" + fixture.name);
-      const fs::path moved_pkg = elsewhere.path() / "pkg";
-      fs::create_directories(moved_pkg);
-      fixture.stage(moved_pkg);
-      REQUIRE(run_process({required_env("KVPATCH_GIT"), "init", "-q", elsewhere.path().string()}).exit_code == 0);
+      const fs::path moved_pkg = stage_in_repository(fixture, elsewhere.path());
       std::string source = read_bytes(moved_pkg / fixture.input);
       const std::string newline = source.find("\r\n") != std::string::npos ? "\r\n" : "\n";
       static const std::regex first_import("(^|\n)(import |from )");

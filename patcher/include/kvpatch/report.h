@@ -1,5 +1,6 @@
 #pragma once
-// One run over a set of files, and its outputs: text, JSON, GitHub annotations, SARIF, GitLab Code Quality, unified diff.
+// One run over a set of files, and its outputs: text, JSON, GitHub annotations, SARIF, GitLab Code Quality, JUnit XML,
+// unified diff.
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -88,6 +89,9 @@ inline constexpr const char* kInputErrorDescription =
 // --format gitlab: GitLab's Code Quality report (a JSON array of issues) of the findings, the input errors and the
 // ignore comments that suppress nothing, each with a fingerprint that moving lines leaves as it is.
 std::string gitlab_report(const Run& run);
+// --format junit: JUnit XML (Jenkins, GitLab test reports, Azure Pipelines): a test suite per file, a test case per
+// plan site, field, cast and run(), failing for a finding, skipped when ignored, an error for a file not checked.
+std::string junit_report(const Run& run);
 // `--- a/<file>` / `+++ b/<file>` unified diff with 3 lines of context; "" when the file has no edits.
 std::string unified_diff(const FileReport& file);
 

@@ -1,11 +1,12 @@
-// The GitHub-annotation and SARIF reports: what only they do (escaping, UTF-16 columns, rule metadata,
-// input errors as notifications). tests/patcher/report_formats_test.cpp holds both to the JSON report
-// over every fixture.
+// The GitHub-annotation, SARIF and JUnit reports: what only they do (escaping, UTF-16 columns, rule metadata,
+// input errors as notifications, bytes XML cannot hold). tests/patcher/report_formats_test.cpp and
+// report_junit_test.cpp hold them to the JSON report over every fixture.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <pugixml.hpp>
 
 #include "kvpatch/analyze.h"
 #include "kvpatch/input_paths.h"
@@ -82,6 +83,28 @@ TEST_SUITE("report_formats") {
     CHECK(note["locations"].at(0)["physicalLocation"]["region"]["startLine"] == 7);
     CHECK(log["runs"].at(0)["originalUriBaseIds"]["SRCROOT"]["uri"] == "file:///work%20tree/x/");
     CHECK(log["runs"].at(0)["results"].empty());
+  }
+
+  TEST_CASE("junit: any bytes in a path or message still give well-formed XML, each odd one as U+FFFD") {
+    Run run;
+    run.root = "/x";
+    // A C0 control, a lone continuation byte, an overlong '/', a UTF-16 surrogate, a truncated sequence; then
+    // the characters XML escapes, and valid 2- and 4-byte UTF-8, which stay as they are.
+    run.errors.push_back({std::string("d\x01/\x80" "f.py"), 3, 1,
+                          std::string("bad \xC0\xAF \xED\xA0\x80 <&\"'> \xC3\xA9\xF0\x9F\x98\x80 \xE2\x82"), ""});
+    const std::string xml = junit_report(run);
+    pugi::xml_document doc;
+    REQUIRE(doc.load_string(xml.c_str()));
+    const pugi::xml_node suite = doc.child("testsuites").child("testsuite");
+    const std::string kReplacement = "\xEF\xBF\xBD";
+    CHECK(std::string(suite.attribute("name").value()) == "d" + kReplacement + "/" + kReplacement + "f.py");
+    const pugi::xml_node error = suite.child("testcase").child("error");
+    CHECK(std::string(error.attribute("message").value()) ==
+          "bad " + kReplacement + kReplacement + " " + kReplacement + kReplacement + kReplacement +
+              " <&\"'> \xC3\xA9\xF0\x9F\x98\x80 " + kReplacement + kReplacement);
+    CHECK(std::string(suite.child("testcase").attribute("classname").value()) ==
+          "d" + kReplacement + "." + kReplacement + "f");
+    CHECK(doc.child("testsuites").attribute("errors").as_int() == 1);
   }
 
   TEST_CASE("repository paths: a single directory argument is reported from the git work tree holding it") {
