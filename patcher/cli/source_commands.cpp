@@ -2,6 +2,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -15,6 +17,7 @@
 #include "kvpatch/exclude_patterns.h"
 #include "kvpatch/input_paths.h"
 #include "kvpatch/report.h"
+#include "kvpatch/source_file.h"
 #include "messages.h"
 #include "settings.h"
 #include "terminal_color.h"
@@ -74,6 +77,42 @@ void note_where_the_plan_runs(const Run& run, const RuleSet& rules) {
   }
 }
 
+bool reads_standard_input(const Options& options) {
+  return std::find(options.paths.begin(), options.paths.end(), "-") != options.paths.end();
+}
+
+// All of standard input, or a byte more than a source file may hold: the size check then names the limit.
+std::string read_standard_input() {
+  std::string content;
+  std::array<char, 65536> chunk{};
+  while (content.size() <= kMaxSourceBytes) {
+    const std::size_t n = std::fread(chunk.data(), 1, chunk.size(), stdin);
+    if (n == 0) break;
+    content.append(chunk.data(), n);
+  }
+  return content;
+}
+
+// What PATH `-` allows: one file's source, checked or diffed as --stdin-filename; apply writes files in place and
+// has none to write. An empty string when the command line is sound, else the error.
+std::string standard_input_misuse(const std::string& command, const Options& options) {
+  if (!reads_standard_input(options)) {
+    return options.stdin_filename.empty()
+               ? ""
+               : "--stdin-filename names the file that standard input stands for; pass - as the PATH";
+  }
+  if (command == "apply") {
+    return "apply writes files in place and cannot write standard input back; run diff - (with --stdin-filename) "
+           "and apply its diff to the buffer, or save the file and run apply on it";
+  }
+  if (options.paths.size() != 1) return "- (standard input) must be the only PATH";
+  std::error_code ec;
+  if (!options.stdin_filename.empty() && std::filesystem::is_directory(options.stdin_filename, ec)) {
+    return "--stdin-filename " + options.stdin_filename + " is a directory; name the file the source stands for";
+  }
+  return "";
+}
+
 // The deepest directory that holds every PATH (a file counts as its directory): where the configuration is looked for.
 std::filesystem::path common_directory(const std::vector<std::string>& paths) {
   std::optional<std::filesystem::path> common;
@@ -100,7 +139,9 @@ InputSet project_inputs(const Options& options, const std::vector<ExcludePattern
                         std::vector<InputFile>* left_out = nullptr) {
   const std::optional<std::filesystem::path> root =
       options.root.empty() ? std::nullopt : std::optional<std::filesystem::path>(options.root);
-  InputSet inputs = collect_inputs(options.paths, root, repository_paths);
+  InputSet inputs = reads_standard_input(options)
+                        ? stdin_inputs(options.stdin_filename, read_standard_input(), root)
+                        : collect_inputs(options.paths, root, repository_paths);
   if (exclude.empty()) return inputs;
   std::erase_if(inputs.files, [&](const InputFile& f) {
     const bool out = !f.named && excluded_by(exclude, f.path) != nullptr;
@@ -113,7 +154,15 @@ InputSet project_inputs(const Options& options, const std::vector<ExcludePattern
 }  // namespace
 
 int run_source_command(const std::string& command, const Options& options) {
-  const std::filesystem::path start = common_directory(options.paths);
+  if (const std::string misuse = standard_input_misuse(command, options); !misuse.empty()) {
+    print_error(misuse);
+    return kUsageOrInput;
+  }
+  // Settings are looked up from the file standard input stands for, as from a PATH.
+  const std::filesystem::path start =
+      reads_standard_input(options)
+          ? common_directory({options.stdin_filename.empty() ? std::string(".") : options.stdin_filename})
+          : common_directory(options.paths);
   const std::optional<Loaded> loaded = load_rules(options, start);
   if (!loaded) return kUsageOrInput;
   if (options.show_settings) {

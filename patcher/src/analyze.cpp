@@ -79,6 +79,16 @@ FileReport analyze_source(const RuleSet& rules, SourceFile source, FlashInferLoo
   return analyze_file(rules, parsed, target, unpinned);
 }
 
+namespace {
+// A file's text as the run reads it: from standard input when it came from there, held to the checks a file on
+// disk is held to, else from its path.
+SourceFile load_input(const InputFile& input) {
+  if (!input.content) return load_source_file(input.path, input.display_path);
+  require_source_text(*input.content, input.display_path);
+  return SourceFile(input.path, input.display_path, *input.content);
+}
+}  // namespace
+
 Run analyze_inputs(const RuleSet& rules, const InputSet& inputs) {
   Run run;
   run.root = inputs.root;
@@ -89,7 +99,7 @@ Run analyze_inputs(const RuleSet& rules, const InputSet& inputs) {
   for (const InputFile& input : inputs.files) {
     std::optional<SourceFile> source;
     try {
-      source.emplace(load_source_file(input.path, input.display_path));
+      source.emplace(load_input(input));
     } catch (const InputError& e) {
       // A walked file no rule would select is not our business, readable or not.
       if (input.named || rules_select(rules, raw_content(input.path))) run.errors.push_back(to_file_error(e));

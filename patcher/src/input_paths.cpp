@@ -176,4 +176,25 @@ InputSet collect_inputs(const std::vector<std::string>& paths, const std::option
   return set;
 }
 
+InputSet stdin_inputs(const fs::path& filename, std::string content, const std::optional<fs::path>& root) {
+  InputSet set;
+  const fs::path path = absolute_normal(filename.empty() ? fs::path("-") : filename);
+  // The file may be new (a buffer not yet saved): the repository is found from its nearest directory that exists.
+  fs::path existing = path.parent_path();
+  std::error_code ec;
+  while (!existing.empty() && !fs::is_directory(existing, ec) && existing != existing.parent_path()) {
+    existing = existing.parent_path();
+  }
+  if (root) {
+    set.root = absolute_normal(*root);
+  } else {
+    const fs::path tree = filename.empty() ? fs::path() : git_work_tree(existing);
+    set.root = !tree.empty() && is_within(path, tree) ? tree : absolute_normal(fs::current_path());
+  }
+  InputFile file{path, filename.empty() ? "-" : display(path, set.root), true, std::move(content)};
+  set.files.push_back(std::move(file));
+  if (!filename.empty()) add_siblings(set);
+  return set;
+}
+
 }  // namespace kvpatch

@@ -13,6 +13,8 @@ struct InputFile {
   std::filesystem::path path;
   std::string display_path;  // relative to the root
   bool named = false;        // given on the command line (not found by walking a directory)
+  // The file's bytes when they were read from standard input (PATH `-`), not from `path`, which need not exist.
+  std::optional<std::string> content = std::nullopt;
 };
 
 struct InputSet {
@@ -32,5 +34,12 @@ struct InputSet {
 // against a repository (GitHub annotations, SARIF), whose paths must start at its top.
 InputSet collect_inputs(const std::vector<std::string>& paths, const std::optional<std::filesystem::path>& root,
                         bool repository_paths = false);
+
+// Source text read from standard input, checked as the file at `filename` (as an editor hands a linter an unsaved
+// buffer): reported by that name, from the root collect_inputs would give that one file, and linked with the other
+// *.py of its directory when that exists. An empty filename reports the text as `-`, from the current directory,
+// with no context.
+InputSet stdin_inputs(const std::filesystem::path& filename, std::string content,
+                      const std::optional<std::filesystem::path>& root);
 
 }  // namespace kvpatch

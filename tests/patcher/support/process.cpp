@@ -33,6 +33,9 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   TempDir capture("kvpatch-capture");
   const std::string out_path = (capture.path() / "stdout").string();
   const std::string err_path = (capture.path() / "stderr").string();
+  // Standard input from a file too: the child may exit before reading all of it, which a pipe would signal.
+  const std::string in_path = options.stdin_text ? (capture.path() / "stdin").string() : "/dev/null";
+  if (options.stdin_text) write_bytes(capture.path() / "stdin", *options.stdin_text);
   if (options.drop_root_privileges) {
     ::chmod(capture.path().c_str(), 0777);
   }
@@ -51,8 +54,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
     int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
     if (out < 0 || err < 0) child_fail("cannot open capture files");
-    int null_in = ::open("/dev/null", O_RDONLY);
-    if (null_in >= 0) ::dup2(null_in, 0);
+    int in = ::open(in_path.c_str(), O_RDONLY);
+    if (in >= 0) ::dup2(in, 0);
     ::dup2(out, 1);
     ::dup2(err, 2);
     if (!dir.empty() && ::chdir(dir.c_str()) != 0) child_fail("cannot chdir to the working directory");

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@ struct ProcessResult {
 struct ProcessOptions {
   std::filesystem::path working_dir;  // empty: inherit
   bool drop_root_privileges = false;   // when run as root, run the child as nobody (permission tests)
+  std::optional<std::string> stdin_text = std::nullopt;  // what the child reads on standard input; nullopt: /dev/null
 };
 
 // Runs argv[0] (a path, or a name looked up in PATH) with the rest as arguments.

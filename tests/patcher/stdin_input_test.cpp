@@ -1,0 +1,140 @@
+// PATH `-` with --stdin-filename, as editors run a linter on an unsaved buffer: check and diff read the source from
+// standard input and say exactly what they would say of that file on disk (its name, its settings and FlashInfer
+// pin, the other modules of its package), while nothing on disk is read in its place or written.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "support/files.h"
+#include "support/fixture_sources.h"
+#include "support/kvpatch_cli.h"
+#include "support/process.h"
+#include "support/temp_dir.h"
+
+namespace fs = std::filesystem;
+using namespace kvpatch_test;
+
+namespace {
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// A git repository whose package holds generation B's backend cut in two modules (the casts and run() calls in
+// one, every plan() call in the other) beside the fixture's FlashInfer pin; `updaters` is the module's text.
+struct Checkout {
+  TempDir top{"kvpatch-stdin"};
+  fs::path package = top.path() / "pkg";
+  std::string updaters;
+
+  Checkout() {
+    const std::string source = fixture_source("gen-b-unpatched");
+    const std::size_t cut = source.find("class FlashInferMLAIndicesUpdaterDecode:");
+    const std::size_t imports_end = source.find("@dataclass");
+    REQUIRE(cut != std::string::npos);
+    REQUIRE(imports_end != std::string::npos);
+    fs::create_directories(package);
+    write_bytes(package / "flashinfer_mla_backend.py",
+                source.substr(0, cut) + "from pkg.flashinfer_mla_updaters import FlashInferMLAIndicesUpdaterDecode\n");
+    write_bytes(package / "pyproject.toml", read_fixture_file("gen-b-unpatched", "pyproject.toml"));
+    updaters = source.substr(0, imports_end) + source.substr(cut);
+    REQUIRE(run_process({required_env("KVPATCH_GIT"), "init", "-q", top.path().string()}).exit_code == 0);
+  }
+
+  ProcessResult kvpatch(const std::vector<std::string>& args, const std::optional<std::string>& input = {}) const {
+    ProcessOptions options;
+    options.stdin_text = input;
+    return run_kvpatch(args, top.path(), options);
+  }
+};
+}  // namespace
+
+TEST_SUITE("stdin") {
+  TEST_CASE("check - reports standard input as check reports the file --stdin-filename names") {
+    Checkout checkout;
+    const std::string name = "pkg/flashinfer_mla_updaters.py";
+    // On disk the module is an older text, or absent: what is checked is what standard input holds.
+    for (const bool on_disk : {true, false}) {
+      CAPTURE(on_disk);
+      if (on_disk) write_bytes(checkout.top.path() / name, "import torch\n");
+      for (const char* format : {"text", "json", "github"}) {
+        CAPTURE(format);
+        const ProcessResult piped =
+            checkout.kvpatch({"check", "--format", format, "--stdin-filename", name, "-"}, checkout.updaters);
+        // The same text saved there, in the same place: messages name the pin by its absolute path.
+        const std::string before = on_disk ? read_bytes(checkout.top.path() / name) : "";
+        write_bytes(checkout.top.path() / name, checkout.updaters);
+        const ProcessResult saved = checkout.kvpatch({"check", "--format", format, name});
+        if (on_disk) write_bytes(checkout.top.path() / name, before);
+        else fs::remove(checkout.top.path() / name);
+        CHECK_MESSAGE(piped.exit_code == 1, describe({"kvpatch", "check", "-"}, piped));
+        CHECK(piped.exit_code == saved.exit_code);
+        CHECK(piped.out == saved.out);
+        // The pin beside the file, and the backend module beside it, count as they do for the file.
+        if (std::string(format) == "text") {
+          CHECK(piped.out.rfind("pkg/flashinfer_mla_updaters.py:30:9: missing: ", 0) == 0);
+          CHECK(contains(piped.out, "leaves it unthreaded: the casts at pkg/flashinfer_mla_backend.py:87:9"));
+        }
+      }
+      if (on_disk) fs::remove(checkout.top.path() / name);
+    }
+    // The FlashInfer pin is looked for from the named file's directory, not from the current one.
+    write_bytes(checkout.package / "pyproject.toml", read_fixture_file("old-flashinfer", "pyproject.toml"));
+    const ProcessResult pinned = checkout.kvpatch({"check", "--stdin-filename", name, "-"}, checkout.updaters);
+    CHECK(contains(pinned.out, "pkg/flashinfer_mla_updaters.py:47:13: missing: "));
+    CHECK(contains(pinned.out, "FlashInfer 0.6.12 (flashinfer_python==0.6.12 in " +
+                                   (fs::canonical(checkout.package) / "pyproject.toml").string() + ") cannot build"));
+  }
+
+  TEST_CASE("diff - prints standard input's edits under the file's name; nothing on disk is written") {
+    TempDir dir("kvpatch-stdin-diff");
+    const std::string source = fixture_source("gen-b-unpatched");
+    ProcessOptions piped_options;
+    piped_options.stdin_text = source;
+    const ProcessResult piped =
+        run_kvpatch({"diff", "--isolated", "--stdin-filename", "backend.py", "-"}, dir.path(), piped_options);
+    CHECK(fs::is_empty(dir.path()));
+    write_bytes(dir.path() / "backend.py", source);
+    const ProcessResult saved = run_kvpatch({"diff", "--isolated", "backend.py"}, dir.path());
+    CHECK(piped.exit_code == 1);
+    CHECK(piped.out == saved.out);
+    CHECK(contains(piped.out, "--- a/backend.py\n+++ b/backend.py\n"));
+    CHECK(read_bytes(dir.path() / "backend.py") == source);
+  }
+
+  TEST_CASE("without --stdin-filename the text is reported as -") {
+    TempDir dir("kvpatch-stdin-bare");
+    ProcessOptions options;
+    options.stdin_text = fixture_source("gen-b-unpatched");
+    const ProcessResult r = run_kvpatch({"check", "--isolated", "-"}, dir.path(), options);
+    CHECK(r.exit_code == 1);
+    CHECK(r.out.rfind("-:87:9: redundant: ", 0) == 0);
+  }
+
+  TEST_CASE("what - cannot do is refused, naming the remedy, and bad bytes are named by line") {
+    Checkout checkout;
+    const std::string name = "pkg/flashinfer_mla_updaters.py";
+    write_bytes(checkout.top.path() / name, checkout.updaters);
+    struct Misuse {
+      std::vector<std::string> args;
+      std::string says;
+    };
+    const std::vector<Misuse> misuses = {
+        {{"apply", "-"}, "apply writes files in place and cannot write standard input back"},
+        {{"check", "-", "pkg"}, "- (standard input) must be the only PATH"},
+        {{"check", "--stdin-filename", name, name}, "--stdin-filename names the file that standard input stands for"},
+        {{"diff", "--stdin-filename", "pkg", "-"}, "--stdin-filename pkg is a directory"},
+    };
+    for (const Misuse& m : misuses) {
+      const ProcessResult r = checkout.kvpatch(m.args, checkout.updaters);
+      CHECK_MESSAGE(r.exit_code == 2, describe(m.args, r));
+      CHECK_MESSAGE(contains(r.err, "kvpatch: error: " + m.says), r.err);
+      CHECK(r.out.empty());
+    }
+    CHECK(read_bytes(checkout.top.path() / name) == checkout.updaters);
+
+    const ProcessResult bad = checkout.kvpatch({"check", "--stdin-filename", name, "-"}, "import torch\nx = '\xff'\n");
+    CHECK(bad.exit_code == 2);
+    CHECK(contains(bad.err, "kvpatch: error: " + name + ":2: not valid UTF-8"));
+  }
+}
