@@ -72,8 +72,8 @@ void add_show_settings_option(CLI::App* command, Options& options) {
 
 void add_common_options(CLI::App* command, Options& options) {
   command->add_option("PATH", options.paths,
-                      "Python files or directories (walked for *.py, hidden directories skipped); for check and "
-                      "diff, - alone reads one file's source from standard input (see --stdin-filename)")
+                      "Python files or directories (walked for *.py, hidden directories skipped), or - alone: one "
+                      "file's source from standard input (see --stdin-filename; apply prints it patched)")
       ->required();
   command->add_option("--rules", options.rules_dir, "rules directory (default: $KVPATCH_RULES_DIR, the installed rules, or the source tree's rules/)");
   command->add_option("--set", options.sets, "override a rule parameter, NAME=VALUE (repeatable), e.g. kv_field=self.kv_dtype");
@@ -118,7 +118,7 @@ Subcommands define_subcommands(CLI::App& app, Options& options) {
                        "--color always); the exit code is as without it");
   add_color_option(s.check, options, "the text report's status words");
   add_color_option(s.diff, options, "the diff as git does");
-  for (CLI::App* command : {s.check, s.diff}) {
+  for (CLI::App* command : {s.check, s.diff, s.apply}) {
     command->add_option("--stdin-filename", options.stdin_filename,
                         "with PATH -, the file the source read from standard input stands for (an editor's unsaved "
                         "buffer): reports name it, its settings and FlashInfer pin are looked up from it, and the "

@@ -93,17 +93,13 @@ std::string read_standard_input() {
   return content;
 }
 
-// What PATH `-` allows: one file's source, checked or diffed as --stdin-filename; apply writes files in place and
-// has none to write. An empty string when the command line is sound, else the error.
-std::string standard_input_misuse(const std::string& command, const Options& options) {
+// What PATH `-` allows: one file's source, read as the file --stdin-filename names. An empty string when the
+// command line is sound, else the error.
+std::string standard_input_misuse(const Options& options) {
   if (!reads_standard_input(options)) {
     return options.stdin_filename.empty()
                ? ""
                : "--stdin-filename names the file that standard input stands for; pass - as the PATH";
-  }
-  if (command == "apply") {
-    return "apply writes files in place and cannot write standard input back; run diff - (with --stdin-filename) "
-           "and apply its diff to the buffer, or save the file and run apply on it";
   }
   if (options.paths.size() != 1) return "- (standard input) must be the only PATH";
   std::error_code ec;
@@ -111,6 +107,42 @@ std::string standard_input_misuse(const std::string& command, const Options& opt
     return "--stdin-filename " + options.stdin_filename + " is a directory; name the file the source stands for";
   }
   return "";
+}
+
+// apply's writes: every file's edits in place, all or none, each named as it is patched. Whether any was patched;
+// nullopt after an error, printed, when none was.
+std::optional<bool> write_patched_files(const Run& run) {
+  std::vector<const FileReport*> reports;
+  for (const FileReport& f : run.files) reports.push_back(&f);
+  const ApplyResult result = apply_files(reports);
+  print_errors(result.errors);
+  for (const AppliedFile& p : result.patched) {
+    std::cout << "patched " << p.display_path << " (" << p.edits << (p.edits == 1 ? " edit)" : " edits)") << "\n";
+  }
+  for (const AppliedFile& p : result.patched) {
+    if (!p.ownership_changed.empty()) std::cerr << "kvpatch: warning: " << p.display_path << ": " << p.ownership_changed << "\n";
+  }
+  std::cout.flush();  // the notes after these go to stderr: keep them after these lines when both streams share a log
+  if (!result.errors.empty()) return std::nullopt;
+  return !result.patched.empty();
+}
+
+// apply -: the text standard input held, with its edits, on stdout (as a formatter hands an editor its buffer
+// back), whole or not at all. Files beside it that the run read for links are never edited. Returns the text
+// printed; nullopt after an error, printed, when nothing was.
+std::optional<std::string> print_patched_input(const Run& run, const InputFile& input) {
+  std::string text = *input.content;
+  for (const FileReport& f : run.files) {
+    if (f.file->source.path() != input.path) continue;
+    if (auto broken = code_broken_by_edits(f, "nothing was printed")) {
+      print_errors({*broken});
+      return std::nullopt;
+    }
+    text = f.file->source.bom() + f.edits.apply(f.file->source.text());
+  }
+  std::cout << text;
+  std::cout.flush();
+  return text;
 }
 
 // The deepest directory that holds every PATH (a file counts as its directory): where the configuration is looked for.
@@ -154,7 +186,7 @@ InputSet project_inputs(const Options& options, const std::vector<ExcludePattern
 }  // namespace
 
 int run_source_command(const std::string& command, const Options& options) {
-  if (const std::string misuse = standard_input_misuse(command, options); !misuse.empty()) {
+  if (const std::string misuse = standard_input_misuse(options); !misuse.empty()) {
     print_error(misuse);
     return kUsageOrInput;
   }
@@ -215,26 +247,31 @@ int run_source_command(const std::string& command, const Options& options) {
     return any && !options.exit_zero ? kFindings : kClean;
   }
   // apply: nothing is written unless every input is readable, every file can be patched, and by its own settings.
+  const bool from_stdin = reads_standard_input(options);
   if (input_errors || nearer) {
-    print_error("nothing was written; fix the errors above and run apply again");
+    print_error(from_stdin ? "nothing was printed; fix the errors above and run apply again"
+                           : "nothing was written; fix the errors above and run apply again");
     return kUsageOrInput;
   }
-  std::vector<const FileReport*> reports;
-  for (const FileReport& f : run.files) reports.push_back(&f);
-  const ApplyResult result = apply_files(reports);
-  print_errors(result.errors);
-  for (const AppliedFile& p : result.patched) {
-    std::cout << "patched " << p.display_path << " (" << p.edits << (p.edits == 1 ? " edit)" : " edits)") << "\n";
+  // What apply cannot fix (unknown sites, sites blocked by required casts or run() inputs) is still a finding, so
+  // the patched text is analysed again.
+  std::optional<InputSet> patched;
+  if (from_stdin) {
+    const InputFile& input = inputs.files.front();
+    const std::optional<std::string> text = print_patched_input(run, input);
+    if (!text) return kUsageOrInput;
+    if (*text != *input.content) {
+      patched = inputs;  // the same file, root and neighbours, holding the patched text
+      patched->files.front().content = *text;
+    }
+  } else {
+    const std::optional<bool> wrote = write_patched_files(run);
+    if (!wrote) return kUsageOrInput;
+    if (*wrote) patched = project_inputs(options, loaded->exclude, false);
   }
-  for (const AppliedFile& p : result.patched) {
-    if (!p.ownership_changed.empty()) std::cerr << "kvpatch: warning: " << p.display_path << ": " << p.ownership_changed << "\n";
-  }
-  std::cout.flush();  // the notes below go to stderr: keep them after these lines when both streams share a log
-  if (!result.errors.empty()) return kUsageOrInput;
-  if (result.patched.empty()) std::cerr << "kvpatch: nothing to patch\n";
+  if (!patched) std::cerr << "kvpatch: nothing to patch\n";
   note_where_the_plan_runs(run, rules);
-  // What apply cannot fix (unknown sites, sites blocked by required casts or run() inputs) is still a finding.
-  Run after = result.patched.empty() ? run : analyze_inputs(rules, project_inputs(options, loaded->exclude, false));
+  Run after = patched ? analyze_inputs(rules, *patched) : run;
   after.ignore_problems_fail = loaded->unused_ignores_error;
   const Summary left = summarize(after);
   if (!has_findings(left)) return kClean;

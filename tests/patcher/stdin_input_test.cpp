@@ -1,6 +1,7 @@
-// PATH `-` with --stdin-filename, as editors run a linter on an unsaved buffer: check and diff read the source from
-// standard input and say exactly what they would say of that file on disk (its name, its settings and FlashInfer
-// pin, the other modules of its package), while nothing on disk is read in its place or written.
+// PATH `-` with --stdin-filename, as editors run a linter or fixer on an unsaved buffer: check and diff read the
+// source from standard input and say exactly what they would say of that file on disk (its name, its settings and
+// FlashInfer pin, the other modules of its package), apply prints what it would write there, and nothing on disk
+// is read in its place or written.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "support/files.h"
+#include "support/fixture.h"
 #include "support/fixture_sources.h"
 #include "support/kvpatch_cli.h"
 #include "support/process.h"
@@ -102,6 +104,33 @@ TEST_SUITE("stdin") {
     CHECK(read_bytes(dir.path() / "backend.py") == source);
   }
 
+  TEST_CASE("apply - prints what apply writes to the file, for every fixture, and writes nothing") {
+    const fs::path fixtures = required_env("KVPATCH_FIXTURES_DIR");
+    int compared = 0;
+    for (const fs::directory_entry& entry : fs::directory_iterator(fixtures)) {
+      if (!fs::exists(entry.path() / "fixture.cfg")) continue;
+      const Fixture fixture = load_fixture(entry.path());
+      CAPTURE(fixture.name);
+      TempDir written("kvpatch-stdin-apply-" + fixture.name);
+      TempDir piped("kvpatch-stdin-piped-" + fixture.name);
+      fixture.stage(written.path());
+      fixture.stage(piped.path());
+      const std::string source = read_bytes(piped.path() / fixture.input);
+      const ProcessResult applied = run_kvpatch(fixture.command("apply", {fixture.input}), written.path());
+      ProcessOptions options;
+      options.stdin_text = source;
+      const ProcessResult printed = run_kvpatch(
+          fixture.command("apply", {"--stdin-filename", fixture.input, "-"}), piped.path(), options);
+      CHECK_MESSAGE(printed.exit_code == fixture.apply_exit, describe({"kvpatch", "apply", "-"}, printed));
+      CHECK(printed.exit_code == applied.exit_code);
+      // Refused input prints nothing; otherwise the whole text, patched or, with nothing to patch, as it came.
+      CHECK(printed.out == (fixture.refused() ? "" : read_bytes(written.path() / fixture.input)));
+      CHECK(read_bytes(piped.path() / fixture.input) == source);
+      ++compared;
+    }
+    CHECK(compared >= 20);
+  }
+
   TEST_CASE("without --stdin-filename the text is reported as -") {
     TempDir dir("kvpatch-stdin-bare");
     ProcessOptions options;
@@ -111,7 +140,7 @@ TEST_SUITE("stdin") {
     CHECK(r.out.rfind("-:87:9: redundant: ", 0) == 0);
   }
 
-  TEST_CASE("what - cannot do is refused, naming the remedy, and bad bytes are named by line") {
+  TEST_CASE("misuses of - are refused, naming the remedy, and bad bytes are named by line") {
     Checkout checkout;
     const std::string name = "pkg/flashinfer_mla_updaters.py";
     write_bytes(checkout.top.path() / name, checkout.updaters);
@@ -120,10 +149,10 @@ TEST_SUITE("stdin") {
       std::string says;
     };
     const std::vector<Misuse> misuses = {
-        {{"apply", "-"}, "apply writes files in place and cannot write standard input back"},
         {{"check", "-", "pkg"}, "- (standard input) must be the only PATH"},
         {{"check", "--stdin-filename", name, name}, "--stdin-filename names the file that standard input stands for"},
         {{"diff", "--stdin-filename", "pkg", "-"}, "--stdin-filename pkg is a directory"},
+        {{"apply", "-", name}, "- (standard input) must be the only PATH"},
     };
     for (const Misuse& m : misuses) {
       const ProcessResult r = checkout.kvpatch(m.args, checkout.updaters);
@@ -133,8 +162,11 @@ TEST_SUITE("stdin") {
     }
     CHECK(read_bytes(checkout.top.path() / name) == checkout.updaters);
 
-    const ProcessResult bad = checkout.kvpatch({"check", "--stdin-filename", name, "-"}, "import torch\nx = '\xff'\n");
-    CHECK(bad.exit_code == 2);
-    CHECK(contains(bad.err, "kvpatch: error: " + name + ":2: not valid UTF-8"));
+    for (const char* command : {"check", "apply"}) {
+      const ProcessResult bad = checkout.kvpatch({command, "--stdin-filename", name, "-"}, "import torch\nx = '\xff'\n");
+      CHECK(bad.exit_code == 2);
+      CHECK(contains(bad.err, "kvpatch: error: " + name + ":2: not valid UTF-8"));
+      if (std::string(command) == "apply") CHECK(bad.out.empty());  // nothing printed: an editor keeps its buffer
+    }
   }
 }
