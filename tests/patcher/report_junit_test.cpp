@@ -159,14 +159,7 @@ TEST_SUITE("formats") {
 
     SUBCASE("the same cases, by name, in another repository with a line added above the code") {
       TempDir elsewhere("kvpatch-junit-moved-" + fixture.name);
-      const fs::path moved_pkg = stage_in_repository(fixture, elsewhere.path());
-      std::string source = read_bytes(moved_pkg / fixture.input);
-      const std::string newline = source.find("\r\n") != std::string::npos ? "\r\n" : "\n";
-      static const std::regex first_import("(^|\n)(import |from )");
-      std::smatch import_at;
-      REQUIRE(std::regex_search(source, import_at, first_import));
-      source.insert(static_cast<std::size_t>(import_at.position(2)), "# a line added above the code" + newline);
-      write_bytes(moved_pkg / fixture.input, source);
+      const fs::path moved_pkg = stage_moved_in_repository(fixture, elsewhere.path());
       const ProcessResult moved = run_kvpatch(fixture.command("check", {"--format", "junit", "."}), moved_pkg);
       CHECK(moved.exit_code == junit.exit_code);
       CHECK(read_report(moved.out, in_repository).names == cases.names);

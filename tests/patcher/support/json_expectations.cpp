@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <regex>
+
 #include "support/files.h"
 #include "support/process.h"
 
@@ -76,6 +78,18 @@ std::filesystem::path stage_in_repository(const Fixture& fixture, const std::fil
   std::filesystem::create_directories(pkg);
   fixture.stage(pkg);
   REQUIRE(run_process({required_env("KVPATCH_GIT"), "init", "-q", top.string()}).exit_code == 0);
+  return pkg;
+}
+
+std::filesystem::path stage_moved_in_repository(const Fixture& fixture, const std::filesystem::path& top) {
+  std::filesystem::path pkg = stage_in_repository(fixture, top);
+  std::string source = read_bytes(pkg / fixture.input);
+  const std::string newline = source.find("\r\n") != std::string::npos ? "\r\n" : "\n";
+  static const std::regex first_import("(^|\n)(import |from )");
+  std::smatch import_at;
+  REQUIRE(std::regex_search(source, import_at, first_import));
+  source.insert(static_cast<std::size_t>(import_at.position(2)), "# a line added above the code" + newline);
+  write_bytes(pkg / fixture.input, source);
   return pkg;
 }
 

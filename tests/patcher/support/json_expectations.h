@@ -32,5 +32,8 @@ bool is_warning(const std::string& status);
 // Stages the fixture in `top`/pkg and makes `top` a git repository, as a checkout holds a backend below its top.
 // Returns the package directory.
 std::filesystem::path stage_in_repository(const Fixture& fixture, const std::filesystem::path& top);
+// The same, with a comment line added above the backend's first import: every finding one line lower, for the
+// reports whose identities must not follow lines.
+std::filesystem::path stage_moved_in_repository(const Fixture& fixture, const std::filesystem::path& top);
 
 }  // namespace kvpatch_test
