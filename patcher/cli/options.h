@@ -21,7 +21,7 @@ struct Options {
   std::string root;
   std::string color = "auto";
   std::string output_file;  // check --output-file: the report goes there instead of stdout
-  std::string stdin_filename;  // check/diff --stdin-filename: the file PATH `-` (standard input) stands for
+  std::string stdin_filename;  // check/diff/apply --stdin-filename: the file PATH `-` (standard input) stands for
   std::string config;     // --config: the configuration file, instead of the one found
   bool isolated = false;  // --isolated: no configuration file
   bool show_settings = false;  // --show-settings: print what would be used, analyse nothing

@@ -190,9 +190,10 @@ int run_source_command(const std::string& command, const Options& options) {
     print_error(misuse);
     return kUsageOrInput;
   }
+  const bool from_stdin = reads_standard_input(options);
   // Settings are looked up from the file standard input stands for, as from a PATH.
   const std::filesystem::path start =
-      reads_standard_input(options)
+      from_stdin
           ? common_directory({options.stdin_filename.empty() ? std::string(".") : options.stdin_filename})
           : common_directory(options.paths);
   const std::optional<Loaded> loaded = load_rules(options, start);
@@ -247,7 +248,6 @@ int run_source_command(const std::string& command, const Options& options) {
     return any && !options.exit_zero ? kFindings : kClean;
   }
   // apply: nothing is written unless every input is readable, every file can be patched, and by its own settings.
-  const bool from_stdin = reads_standard_input(options);
   if (input_errors || nearer) {
     print_error(from_stdin ? "nothing was printed; fix the errors above and run apply again"
                            : "nothing was written; fix the errors above and run apply again");

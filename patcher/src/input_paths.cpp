@@ -179,16 +179,16 @@ InputSet collect_inputs(const std::vector<std::string>& paths, const std::option
 InputSet stdin_inputs(const fs::path& filename, std::string content, const std::optional<fs::path>& root) {
   InputSet set;
   const fs::path path = absolute_normal(filename.empty() ? fs::path("-") : filename);
-  // The file may be new (a buffer not yet saved): the repository is found from its nearest directory that exists.
-  fs::path existing = path.parent_path();
-  std::error_code ec;
-  while (!existing.empty() && !fs::is_directory(existing, ec) && existing != existing.parent_path()) {
-    existing = existing.parent_path();
-  }
   if (root) {
     set.root = absolute_normal(*root);
+  } else if (filename.empty()) {
+    set.root = absolute_normal(fs::current_path());
   } else {
-    const fs::path tree = filename.empty() ? fs::path() : git_work_tree(existing);
+    // The file may be new (a buffer not yet saved): the repository is found from its nearest directory that exists.
+    fs::path existing = path.parent_path();
+    std::error_code ec;
+    while (!fs::is_directory(existing, ec) && existing != existing.parent_path()) existing = existing.parent_path();
+    const fs::path tree = git_work_tree(existing);
     set.root = !tree.empty() && is_within(path, tree) ? tree : absolute_normal(fs::current_path());
   }
   InputFile file{path, filename.empty() ? "-" : display(path, set.root), true, std::move(content)};

@@ -49,8 +49,10 @@ std::string site_message(const PlanSite& s) {
   return m;
 }
 
+std::string field_scope(const FieldFinding& f) { return f.class_name + ".__init__"; }
+
 std::string field_message(const FieldFinding& f, const std::string& value_hint) {
-  std::string m = f.class_name + ".__init__: ";
+  std::string m = field_scope(f) + ": ";
   if (f.ignored) return m + (f.field_text.empty() ? "no KV dtype field is added; " : "KV dtype field " + f.field_text + "; ") + f.reason;
   if (f.present) return m + "KV dtype field " + f.field_text;
   if (f.fix) return m + "no KV dtype field; fix: add " + value_hint;
@@ -107,28 +109,32 @@ std::vector<ReportItem> report_items(const Run& run) {
     for (const PlanSite& s : f.plan_sites) {
       const bool finding = s.status == SiteStatus::Missing || s.status == SiteStatus::Unknown || !s.unbuildable.empty();
       items.push_back({path, s.line, s.column, site_label(s), site_message(s), s.rule, finding,
-                       s.status == SiteStatus::Ignored ? std::optional<std::string>(s.reason) : std::nullopt});
+                       s.status == SiteStatus::Ignored ? std::optional<std::string>(s.reason) : std::nullopt,
+                       scope_name(s.class_name, s.method)});
     }
     for (const FieldFinding& field : f.fields) {
       const std::string hint = field.fix ? one_line(field.fix->replacement) : "";
       const bool missing = !field.present && !field.ignored;
       items.push_back({path, field.line, field.column, field.ignored ? "ignored" : field.present ? "present" : "missing",
                        field_message(field, hint), field.rule, missing,
-                       field.ignored ? std::optional<std::string>(field.reason) : std::nullopt});
+                       field.ignored ? std::optional<std::string>(field.reason) : std::nullopt,
+                       field_scope(field)});
     }
     for (const CastFinding& c : f.casts) {
       items.push_back({path, c.line, c.column, c.redundant ? "redundant" : "required", cast_message(c), c.rule,
-                       c.redundant, std::nullopt});
+                       c.redundant, std::nullopt, scope_name(c.class_name, c.method)});
     }
     for (const RunInputFinding& r : f.run_inputs) {
       items.push_back({path, r.line, r.column, run_input_label(r), run_input_message(r), r.rule, !r.ignored,
-                       r.ignored ? std::optional<std::string>(r.ignore_reason) : std::nullopt});
+                       r.ignored ? std::optional<std::string>(r.ignore_reason) : std::nullopt,
+                       scope_name(r.class_name, r.method)});
     }
     for (const RunScaleFinding& r : f.run_scales) {
       const bool missing = !r.present && !r.ignored;
       items.push_back({path, r.line, r.column, r.ignored ? "ignored" : r.present ? "present" : "missing",
                        run_scale_message(r), r.rule, missing,
-                       r.ignored ? std::optional<std::string>(r.ignore_reason) : std::nullopt});
+                       r.ignored ? std::optional<std::string>(r.ignore_reason) : std::nullopt,
+                       scope_name(r.class_name, r.method)});
     }
     std::stable_sort(items.begin(), items.end(), [](const ReportItem& a, const ReportItem& b) {
       return std::tie(a.line, a.column) < std::tie(b.line, b.column);

@@ -62,6 +62,26 @@ std::string module_name(const std::string& path) {
   return name;
 }
 
+// What a case that does not pass holds: JUnit's element for it, and the count it adds to.
+enum class Outcome { Failure, Error, Skipped };
+// A suite's counts, and the report's, in the attributes JUnit readers expect.
+struct Counts {
+  int tests = 0, failures = 0, errors = 0, skipped = 0;
+
+  void add_to(Counts& total) const {
+    total.tests += tests;
+    total.failures += failures;
+    total.errors += errors;
+    total.skipped += skipped;
+  }
+  void write(pugi::xml_node node) const {
+    node.append_attribute("tests") = tests;
+    node.append_attribute("failures") = failures;
+    node.append_attribute("errors") = errors;
+    node.append_attribute("skipped") = skipped;
+  }
+};
+
 // One file's suite. A case is named by what it checks (the method and the rule), not by its line, so that CI
 // dashboards that follow a test across pipelines still know it after the lines above it move; a second case of
 // the same name in one file (two plan() calls of one method) is numbered.
@@ -78,36 +98,32 @@ public:
     test.append_attribute("name") = xml_text(seen == 1 ? name : name + " (" + std::to_string(seen) + ")").c_str();
     test.append_attribute("file") = xml_text(path_).c_str();
     if (line > 0) test.append_attribute("line") = line;
-    ++tests_;
+    ++counts_.tests;
     return test;
   }
 
-  // A failure, error or skipped element on `test`: `message` as its attribute, `detail` as its text.
-  void mark(pugi::xml_node test, const char* kind, const char* type, const std::string& message,
+  // The outcome's element on `test`, with `type` (none for a skipped case), `message` as its attribute and
+  // `detail` as its text.
+  void mark(pugi::xml_node test, Outcome outcome, const char* type, const std::string& message,
             const std::string& detail) {
-    pugi::xml_node outcome = test.append_child(kind);
-    if (type != nullptr) outcome.append_attribute("type") = type;
-    outcome.append_attribute("message") = xml_text(message).c_str();
-    if (!detail.empty()) outcome.text() = xml_text(detail).c_str();
-    const std::string k = kind;
-    if (k == "failure") ++failures_;
-    else if (k == "error") ++errors_;
-    else ++skipped_;
+    pugi::xml_node element = test.append_child(outcome == Outcome::Failure ? "failure"
+                                               : outcome == Outcome::Error ? "error"
+                                                                           : "skipped");
+    if (type != nullptr) element.append_attribute("type") = type;
+    element.append_attribute("message") = xml_text(message).c_str();
+    element.text() = xml_text(detail).c_str();
+    ++(outcome == Outcome::Failure ? counts_.failures : outcome == Outcome::Error ? counts_.errors : counts_.skipped);
   }
 
   // What stderr says of this file that is no test's outcome: ignore comments that suppress nothing, while they
   // are warnings.
   void add_warning(const std::string& line) { warnings_ += line + "\n"; }
 
-  // The counts JUnit readers expect on every suite, added to the report's totals.
-  void close(int totals[4]) {
+  // Ends the suite: its warnings and its counts, which are added to the report's.
+  void close(Counts& total) {
     if (!warnings_.empty()) node_.append_child("system-err").text() = xml_text(warnings_).c_str();
-    const int counts[4] = {tests_, failures_, errors_, skipped_};
-    const char* names[4] = {"tests", "failures", "errors", "skipped"};
-    for (int k = 0; k < 4; ++k) {
-      node_.append_attribute(names[k]) = counts[k];
-      totals[k] += counts[k];
-    }
+    counts_.write(node_);
+    counts_.add_to(total);
   }
 
 private:
@@ -115,14 +131,8 @@ private:
   std::string path_;
   std::map<std::string, int> names_;
   std::string warnings_;
-  int tests_ = 0, failures_ = 0, errors_ = 0, skipped_ = 0;
+  Counts counts_;
 };
-
-std::string scope_of(const ReportItem& item) {
-  // Every entry's message begins with its scope (`Class.method: `, `<module>: `), as report_items words it.
-  const std::size_t colon = item.message.find(": ");
-  return colon == std::string::npos ? std::string() : item.message.substr(0, colon);
-}
 }  // namespace
 
 std::string junit_report(const Run& run) {
@@ -143,18 +153,16 @@ std::string junit_report(const Run& run) {
     const std::string where = e.line > 0 ? e.file + ":" + std::to_string(e.line) : e.file;
     const std::string message = e.remedy.empty() ? e.message : e.message + "; " + e.remedy;
     Suite& s = suite(e.file);
-    s.mark(s.add_case(kInputErrorCheck, e.line), "error", "input error", message, where + ": " + message);
+    s.mark(s.add_case(kInputErrorCheck, e.line), Outcome::Error, "input error", message, where + ": " + message);
   }
   for (const ReportItem& item : report_items(run)) {
     Suite& s = suite(item.file);
-    const std::string scope = scope_of(item);
-    pugi::xml_node test = s.add_case(scope.empty() ? item.rule : scope + ": " + item.rule, item.line);
-    const std::string text = item.file + ":" + std::to_string(item.line) + ":" + std::to_string(item.column) + ": " +
-                             item.status + ": " + item.message + " [" + item.rule + "]";
+    pugi::xml_node test = s.add_case(item.scope.empty() ? item.rule : item.scope + ": " + item.rule, item.line);
+    const std::string text = text_line(item);
     if (item.finding) {
-      s.mark(test, "failure", finding_level(item), item.status + ": " + item.message, text);
+      s.mark(test, Outcome::Failure, finding_level(item), item.status + ": " + item.message, text);
     } else if (item.suppressed) {
-      s.mark(test, "skipped", nullptr, item.suppressed->empty() ? "ignored" : "ignored: " + *item.suppressed, text);
+      s.mark(test, Outcome::Skipped, nullptr, item.suppressed->empty() ? "ignored" : "ignored: " + *item.suppressed, text);
     } else {
       test.append_child("system-out").text() = xml_text(text).c_str();
     }
@@ -166,7 +174,7 @@ std::string junit_report(const Run& run) {
                                ": ignore comment " + p.problem + ": " + p.message;
       if (run.ignore_problems_fail) {
         Suite& s = suite(path);
-        s.mark(s.add_case(std::string(kIgnoreCommentRule) + ": " + p.problem, p.line), "failure", "error",
+        s.mark(s.add_case(std::string(kIgnoreCommentRule) + ": " + p.problem, p.line), Outcome::Failure, "error",
                "ignore comment " + p.problem + ": " + p.message, text);
       } else {
         suite(path).add_warning("warning: " + text);
@@ -174,10 +182,9 @@ std::string junit_report(const Run& run) {
     }
   }
 
-  int totals[4] = {0, 0, 0, 0};
-  for (Suite& s : suites) s.close(totals);
-  const char* names[4] = {"tests", "failures", "errors", "skipped"};
-  for (int k = 0; k < 4; ++k) root.append_attribute(names[k]) = totals[k];
+  Counts total;
+  for (Suite& s : suites) s.close(total);
+  total.write(root);
   std::ostringstream out;
   doc.save(out, "  ", pugi::format_default | pugi::format_no_declaration, pugi::encoding_utf8);
   return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + out.str();

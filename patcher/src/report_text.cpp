@@ -75,12 +75,14 @@ std::string summary_line(const Summary& s) {
   return out.str();
 }
 
+std::string text_line(const ReportItem& item) {
+  return item.file + ":" + std::to_string(item.line) + ":" + std::to_string(item.column) + ": " + item.status + ": " +
+         item.message + " [" + item.rule + "]";
+}
+
 std::string text_report(const Run& run) {
   std::ostringstream out;
-  for (const ReportItem& item : report_items(run)) {
-    out << item.file << ":" << item.line << ":" << item.column << ": " << item.status << ": " << item.message << " ["
-        << item.rule << "]\n";
-  }
+  for (const ReportItem& item : report_items(run)) out << text_line(item) << "\n";
   out << summary_line(summarize(run)) << "\n";
   return out.str();
 }

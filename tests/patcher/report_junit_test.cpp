@@ -9,6 +9,7 @@
 #include <pugixml.hpp>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <tuple>
 
@@ -69,7 +70,7 @@ Cases read_report(const std::string& xml, const std::string& in_repository) {
       cases.names.insert(name);
       const int line = attribute(test, "line");
       std::smatch m;
-      if (const pugi::xml_node error = test.child("error")) {
+      if (test.child("error")) {
         ++counted[2];
         ++cases.errors;
         CHECK(name == "kvpatch-input-error");
@@ -111,10 +112,8 @@ Cases read_report(const std::string& xml, const std::string& in_repository) {
 
 std::size_t lines_starting(const std::string& text, const std::string& prefix) {
   std::size_t n = 0;
-  for (std::size_t at = 0; at < text.size(); at = text.find('\n', at) + 1) {
-    if (text.compare(at, prefix.size(), prefix) == 0) ++n;
-    if (text.find('\n', at) == std::string::npos) break;
-  }
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) n += line.rfind(prefix, 0) == 0 ? 1 : 0;
   return n;
 }
 }  // namespace

@@ -54,6 +54,7 @@ struct ReportItem {
   // An ignored finding: the reason its suppression gives (an ignore comment's text, which may be empty, or
   // "per-file-ignores at FILE:LINE"); nullopt for the rest.
   std::optional<std::string> suppressed;
+  std::string scope;  // what the message starts with: `Class.method`, `<module>` or a function's name
 };
 // Every entry, file by file in run order, each file's by line and column.
 std::vector<ReportItem> report_items(const Run& run);
@@ -64,7 +65,9 @@ const char* ignore_problem_level(const Run& run);
 // run() inputs: a reader must look, not necessarily change), "error" for what the patch exists to fix.
 const char* finding_level(const ReportItem& item);
 
-// One line per finding, `<file>:<line>:<col>: <status>: <message> [<rule-id>]`, then the summary line
+// One entry as the text report prints it: `<file>:<line>:<col>: <status>: <message> [<rule-id>]`.
+std::string text_line(const ReportItem& item);
+// One line per finding, text_line(), then the summary line
 // (which names run() inputs only when some are converted, of unknown origin or ignored).
 std::string text_report(const Run& run);
 std::string summary_line(const Summary& summary);
