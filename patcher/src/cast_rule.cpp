@@ -104,6 +104,7 @@ private:
     TSNode argument = syntax::unparenthesized(cast_dtype(call));
     if (scope == nullptr || !is(argument, "identifier")) return {};
     const std::string name = facts_.text(argument);
+    scope = binding_scope(facts_, scope, name);  // a cast in a closure reads its encloser's local
     if (scope->signature.index_of(name) >= 0) return {};
     DtypeLocals out;
     std::vector<TSNode> targets;
@@ -127,14 +128,14 @@ private:
     return out;
   }
 
-  // The cast of the rule's, in `scope` itself, whose dtype argument `name` is; null when it is none.
+  // The cast of the rule's whose dtype argument `name` is, read as `scope`'s local; null when it is none.
   TSNode cast_reading(TSNode name, const FunctionFacts* scope) const {
     TSNode up = syntax::parent(name);
     while (is(up, "parenthesized_expression")) up = syntax::parent(up);
     if (is(up, "keyword_argument")) up = syntax::parent(up);
     if (!is(up, "argument_list")) return TSNode{};
     TSNode call = syntax::parent(up);
-    if (!is(call, "call") || facts_.function_at(call) != scope || !is_cast(call) ||
+    if (!is(call, "call") || binding_scope(facts_, facts_.function_at(call), facts_.text(name)) != scope || !is_cast(call) ||
         !syntax::same(syntax::unparenthesized(cast_dtype(call)), name)) {
       return TSNode{};
     }
@@ -159,6 +160,7 @@ private:
     if (is(value, "attribute")) return facts_.text(field(value, "attribute")) == rule_.cast_argument_attribute;
     if (!is(value, "identifier") || scope == nullptr || depth > kMaxTraceDepth) return false;
     const std::string name = facts_.text(value);
+    scope = binding_scope(facts_, scope, name);  // a closure reads its encloser's local
     if (scope->signature.index_of(name) >= 0) {
       // A parameter reassigned in the body, or one a call may leave to its default, is not followed.
       if (!assignments_reaching(facts_, *scope, name, value).empty()) return false;
@@ -202,6 +204,7 @@ private:
     // `k = k.to(q.dtype)` twice over: the second cast's value is the first's, still the cache's data.
     if (is(name, "call") && is_cast(name)) return holds_kv(field(field(name, "function"), "object"), scope, cast, depth + 1);
     if (!is(name, "identifier") || scope == nullptr) return false;
+    scope = binding_scope(facts_, scope, facts_.text(name));  // a closure reads its encloser's local
     const std::vector<const Assignment*> assignments = assignments_reaching(facts_, *scope, facts_.text(name), name);
     for (const Assignment* a : assignments) {
       if (syntax::contains(a->statement, cast)) continue;
@@ -395,19 +398,71 @@ private:
     if (!seen.insert({ts_node_start_byte(assignment), name}).second) return;
     if (scope == nullptr) return;
     syntax::walk(scope->body, [&](TSNode n) {
-      if (is(n, "function_definition") || is(n, "class_definition")) return false;
+      if (is(n, "class_definition")) {
+        // A class body and its methods see the local too; what they do with it is not followed, so a class that
+        // names it is a consumer kvpatch does not know.
+        if (names_variable(n, name)) {
+          out.push_back({TSNode{}, name + " is read in class " + facts_.text(field(n, "name")) + " at " + at(n), scope});
+        }
+        return false;
+      }
+      if (is(n, "function_definition")) {
+        // A nested def reads the local as a closure, whenever it runs, unless it binds the name itself.
+        const FunctionFacts* inner = facts_.function_at(field(n, "body"));
+        if (inner == nullptr) return false;
+        if (declares_outside(inner->body, name)) {
+          out.push_back({TSNode{}, name + " is rebound by " + inner->name + "() at " + at(n), scope});
+          return false;
+        }
+        return inner->signature.index_of(name) < 0 && facts_.local_assignments(*inner, name).empty();
+      }
       if (!is(n, "identifier") || facts_.text(n) != name) return true;
       if (ts_node_start_byte(n) < ts_node_end_byte(assignment) && ts_node_start_byte(n) >= ts_node_start_byte(assignment)) {
         return true;  // inside the assigning statement itself
       }
-      if (ts_node_start_byte(n) < ts_node_start_byte(assignment)) return true;
+      // Only the function's own code runs in order; a nested def written before the assignment may run after it.
+      const FunctionFacts* reader = facts_.function_at(n);
+      if (reader == scope && ts_node_start_byte(n) < ts_node_start_byte(assignment)) return true;
+      if (reader != scope && !reaches(assignment, *scope, name, n)) return true;  // a closure run after a rebinding
       TSNode parent = syntax::parent(n);
       if (syntax::is_bound_by_assignment(n)) return true;  // rebinding, not a read
       if (is(parent, "attribute") && syntax::same(field(parent, "attribute"), n)) return true;  // `x.name`, not name
       if (is(parent, "keyword_argument") && syntax::same(field(parent, "name"), n)) return true;
-      trace(n, scope, depth, seen, out);
+      trace(n, reader, depth, seen, out);
       return true;
     });
+  }
+
+  // Whether the assignment statement is one of those that can give the read its value.
+  bool reaches(TSNode assignment, const FunctionFacts& scope, const std::string& name, TSNode read) const {
+    const std::vector<const Assignment*> reaching = assignments_reaching(facts_, scope, name, read);
+    return std::any_of(reaching.begin(), reaching.end(),
+                       [&](const Assignment* a) { return syntax::same(a->statement, assignment); });
+  }
+
+  // Whether the subtree has an identifier spelling the name as a variable (not `x.name`, not `f(name=...)`).
+  bool names_variable(TSNode node, const std::string& name) const {
+    bool found = false;
+    syntax::walk(node, [&](TSNode n) {
+      if (found) return false;
+      if (!is(n, "identifier") || facts_.text(n) != name) return true;
+      const TSNode parent = syntax::parent(n);
+      found = !(is(parent, "attribute") && syntax::same(field(parent, "attribute"), n)) &&
+              !(is(parent, "keyword_argument") && syntax::same(field(parent, "name"), n));
+      return !found;
+    });
+    return found;
+  }
+
+  // Whether a `nonlocal` or `global` statement in the body names the name: the def may then rebind it.
+  bool declares_outside(TSNode body, const std::string& name) const {
+    bool found = false;
+    syntax::walk(body, [&](TSNode n) {
+      if (found) return false;
+      if (is(n, "nonlocal_statement") || is(n, "global_statement")) found = names_variable(n, name);
+      return !found;
+    });
+    return found;
   }
 
   // Empty when the consumer accepts the KV dtype after the edits (then planning holds the plan sites that

@@ -59,13 +59,68 @@ std::optional<std::vector<const FunctionFacts*>> defs_on_instances(const ModuleF
   return defs;
 }
 
+const FunctionFacts* enclosing(const ModuleFacts& facts, const FunctionFacts* f) {
+  return f->outer >= 0 ? &facts.functions()[static_cast<std::size_t>(f->outer)] : nullptr;
+}
+
+// The defs written directly in the function's body under this name (a class's methods inside it are no such def).
+std::vector<const FunctionFacts*> nested_defs_named(const ModuleFacts& facts, const FunctionFacts& scope,
+                                                    const std::string& name) {
+  std::vector<const FunctionFacts*> out;
+  const int index = facts.index_of(&scope);
+  for (const FunctionFacts& f : facts.functions()) {
+    if (f.outer == index && f.name == name) out.push_back(&f);
+  }
+  return out;
+}
+
+// A def nested in another whose every call the enclosing def shows: it is a plain def (no decorator, which may
+// hand back some other callable; not named as the method holding it, which would make it read as that method),
+// and its name appears in the enclosing body only as its own def and as the callee of calls. Any other use (the
+// name handed on, returned or stored, bound again by an assignment, a parameter, an import, another def or a
+// `nonlocal` / `global`) may call it from where the module does not show, or make a call run something else.
+bool nested_calls_shown(const ModuleFacts& facts, const FunctionFacts& function) {
+  if (function.outer < 0 || function.name == function.method_name) return false;
+  if (is(syntax::parent(function.node), "decorated_definition")) return false;
+  const FunctionFacts& outer = facts.functions()[static_cast<std::size_t>(function.outer)];
+  const TSNode own_name = field(function.node, "name");
+  bool shown = true;
+  syntax::walk(outer.body, [&](TSNode n) {
+    if (!shown) return false;
+    if (!is(n, "identifier") || facts.text(n) != function.name || syntax::same(n, own_name)) return true;
+    const TSNode parent = syntax::parent(n);
+    const bool attribute_name = is(parent, "attribute") && syntax::same(field(parent, "attribute"), n);
+    const bool keyword_name = is(parent, "keyword_argument") && syntax::same(field(parent, "name"), n);
+    const bool callee = is(parent, "call") && syntax::same(field(parent, "function"), n);
+    shown = attribute_name || keyword_name || callee;
+    return shown;
+  });
+  return shown;
+}
+
 // The name is bound in the function or one enclosing it, so a call of it there is no call of the module's def.
 bool shadowed(const ModuleFacts& facts, const FunctionFacts* scope, const std::string& name) {
-  for (const FunctionFacts* f = scope; f != nullptr;
-       f = f->outer >= 0 ? &facts.functions()[static_cast<std::size_t>(f->outer)] : nullptr) {
-    if (f->signature.index_of(name) >= 0 || !facts.local_assignments(*f, name).empty()) return true;
+  for (const FunctionFacts* f = scope; f != nullptr; f = enclosing(facts, f)) {
+    if (f->signature.index_of(name) >= 0 || !facts.local_assignments(*f, name).empty() ||
+        !nested_defs_named(facts, *f, name).empty()) {
+      return true;
+    }
   }
   return false;
+}
+
+// The def a plain call `name(...)` in `scope` runs: the nearest enclosing function that binds the name decides,
+// and it must bind it by a single nested def whose calls are all shown (nested_calls_shown); with none binding
+// it, the module-level def. nullptr where that is not known.
+const FunctionFacts* def_of_plain_call(const ModuleFacts& facts, const FunctionFacts* scope, const std::string& name) {
+  for (const FunctionFacts* f = scope; f != nullptr; f = enclosing(facts, f)) {
+    const std::vector<const FunctionFacts*> nested = nested_defs_named(facts, *f, name);
+    if (nested.size() == 1 && nested_calls_shown(facts, *nested.front())) return nested.front();
+    if (!nested.empty() || f->signature.index_of(name) >= 0 || !facts.local_assignments(*f, name).empty()) {
+      return nullptr;
+    }
+  }
+  return facts.module_function(name);
 }
 }  // namespace
 
@@ -82,7 +137,17 @@ std::string position_text(TSNode node) {
 }
 
 std::optional<std::vector<TSNode>> known_calls(const ModuleFacts& facts, const FunctionFacts& function) {
-  if (function.outer >= 0 || function.unbound) return std::nullopt;
+  if (function.outer >= 0) {
+    // Only the enclosing def can call a nested one by its name; nested_calls_shown makes every such call one of it.
+    if (!nested_calls_shown(facts, function)) return std::nullopt;
+    const FunctionFacts& outer = facts.functions()[static_cast<std::size_t>(function.outer)];
+    std::vector<TSNode> out;
+    for (TSNode call : facts.calls_named(function.name)) {
+      if (is(field(call, "function"), "identifier") && syntax::contains(outer.body, call)) out.push_back(call);
+    }
+    return out;
+  }
+  if (function.unbound) return std::nullopt;
   const bool method = function.is_method();
   if (method ? !method_values(function.name, facts).empty() : !function_values(function.name, facts).empty()) {
     return std::nullopt;
@@ -154,9 +219,8 @@ std::vector<const FunctionFacts*> defs_called(const ModuleFacts& facts, TSNode c
     }
     defs = *found;
   } else if (is(callee, "identifier")) {
-    const std::string name = facts.text(callee);
-    const FunctionFacts* def = facts.module_function(name);
-    if (def == nullptr || shadowed(facts, facts.function_at(call), name)) return {};
+    const FunctionFacts* def = def_of_plain_call(facts, facts.function_at(call), facts.text(callee));
+    if (def == nullptr) return {};
     defs.push_back(def);
   }
   return defs;

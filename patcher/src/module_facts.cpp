@@ -362,6 +362,14 @@ std::string ModuleFacts::field_annotation_anywhere(const std::string& field_name
   return "";
 }
 
+const FunctionFacts* binding_scope(const ModuleFacts& facts, const FunctionFacts* scope, const std::string& name) {
+  for (const FunctionFacts* f = scope; f != nullptr;
+       f = f->outer >= 0 ? &facts.functions()[static_cast<std::size_t>(f->outer)] : nullptr) {
+    if (f->signature.index_of(name) >= 0 || !facts.local_assignments(*f, name).empty()) return f;
+  }
+  return scope;
+}
+
 std::vector<std::string> names_not_visible(const std::string& expression, const FunctionFacts& function,
                                            const ModuleFacts& facts) {
   // Python builtins an inserted expression may reasonably read.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kvpatch/module_calls.h"
+
 namespace kvpatch {
 using syntax::field;
 using syntax::is;
@@ -213,6 +215,34 @@ private:
 
 }  // namespace
 
+namespace {
+// A read in a def nested in the function (a closure) sees the value the name has when the nested def runs: the
+// assignments that reach its calls, where the function makes every call of it (known_calls) itself.
+std::optional<std::vector<const Assignment*>> reaching_closure(const ModuleFacts& facts,
+                                                               const std::vector<const Assignment*>& assignments,
+                                                               const std::string& name, const FunctionFacts* reader,
+                                                               int function) {
+  while (reader != nullptr && reader->outer != function) {
+    reader = reader->outer >= 0 ? &facts.functions()[static_cast<std::size_t>(reader->outer)] : nullptr;
+  }
+  if (reader == nullptr) return std::nullopt;
+  const std::optional<std::vector<TSNode>> calls = known_calls(facts, *reader);
+  if (!calls || calls->empty()) return std::nullopt;
+  std::vector<const Assignment*> found;
+  for (TSNode call : *calls) {
+    if (facts.index_of(facts.function_at(call)) != function) return std::nullopt;
+    const std::optional<std::vector<const Assignment*>> at_call = reaching_assignments(facts, assignments, name, call);
+    if (!at_call) return std::nullopt;
+    found.insert(found.end(), at_call->begin(), at_call->end());
+  }
+  std::vector<const Assignment*> out;
+  for (const Assignment* a : assignments) {
+    if (std::find(found.begin(), found.end(), a) != found.end()) out.push_back(a);
+  }
+  return out;
+}
+}  // namespace
+
 std::optional<std::vector<const Assignment*>> reaching_assignments(const ModuleFacts& facts,
                                                                    const std::vector<const Assignment*>& assignments,
                                                                    const std::string& name, TSNode read) {
@@ -223,7 +253,9 @@ std::optional<std::vector<const Assignment*>> reaching_assignments(const ModuleF
     const bool binds = a->kind == AssignmentKind::Plain || a->kind == AssignmentKind::Unpacked;
     if (!binds || !is(a->statement, "assignment") || a->function != function) return std::nullopt;
   }
-  if (function < 0 || facts.index_of(facts.function_at(read)) != function) return std::nullopt;
+  if (function < 0) return std::nullopt;
+  const FunctionFacts* reader = facts.function_at(read);
+  if (facts.index_of(reader) != function) return reaching_closure(facts, assignments, name, reader, function);
   const FunctionFacts& f = facts.functions()[static_cast<std::size_t>(function)];
   ReachingWalk walk(facts, assignments, name, f.body);
   if (!walk.run(read) || walk.found.empty()) return std::nullopt;

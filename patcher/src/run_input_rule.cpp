@@ -619,10 +619,11 @@ private:
       const bool parameter = f->signature.index_of(name) >= 0;
       std::vector<const Assignment*> assignments = facts_.local_assignments(*f, name);
       if (assignments.empty() && !parameter) continue;
+      // Only the assignments the walk back from the use finds reach it; for a closure's read, those that reach the
+      // calls of the closure (reaching_assignments).
+      if (auto reaching = reaching_assignments(facts_, assignments, name, name_node)) assignments = *reaching;
       if (f == scope) {
-        // In the function itself only assignments that can run before the use reach it: those the walk back from
-        // the use finds, or where it cannot tell, those that can run before the use.
-        if (auto reaching = reaching_assignments(facts_, assignments, name, name_node)) assignments = *reaching;
+        // Where the walk cannot tell, in the function itself those that can run before the use.
         assignments.erase(std::remove_if(assignments.begin(), assignments.end(),
                                          [&](const Assignment* a) { return !may_precede(*a, name_node, *f); }),
                           assignments.end());

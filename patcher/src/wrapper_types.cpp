@@ -231,7 +231,17 @@ TypeVerdict WrapperTypes::element_of(TSNode container, const FunctionFacts* scop
 
 TypeVerdict WrapperTypes::of_parameter_from_callers(const FunctionFacts& function, const std::string& name,
                                                     int depth) const {
-  if (depth > kMaxDepth || function.outer >= 0) return TypeVerdict::Unknown;
+  if (depth > kMaxDepth) return TypeVerdict::Unknown;
+  if (function.outer >= 0) {
+    // A nested def: the calls its enclosing def makes of it, when those are all of them (parameter_bindings).
+    const std::optional<std::vector<ParameterBinding>> bindings = parameter_bindings(facts_, function, name);
+    if (!bindings || bindings->empty()) return TypeVerdict::Unknown;
+    std::vector<TypeVerdict> parts;
+    for (const ParameterBinding& b : *bindings) {
+      parts.push_back(syntax::is_null(b.value) ? TypeVerdict::Unknown : of(b.value, b.caller, depth + 1));
+    }
+    return merge(parts);
+  }
   // Called as a method, the receiver fills the first parameter.
   Signature signature = function.signature;
   const bool method = function.is_method();
@@ -316,6 +326,7 @@ std::string WrapperTypes::source_attribute(TSNode expr, const FunctionFacts* sco
   if (is(expr, "attribute")) return facts_.text(field(expr, "attribute"));
   if (is(expr, "subscript")) return source_attribute(field(expr, "value"), scope, depth + 1);
   if (is(expr, "identifier") && scope != nullptr) {
+    scope = binding_scope(facts_, scope, facts_.text(expr));  // a closure reads its encloser's local
     std::string found;
     const std::vector<const Assignment*> assignments = assignments_reaching(facts_, *scope, facts_.text(expr), expr);
     if (assignments.empty() && scope->signature.index_of(facts_.text(expr)) >= 0) {

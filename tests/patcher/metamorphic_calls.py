@@ -20,6 +20,8 @@ metamorphic_test.py draws from these beside its rewrites of one line's text. Eac
   - a function's statement in a `try` with `finally: pass`, or with `except Exception: raise`;
   - a method's plan() or run() call, its read of the KV cache, a plan's KV dtype, or a `.to(<x>.dtype)` moved into
     a new helper method of the class, or that cast made by a new helper given the tensor and the dtype;
+  - a function's plan() or run() call moved into a def nested in it just before the call, given the call's locals
+    as parameters or reading them as a closure;
   - a `.to(<x>.dtype)` as `.to(dtype=<x>.dtype)`, or with its dtype first assigned to a local;
   - a read of the KV cache, `<pool>.get_key_buffer(i)`, as `<pool>.get_kv_buffer(i)[0]`, or unpacked from it;
   - a plan's query and KV dtypes returned as a tuple by a new helper method and unpacked into two locals;
@@ -993,6 +995,58 @@ def call_in_helper(p, line, kind):
     return out
 
 
+# The calls each nested-def rewrite moves, by kind, and whether the nested def reads the call's locals as a closure.
+NESTED_CALLS = {"plan call moved into a nested def": (plans, False), "run call moved into a nested def": (runs, False),
+                "plan call moved into a closure": (plans, True), "run call moved into a closure": (runs, True)}
+
+
+def call_in_nested_def(p, line, kind):
+    """A call (NESTED_CALLS[kind]) that a statement of a function starting on line makes, assigns or returns, moved
+    into a def nested in that function just before the statement, which returns what the call returns; the statement
+    calls the nested def instead. The locals the call reads are the nested def's parameters, passed under the same
+    names, or for a closure read from the enclosing function as they are at the call: the same program either way."""
+    selects, closure = NESTED_CALLS[kind]
+    out = []
+    for node in ast.walk(p.tree):
+        found = statement_call(node) if isinstance(node, ast.stmt) and node.lineno == line else None
+        if found is None:
+            continue
+        call, before = found
+        function = enclosing_function(p, node)
+        if function is None or not selects(call) or any(isinstance(n, SCOPES) for n in ast.walk(node)):
+            continue
+        # Zero-argument super() and __class__ need the method's own frame, a := would bind in the nested def, and an
+        # await or a yield would change what kind of def it is.
+        if any(isinstance(n, (ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)) or
+               (isinstance(n, ast.Name) and n.id in ("super", "__class__")) for n in ast.walk(call)):
+            continue
+        if (call.lineno, call.end_lineno) != (node.lineno, node.end_lineno) or not alone_on_its_lines(p, node):
+            continue
+        if spans_a_string_line(p, node):
+            continue
+        local = function_locals(function)
+        if local is None or (isinstance(call.func, ast.Name) and call.func.id in local):
+            continue
+        nested = f"_kvpatch_nested{line}"
+        if re.search(rf"\b{nested}\b", p.text):
+            continue
+        own = function.args.args[0].arg if isinstance(p.parent.get(function), ast.ClassDef) and function.args.args else None
+        read = ", ".join([] if closure else locals_read(call, local, own))
+        first, last = line, node.end_lineno
+        indent = p.lines[first - 1][: len(p.lines[first - 1]) - len(p.lines[first - 1].lstrip())]
+        # The call's lines after its first are inside its brackets, where indentation does not count.
+        segment = p.segment(call).split("\n")
+        body = [f"{indent}    {'return ' if before else ''}{segment[0]}", *segment[1:]]
+        lines = [*p.lines[: first - 1], f"{indent}def {nested}({read}):", *body, f"{indent}{before}{nested}({read})",
+                 *p.lines[last:]]
+
+        def moved(n, first=first, last=last):
+            return n if n < first else n + 1 if n <= last else n + 2
+
+        out.append((kind, "\n".join(lines), moved))
+    return out
+
+
 def plan_call_in_helper(p, line):
     return call_in_helper(p, line, "plan call moved into a helper method")
 
@@ -1330,6 +1384,7 @@ def rewrites_at(p, line):
     out += init_moved_to_base(p, line, mixin=True) + method_moved_to_base(p, line, mixin=True)
     out += statement_in_try_finally(p, line) + statement_in_try_reraising(p, line) + plan_call_in_helper(p, line)
     out += run_call_in_helper(p, line) + kv_read_in_helper(p, line) + plan_dtype_in_helper(p, line)
+    out += [r for kind in NESTED_CALLS for r in call_in_nested_def(p, line, kind)]
     out += kv_cast_in_helper(p, line) + kv_read_through_kv_buffer(p, line) + plan_dtypes_from_helper(p, line)
     out += cast_dtype_through_local(p, line) + cast_dtype_as_keyword(p, line) + cast_through_dtype_parameter(p, line)
     out += local_with_twin(p, line) + empty_else_added(p, line) + elif_as_nested_if(p, line)
@@ -1356,6 +1411,10 @@ BY_KIND = {
     "statement in a try with a handler that re-raises": statement_in_try_reraising,
     "plan call moved into a helper method": plan_call_in_helper,
     "run call moved into a helper method": run_call_in_helper,
+    "plan call moved into a nested def": lambda p, line: call_in_nested_def(p, line, "plan call moved into a nested def"),
+    "run call moved into a nested def": lambda p, line: call_in_nested_def(p, line, "run call moved into a nested def"),
+    "plan call moved into a closure": lambda p, line: call_in_nested_def(p, line, "plan call moved into a closure"),
+    "run call moved into a closure": lambda p, line: call_in_nested_def(p, line, "run call moved into a closure"),
     "KV read moved into a helper method": kv_read_in_helper,
     "plan's KV dtype moved into a helper method": plan_dtype_in_helper,
     "cast moved into a helper method": kv_cast_in_helper,

@@ -36,8 +36,9 @@ private:
   // A parameter read where the function never assigns it: what every call of the function in this module binds to
   // it (parameter_bindings: a base's `self.name(...)` reaching a subclass's override counts), in the caller's scope
   // (a default as classify_text reads it). nullopt when the module shows no call of the function, or not every one:
-  // the function is nested, read as a value, or a method called on something other than its own instance (it may
-  // be called from elsewhere); then the parameter is read by its name alone.
+  // the function is read as a value, a method called on something other than its own instance, or a nested def
+  // whose name is used other than to call it (it may be called from elsewhere); then the parameter is read by its
+  // name alone.
   std::optional<DtypeArgument> from_callers(const FunctionFacts& function, const std::string& name, int depth) const;
   // True when the expression reads only the receiver's attributes and module-level names.
   bool reads_no_local(TSNode expr, const FunctionFacts* scope) const;

@@ -4,7 +4,8 @@
 // nothing in kvpatch's verdicts either: a dtype or KV data read from a helper's parameter is what the helper's calls
 // pass it, a KV value passed to a helper goes on to wherever the helper reads that parameter, and a helper's call
 // holds what the helper returns. All hold only where the module shows the calls: `<self>.m(...)` in a method (m
-// found along the instance's classes), `f(...)` for a module-level function.
+// found along the instance's classes), `f(...)` for a module-level function, and `f(...)` for a def nested in the
+// function making the call (or one enclosing it) whose name that function uses only to call it.
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,9 +18,10 @@ namespace kvpatch {
 // nullptr where the module does not show it.
 const FunctionFacts* method_found(const ModuleFacts& facts, const ClassFacts& cls, const std::string& name);
 
-// Every call of the function in this module. nullopt where the module may not show every call: a nested def, a
-// static or class method, the function read as a value (handed to partial(), stored), or a method called on
-// something other than the caller's own instance. An empty vector: no call at all.
+// Every call of the function in this module. nullopt where the module may not show every call: a static or class
+// method, the function read as a value (handed to partial(), stored), a method called on something other than the
+// caller's own instance, or a nested def whose name its enclosing def uses other than to call it (or binds again,
+// or decorates). An empty vector: no call at all.
 std::optional<std::vector<TSNode>> known_calls(const ModuleFacts& facts, const FunctionFacts& function);
 
 // What one call of a function binds to one of its parameters.
@@ -49,8 +51,9 @@ struct ReceivingParameter {
 std::vector<ReceivingParameter> receiving_parameters(const ModuleFacts& facts, TSNode call, TSNode argument);
 
 // The defs the call may run: for `<self>.m(...)` in a method, m as every class whose instances run that method
-// finds it (a subclass's override too); for `f(...)`, the module-level def f. Empty when that is not known: a def
-// the module does not show, a static or class method, a name the caller binds itself.
+// finds it (a subclass's override too); for `f(...)`, the def f nested in the nearest enclosing function that binds
+// f, else the module-level def f. Empty when that is not known: a def the module does not show, a static or class
+// method, a name bound otherwise than by one def whose calls are all shown (known_calls).
 std::vector<const FunctionFacts*> defs_called(const ModuleFacts& facts, TSNode call);
 
 // The values the def returns, each `return` of its own body (not of a def nested in it); nullopt for a generator,

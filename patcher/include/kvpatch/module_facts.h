@@ -115,6 +115,10 @@ private:
   std::vector<TSNode> calls_;
 };
 
+// The function whose local a read of `name` in `scope` is: scope itself or the nearest function enclosing it that
+// binds the name (a parameter or an assignment), as a closure reads it; scope where none does.
+const FunctionFacts* binding_scope(const ModuleFacts& facts, const FunctionFacts* scope, const std::string& name);
+
 // The receiver name that a method of this function binds (its first parameter), "" when none.
 std::string self_name(const FunctionFacts& function);
 

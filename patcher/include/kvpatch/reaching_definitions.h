@@ -11,8 +11,10 @@ namespace kvpatch {
 
 // The assignments of `assignments` (every assignment of the plain name `name` in one function, as
 // ModuleFacts::local_assignments gives them) that can reach `read`, in module order, found by walking the
-// function's statements backwards from the read. nullopt when the walk cannot tell (then any of them can):
-// fewer than two assignments; a read in another function, a lambda or a generator expression; an assignment
+// function's statements backwards from the read. A read in a def nested in the function (a closure) sees what
+// reaches the calls of that def, when the function itself makes every one of them (known_calls). nullopt when the
+// walk cannot tell (then any of them can): fewer than two assignments; a read in another function (but such a
+// closure), a lambda or a generator expression; an assignment
 // inside a loop, try or match around or before the read; a walrus, or an assignment that is not a statement of
 // its own; a name bound some other way (import, def, del, global, nonlocal); no assignment before the read.
 std::optional<std::vector<const Assignment*>> reaching_assignments(const ModuleFacts& facts,
