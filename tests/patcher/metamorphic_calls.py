@@ -943,25 +943,35 @@ def statement_call(node):
     return None
 
 
+def statement_calls(p, line):
+    """(statement, call, what the statement writes before the call, its function) for each statement of a function
+    starting on line that makes, assigns or returns a call (statement_call) spanning its lines, alone on them, with no
+    scope inside it and no string running over several lines: a statement that can be moved as it is written."""
+    for node in ast.walk(p.tree):
+        found = statement_call(node) if isinstance(node, ast.stmt) and node.lineno == line else None
+        if found is None:
+            continue
+        call, before = found
+        function = enclosing_function(p, node)
+        if function is None or any(isinstance(n, SCOPES) for n in ast.walk(node)):
+            continue
+        if (call.lineno, call.end_lineno) != (node.lineno, node.end_lineno) or not alone_on_its_lines(p, node):
+            continue
+        if spans_a_string_line(p, node) or p.inside(node, ast.JoinedStr):
+            continue
+        yield node, call, before, function
+
+
 def call_in_helper(p, line, kind):
     """A call (HELPER_CALLS[kind]) that a statement of a method starting on line makes, assigns or returns, moved into
     a new method of the class defined after that one, which takes the method's own instance and the method's locals
     the call reads as parameters and returns what the call returns; the statement calls the helper instead: the
     same program."""
     out = []
-    for node in ast.walk(p.tree):
-        found = statement_call(node) if isinstance(node, ast.stmt) and node.lineno == line else None
-        if found is None:
+    for node, call, before, method in statement_calls(p, line):
+        if not isinstance(p.parent.get(method), ast.ClassDef) or method.decorator_list:
             continue
-        call, before = found
-        method = enclosing_function(p, node)
-        if method is None or not isinstance(p.parent.get(method), ast.ClassDef) or method.decorator_list:
-            continue
-        if not HELPER_CALLS[kind](call) or not method.args.args or any(isinstance(n, SCOPES) for n in ast.walk(node)):
-            continue
-        if (call.lineno, call.end_lineno) != (node.lineno, node.end_lineno) or not alone_on_its_lines(p, node):
-            continue
-        if spans_a_string_line(p, node) or p.inside(node, ast.JoinedStr):
+        if not HELPER_CALLS[kind](call) or not method.args.args:
             continue
         local = function_locals(method)
         # A local bound to the method (`plan = wrapper.plan`) would be handed to the helper as a value: kvpatch rightly
@@ -1007,22 +1017,13 @@ def call_in_nested_def(p, line, kind):
     names, or for a closure read from the enclosing function as they are at the call: the same program either way."""
     selects, closure = NESTED_CALLS[kind]
     out = []
-    for node in ast.walk(p.tree):
-        found = statement_call(node) if isinstance(node, ast.stmt) and node.lineno == line else None
-        if found is None:
-            continue
-        call, before = found
-        function = enclosing_function(p, node)
-        if function is None or not selects(call) or any(isinstance(n, SCOPES) for n in ast.walk(node)):
+    for node, call, before, function in statement_calls(p, line):
+        if not selects(call):
             continue
         # Zero-argument super() and __class__ need the method's own frame, a := would bind in the nested def, and an
         # await or a yield would change what kind of def it is.
         if any(isinstance(n, (ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)) or
                (isinstance(n, ast.Name) and n.id in ("super", "__class__")) for n in ast.walk(call)):
-            continue
-        if (call.lineno, call.end_lineno) != (node.lineno, node.end_lineno) or not alone_on_its_lines(p, node):
-            continue
-        if spans_a_string_line(p, node):
             continue
         local = function_locals(function)
         if local is None or (isinstance(call.func, ast.Name) and call.func.id in local):
@@ -1030,7 +1031,8 @@ def call_in_nested_def(p, line, kind):
         nested = f"_kvpatch_nested{line}"
         if re.search(rf"\b{nested}\b", p.text):
             continue
-        own = function.args.args[0].arg if isinstance(p.parent.get(function), ast.ClassDef) and function.args.args else None
+        method = isinstance(p.parent.get(function), ast.ClassDef) and function.args.args
+        own = function.args.args[0].arg if method else None
         read = ", ".join([] if closure else locals_read(call, local, own))
         first, last = line, node.end_lineno
         indent = p.lines[first - 1][: len(p.lines[first - 1]) - len(p.lines[first - 1].lstrip())]
@@ -1411,10 +1413,7 @@ BY_KIND = {
     "statement in a try with a handler that re-raises": statement_in_try_reraising,
     "plan call moved into a helper method": plan_call_in_helper,
     "run call moved into a helper method": run_call_in_helper,
-    "plan call moved into a nested def": lambda p, line: call_in_nested_def(p, line, "plan call moved into a nested def"),
-    "run call moved into a nested def": lambda p, line: call_in_nested_def(p, line, "run call moved into a nested def"),
-    "plan call moved into a closure": lambda p, line: call_in_nested_def(p, line, "plan call moved into a closure"),
-    "run call moved into a closure": lambda p, line: call_in_nested_def(p, line, "run call moved into a closure"),
+    **{kind: lambda p, line, kind=kind: call_in_nested_def(p, line, kind) for kind in NESTED_CALLS},
     "KV read moved into a helper method": kv_read_in_helper,
     "plan's KV dtype moved into a helper method": plan_dtype_in_helper,
     "cast moved into a helper method": kv_cast_in_helper,
