@@ -414,7 +414,7 @@ private:
           out.push_back({TSNode{}, name + " is rebound by " + inner->name + "() at " + at(n), scope});
           return false;
         }
-        return inner->signature.index_of(name) < 0 && facts_.local_assignments(*inner, name).empty();
+        return !binds_name(facts_, *inner, name);
       }
       if (!is(n, "identifier") || facts_.text(n) != name) return true;
       if (ts_node_start_byte(n) < ts_node_end_byte(assignment) && ts_node_start_byte(n) >= ts_node_start_byte(assignment)) {

@@ -73,12 +73,13 @@ bool DtypeClassifier::all_names_read(TSNode expr, const FunctionFacts* scope,
 }
 
 bool DtypeClassifier::local_anywhere(const std::string& name, const FunctionFacts* scope, bool skip_own_parameters) const {
-  for (const FunctionFacts* f = scope; f != nullptr;
-       f = f->outer >= 0 ? &facts_.functions()[static_cast<std::size_t>(f->outer)] : nullptr) {
-    const bool parameter = f->signature.index_of(name) >= 0 && !(skip_own_parameters && f == scope);
-    if (parameter || !facts_.local_assignments(*f, name).empty()) return true;
+  if (scope == nullptr) return false;
+  if (skip_own_parameters && scope->signature.index_of(name) >= 0) {
+    // The function's own parameter aside: its assignments and nested defs of that name still bind it.
+    if (!facts_.local_assignments(*scope, name).empty() || !nested_defs_named(facts_, *scope, name).empty()) return true;
+    return function_binding(facts_, enclosing_function(facts_, *scope), name) != nullptr;
   }
-  return false;
+  return function_binding(facts_, scope, name) != nullptr;
 }
 
 bool DtypeClassifier::reads_no_local(TSNode expr, const FunctionFacts* scope) const {

@@ -59,21 +59,6 @@ std::optional<std::vector<const FunctionFacts*>> defs_on_instances(const ModuleF
   return defs;
 }
 
-const FunctionFacts* enclosing(const ModuleFacts& facts, const FunctionFacts* f) {
-  return f->outer >= 0 ? &facts.functions()[static_cast<std::size_t>(f->outer)] : nullptr;
-}
-
-// The defs written directly in the function's body under this name (a class's methods inside it are no such def).
-std::vector<const FunctionFacts*> nested_defs_named(const ModuleFacts& facts, const FunctionFacts& scope,
-                                                    const std::string& name) {
-  std::vector<const FunctionFacts*> out;
-  const int index = facts.index_of(&scope);
-  for (const FunctionFacts& f : facts.functions()) {
-    if (f.outer == index && f.name == name) out.push_back(&f);
-  }
-  return out;
-}
-
 // A def nested in another whose every call the enclosing def shows: it is a plain def (no decorator, which may
 // hand back some other callable; not named as the method holding it, which would make it read as that method),
 // and its name appears in the enclosing body only as its own def and as the callee of calls. Any other use (the
@@ -98,29 +83,16 @@ bool nested_calls_shown(const ModuleFacts& facts, const FunctionFacts& function)
   return shown;
 }
 
-// The name is bound in the function or one enclosing it, so a call of it there is no call of the module's def.
-bool shadowed(const ModuleFacts& facts, const FunctionFacts* scope, const std::string& name) {
-  for (const FunctionFacts* f = scope; f != nullptr; f = enclosing(facts, f)) {
-    if (f->signature.index_of(name) >= 0 || !facts.local_assignments(*f, name).empty() ||
-        !nested_defs_named(facts, *f, name).empty()) {
-      return true;
-    }
-  }
-  return false;
-}
-
 // The def a plain call `name(...)` in `scope` runs: the nearest enclosing function that binds the name decides,
 // and it must bind it by a single nested def whose calls are all shown (nested_calls_shown); with none binding
 // it, the module-level def. nullptr where that is not known.
 const FunctionFacts* def_of_plain_call(const ModuleFacts& facts, const FunctionFacts* scope, const std::string& name) {
-  for (const FunctionFacts* f = scope; f != nullptr; f = enclosing(facts, f)) {
-    const std::vector<const FunctionFacts*> nested = nested_defs_named(facts, *f, name);
-    if (nested.size() == 1 && nested_calls_shown(facts, *nested.front())) return nested.front();
-    if (!nested.empty() || f->signature.index_of(name) >= 0 || !facts.local_assignments(*f, name).empty()) {
-      return nullptr;
-    }
-  }
-  return facts.module_function(name);
+  const FunctionFacts* binding = function_binding(facts, scope, name);
+  if (binding == nullptr) return facts.module_function(name);
+  const std::vector<const FunctionFacts*> nested = nested_defs_named(facts, *binding, name);
+  const bool only_def = nested.size() == 1 && binding->signature.index_of(name) < 0 &&
+                        facts.local_assignments(*binding, name).empty();
+  return only_def && nested_calls_shown(facts, *nested.front()) ? nested.front() : nullptr;
 }
 }  // namespace
 
@@ -165,7 +137,7 @@ std::optional<std::vector<TSNode>> known_calls(const ModuleFacts& facts, const F
       const auto defs = cls == nullptr ? std::nullopt : defs_on_instances(facts, *cls, function.name);
       if (!defs) return std::nullopt;
       if (std::find(defs->begin(), defs->end(), &function) == defs->end()) continue;
-    } else if (!is(callee, "identifier") || shadowed(facts, facts.function_at(call), function.name)) {
+    } else if (!is(callee, "identifier") || function_binding(facts, facts.function_at(call), function.name) != nullptr) {
       continue;  // `x.name(...)`, or a local of that name: some other callable
     }
     out.push_back(call);

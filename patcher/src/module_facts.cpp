@@ -362,12 +362,35 @@ std::string ModuleFacts::field_annotation_anywhere(const std::string& field_name
   return "";
 }
 
-const FunctionFacts* binding_scope(const ModuleFacts& facts, const FunctionFacts* scope, const std::string& name) {
-  for (const FunctionFacts* f = scope; f != nullptr;
-       f = f->outer >= 0 ? &facts.functions()[static_cast<std::size_t>(f->outer)] : nullptr) {
-    if (f->signature.index_of(name) >= 0 || !facts.local_assignments(*f, name).empty()) return f;
+const FunctionFacts* enclosing_function(const ModuleFacts& facts, const FunctionFacts& function) {
+  return function.outer >= 0 ? &facts.functions()[static_cast<std::size_t>(function.outer)] : nullptr;
+}
+
+std::vector<const FunctionFacts*> nested_defs_named(const ModuleFacts& facts, const FunctionFacts& function,
+                                                    const std::string& name) {
+  std::vector<const FunctionFacts*> out;
+  const int index = facts.index_of(&function);
+  for (const FunctionFacts& f : facts.functions()) {
+    if (f.outer == index && f.name == name) out.push_back(&f);
   }
-  return scope;
+  return out;
+}
+
+bool binds_name(const ModuleFacts& facts, const FunctionFacts& function, const std::string& name) {
+  return function.signature.index_of(name) >= 0 || !facts.local_assignments(function, name).empty() ||
+         !nested_defs_named(facts, function, name).empty();
+}
+
+const FunctionFacts* function_binding(const ModuleFacts& facts, const FunctionFacts* scope, const std::string& name) {
+  for (const FunctionFacts* f = scope; f != nullptr; f = enclosing_function(facts, *f)) {
+    if (binds_name(facts, *f, name)) return f;
+  }
+  return nullptr;
+}
+
+const FunctionFacts* binding_scope(const ModuleFacts& facts, const FunctionFacts* scope, const std::string& name) {
+  const FunctionFacts* found = function_binding(facts, scope, name);
+  return found != nullptr ? found : scope;
 }
 
 std::vector<std::string> names_not_visible(const std::string& expression, const FunctionFacts& function,
@@ -377,13 +400,7 @@ std::vector<std::string> names_not_visible(const std::string& expression, const 
   const std::string source = "_ = " + expression + "\n";
   PythonTree tree(source);
   std::vector<std::string> out;
-  auto bound_in_functions = [&](const std::string& name) {
-    for (const FunctionFacts* f = &function; f != nullptr;
-         f = f->outer >= 0 ? &facts.functions()[static_cast<std::size_t>(f->outer)] : nullptr) {
-      if (f->signature.index_of(name) >= 0 || !facts.local_assignments(*f, name).empty()) return true;
-    }
-    return false;
-  };
+  auto bound_in_functions = [&](const std::string& name) { return function_binding(facts, &function, name) != nullptr; };
   syntax::walk(tree.root(), [&](TSNode n) {
     if (!syntax::is(n, "identifier")) return true;
     TSNode parent = syntax::parent(n);

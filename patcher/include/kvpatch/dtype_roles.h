@@ -47,8 +47,8 @@ private:
   // True when ok() holds for every name the expression reads (attribute and keyword names aside, and
   // the receiver of the method holding `scope`).
   bool all_names_read(TSNode expr, const FunctionFacts* scope, const std::function<bool(const std::string&)>& ok) const;
-  // Whether the name is bound in `scope` or an enclosing function: a parameter (of `scope` itself too,
-  // unless skip_own_parameters) or assigned there.
+  // Whether the name is bound in `scope` or an enclosing function (binds_name): a parameter (of `scope` itself too,
+  // unless skip_own_parameters), assigned there, or a def nested there.
   bool local_anywhere(const std::string& name, const FunctionFacts* scope, bool skip_own_parameters) const;
 
   const ModuleFacts& facts_;

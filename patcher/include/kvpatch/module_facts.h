@@ -115,8 +115,21 @@ private:
   std::vector<TSNode> calls_;
 };
 
+// The function a nested def is written in; nullptr for a def at module or class level.
+const FunctionFacts* enclosing_function(const ModuleFacts& facts, const FunctionFacts& function);
+
+// The defs written directly in the function's body under this name (a class's methods inside it are none).
+std::vector<const FunctionFacts*> nested_defs_named(const ModuleFacts& facts, const FunctionFacts& function,
+                                                    const std::string& name);
+
+// Whether the function binds the name itself: a parameter, an assignment, or a def nested in it.
+bool binds_name(const ModuleFacts& facts, const FunctionFacts& function, const std::string& name);
+
 // The function whose local a read of `name` in `scope` is: scope itself or the nearest function enclosing it that
-// binds the name (a parameter or an assignment), as a closure reads it; scope where none does.
+// binds the name (binds_name), as a closure reads it; nullptr where none does (a module-level name or a builtin).
+const FunctionFacts* function_binding(const ModuleFacts& facts, const FunctionFacts* scope, const std::string& name);
+
+// function_binding, or scope itself where no function binds the name.
 const FunctionFacts* binding_scope(const ModuleFacts& facts, const FunctionFacts* scope, const std::string& name);
 
 // The receiver name that a method of this function binds (its first parameter), "" when none.

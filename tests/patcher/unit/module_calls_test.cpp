@@ -111,9 +111,85 @@ struct Module {
     return returned_values(*f).has_value();
   }
 };
+
+// Defs nested in a method: followed where the method uses the name only to call it.
+const char* kNested = R"PY(
+def helper(x):
+    return x
+
+
+class Backend:
+    def forward(self, layer):
+        def helper(y):
+            return y
+
+        def stored(y):
+            return y
+
+        def rebound(y):
+            return y
+
+        @cache
+        def decorated(y):
+            return y
+
+        a = helper(layer)
+        b = stored(layer)
+        self.keep = stored
+        rebound = partial(rebound, 1)
+        c = decorated(layer)
+        return a, b, c
+
+    def other(self, layer):
+        d = helper(layer)
+        return d
+)PY";
+
+struct Nested {
+  std::shared_ptr<const ParsedFile> file = test::parse(kNested);
+  ModuleFacts facts{*file};
+
+  const FunctionFacts* nested(const std::string& name) const {
+    for (const FunctionFacts& f : facts.functions()) {
+      if (f.outer >= 0 && f.name == name) return &f;
+    }
+    FAIL("no nested def " << name);
+    return nullptr;
+  }
+  TSNode call_assigned(const std::string& method, const std::string& name) const {
+    for (const Assignment* a : facts.local_assignments(*facts.method("Backend", method), name)) return a->value;
+    FAIL("no assignment of " << name);
+    return TSNode{};
+  }
+};
 }  // namespace
 
 TEST_SUITE("module_calls") {
+  TEST_CASE("a def nested in a method is called by the method's calls of its name, where the name is only called") {
+    const Nested m;
+    const FunctionFacts* inner = m.nested("helper");
+    const FunctionFacts* outer = m.facts.module_function("helper");
+    REQUIRE(outer != nullptr);
+    // The nested def hides the module's def of the same name inside forward, and only there.
+    CHECK(defs_called(m.facts, m.call_assigned("forward", "a")) == std::vector<const FunctionFacts*>{inner});
+    CHECK(defs_called(m.facts, m.call_assigned("other", "d")) == std::vector<const FunctionFacts*>{outer});
+    const std::optional<std::vector<TSNode>> inner_calls = known_calls(m.facts, *inner);
+    REQUIRE(inner_calls.has_value());
+    REQUIRE(inner_calls->size() == 1);
+    CHECK(syntax::same(inner_calls->front(), m.call_assigned("forward", "a")));
+    const std::optional<std::vector<TSNode>> outer_calls = known_calls(m.facts, *outer);
+    REQUIRE(outer_calls.has_value());
+    REQUIRE(outer_calls->size() == 1);
+    CHECK(syntax::same(outer_calls->front(), m.call_assigned("other", "d")));
+    // Stored, bound again or decorated: a call may come from where the module does not show, or run something else.
+    for (const char* name : {"stored", "rebound", "decorated"}) {
+      CAPTURE(name);
+      CHECK_FALSE(known_calls(m.facts, *m.nested(name)).has_value());
+    }
+    CHECK(defs_called(m.facts, m.call_assigned("forward", "b")).empty());
+    CHECK(defs_called(m.facts, m.call_assigned("forward", "c")).empty());
+  }
+
   TEST_CASE("a call on the method's own instance runs the def each instance's class finds, overrides included") {
     Module m;
     const std::vector<const FunctionFacts*> hook = defs_called(m.facts, m.call_assigned("a"));

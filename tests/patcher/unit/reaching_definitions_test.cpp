@@ -196,6 +196,36 @@ def unpacked_from_calls(f, g):
     x, y = f()
     x, y = g()
     seen(x)
+
+def closure_called(a, b):
+    x = a
+
+    def inner():
+        seen(x)
+
+    inner()
+    x = b
+
+
+def closure_called_after(a, b):
+    x = a
+
+    def inner():
+        seen(x)
+
+    x = b
+    inner()
+
+
+def closure_called_twice(a, b):
+    x = a
+
+    def inner():
+        seen(x)
+
+    inner()
+    x = b
+    inner()
 )PY";
 
 struct Module {
@@ -279,6 +309,14 @@ TEST_SUITE("reaching_definitions") {
     CHECK(m.reaching("declared") == std::nullopt);
     CHECK(m.reaching("walrus") == std::nullopt);
     CHECK(m.reaching("read_first") == std::nullopt);
+  }
+
+  TEST_CASE("a closure's read sees what reaches the calls of it, where its function makes every one") {
+    const Module m;
+    CHECK(m.reaching("closure_called") == Lines{188});        // called before x = b
+    CHECK(m.reaching("closure_called_after") == Lines{203});  // defined before x = b, called after it
+    CHECK(m.reaching("closure_called_twice") == Lines{208, 214});
+    CHECK(m.reaching("closure") == std::nullopt);  // returned: it may run anywhere
   }
 
   TEST_CASE("a read in an assignment's value comes before its binding: the statements before it tell") {
