@@ -21,7 +21,8 @@ metamorphic_test.py draws from these beside its rewrites of one line's text. Eac
   - a method's plan() or run() call, its read of the KV cache, a plan's KV dtype, or a `.to(<x>.dtype)` moved into
     a new helper method of the class, or that cast made by a new helper given the tensor and the dtype;
   - a function's plan() or run() call moved into a def nested in it just before the call, given the call's locals
-    as parameters or reading them as a closure;
+    as parameters or reading them as a closure; a read of the KV cache or a `.to(<x>.dtype)` moved into such a
+    closure, which returns it;
   - a `.to(<x>.dtype)` as `.to(dtype=<x>.dtype)`, or with its dtype first assigned to a local;
   - a read of the KV cache, `<pool>.get_key_buffer(i)`, as `<pool>.get_kv_buffer(i)[0]`, or unpacked from it;
   - a plan's query and KV dtypes returned as a tuple by a new helper method and unpacked into two locals;
@@ -1095,6 +1096,48 @@ def expression_in_helper(p, node, kind, prefix, findings_move=False):
     return [(kind, "\n".join(lines), moved)]
 
 
+def expression_in_closure(p, node, kind, prefix, findings_move=False):
+    """A one-line expression of a simple statement of a function moved into a def nested in the function just before
+    that statement, which reads the function's locals as a closure and returns the expression; the statement calls
+    the nested def where the expression was. It runs where the expression ran and sees the same values: the same
+    program. A list of one rewrite, or empty where the move is not that. findings_move: as for expression_in_helper,
+    the findings on the expression's line move to the nested def's `return` line."""
+    statement = p.parent.get(node)
+    while statement is not None and not isinstance(statement, ast.stmt):
+        statement = p.parent.get(statement)
+    simple = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)
+    function = enclosing_function(p, node)
+    if node.lineno != node.end_lineno or not isinstance(statement, simple) or function is None:
+        return []
+    if not alone_on_its_lines(p, statement) or spans_a_string_line(p, statement):
+        return []
+    up = p.parent.get(node)
+    while up is not function and not isinstance(up, SCOPES):
+        up = p.parent.get(up)
+    # Names of comprehensions and lambdas are not the function's; super() and __class__ need its own frame; a := binds
+    # in the nested def; an await or a yield changes what kind of def it is.
+    if up is not function or any(
+            isinstance(n, (*SCOPES, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)) or
+            (isinstance(n, ast.Name) and n.id in ("super", "__class__")) for n in ast.walk(node)):
+        return []
+    nested = f"{prefix}{node.lineno}"
+    if re.search(rf"\b{nested}\b", p.text):
+        return []
+    first = statement.lineno
+    indent = p.lines[first - 1][: len(p.lines[first - 1]) - len(p.lines[first - 1].lstrip())]
+    start, end = p.span(node)
+    replaced = (p.text[:start] + f"{nested}()" + p.text[end:]).split("\n")
+    lines = [*replaced[: first - 1], f"{indent}def {nested}():", f"{indent}    return {p.segment(node)}",
+             *replaced[first - 1 :]]
+
+    def moved(n, first=first, line=node.lineno):
+        if findings_move and n == line:
+            return first + 1
+        return n if n < first else n + 2
+
+    return [(kind, "\n".join(lines), moved)]
+
+
 def kv_read_in_helper(p, line):
     """A one-line read of the KV cache (`<pool>.get_key_buffer(...)`, the rule's KV source) on line moved into a
     helper method that returns it (expression_in_helper)."""
@@ -1103,6 +1146,7 @@ def kv_read_in_helper(p, line):
         if (isinstance(node, ast.Call) and node.lineno == line and isinstance(node.func, ast.Attribute)
                 and node.func.attr == "get_key_buffer"):
             out += expression_in_helper(p, node, "KV read moved into a helper method", "_kvpatch_kv")
+            out += expression_in_closure(p, node, "KV read moved into a closure", "_kvpatch_kv")
     return out
 
 
@@ -1134,6 +1178,7 @@ def kv_cast_in_helper(p, line):
     out = []
     for node in rule_casts(p, line):
         out += expression_in_helper(p, node, "cast moved into a helper method", "_kvpatch_cast", findings_move=True)
+        out += expression_in_closure(p, node, "cast moved into a closure", "_kvpatch_cast", findings_move=True)
     return out
 
 
@@ -1415,8 +1460,10 @@ BY_KIND = {
     "run call moved into a helper method": run_call_in_helper,
     **{kind: lambda p, line, kind=kind: call_in_nested_def(p, line, kind) for kind in NESTED_CALLS},
     "KV read moved into a helper method": kv_read_in_helper,
+    "KV read moved into a closure": kv_read_in_helper,
     "plan's KV dtype moved into a helper method": plan_dtype_in_helper,
     "cast moved into a helper method": kv_cast_in_helper,
+    "cast moved into a closure": kv_cast_in_helper,
     "cast's dtype through a local": cast_dtype_through_local,
     "one dtype local for a block's casts": casts_share_dtype_local,
     "cast's dtype as a keyword": cast_dtype_as_keyword,
