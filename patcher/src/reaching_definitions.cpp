@@ -217,13 +217,27 @@ private:
 
 namespace {
 // A read in a def nested in the function (a closure) sees the value the name has when the nested def runs: the
-// assignments that reach its calls, where the function makes every call of it (known_calls) itself.
+// assignments that reach its calls, where the function makes every call of it (known_calls) itself. A def nested
+// deeper runs within the outer one's call where each def between is only called in its encloser; a lambda or a
+// generator expression around the read may run later, after the calls.
 std::optional<std::vector<const Assignment*>> reaching_closure(const ModuleFacts& facts,
                                                                const std::vector<const Assignment*>& assignments,
-                                                               const std::string& name, const FunctionFacts* reader,
-                                                               int function) {
+                                                               const std::string& name, TSNode read,
+                                                               const FunctionFacts* reader, int function) {
+  auto deferred = [](TSNode node, TSNode body) {
+    for (TSNode n = syntax::parent(node); !syntax::is_null(n) && !syntax::same(n, body); n = syntax::parent(n)) {
+      if (is(n, "lambda") || is(n, "generator_expression")) return true;
+    }
+    return false;
+  };
+  if (deferred(read, reader->body)) return std::nullopt;
   while (reader != nullptr && reader->outer != function) {
-    reader = reader->outer >= 0 ? &facts.functions()[static_cast<std::size_t>(reader->outer)] : nullptr;
+    const FunctionFacts* encloser = enclosing_function(facts, *reader);
+    const std::optional<std::vector<TSNode>> calls = known_calls(facts, *reader);
+    if (!calls || std::any_of(calls->begin(), calls->end(), [&](TSNode c) { return deferred(c, encloser->body); })) {
+      return std::nullopt;
+    }
+    reader = encloser;
   }
   if (reader == nullptr) return std::nullopt;
   const std::optional<std::vector<TSNode>> calls = known_calls(facts, *reader);
@@ -255,7 +269,8 @@ std::optional<std::vector<const Assignment*>> reaching_assignments(const ModuleF
   }
   if (function < 0) return std::nullopt;
   const FunctionFacts* reader = facts.function_at(read);
-  if (facts.index_of(reader) != function) return reaching_closure(facts, assignments, name, reader, function);
+  if (reader == nullptr) return std::nullopt;
+  if (facts.index_of(reader) != function) return reaching_closure(facts, assignments, name, read, reader, function);
   const FunctionFacts& f = facts.functions()[static_cast<std::size_t>(function)];
   ReachingWalk walk(facts, assignments, name, f.body);
   if (!walk.run(read) || walk.found.empty()) return std::nullopt;

@@ -226,6 +226,44 @@ def closure_called_twice(a, b):
     inner()
     x = b
     inner()
+
+
+def closure_in_lambda(a, b):
+    x = a
+
+    def inner():
+        return lambda: seen(x)
+
+    later = inner()
+    x = b
+    later()
+
+
+def closure_deeper_returned(a, b):
+    x = a
+
+    def middle():
+        def deeper():
+            seen(x)
+
+        return deeper
+
+    later = middle()
+    x = b
+    later()
+
+
+def closure_deeper_called(a, b):
+    x = a
+
+    def middle():
+        def deeper():
+            seen(x)
+
+        deeper()
+
+    middle()
+    x = b
 )PY";
 
 struct Module {
@@ -317,6 +355,11 @@ TEST_SUITE("reaching_definitions") {
     CHECK(m.reaching("closure_called_after") == Lines{203});  // defined before x = b, called after it
     CHECK(m.reaching("closure_called_twice") == Lines{208, 214});
     CHECK(m.reaching("closure") == std::nullopt);  // returned: it may run anywhere
+    // The lambda, or the deeper def handed back, may run after x = b: not followed. A deeper def its encloser only
+    // calls runs within the encloser's call.
+    CHECK(m.reaching("closure_in_lambda") == std::nullopt);
+    CHECK(m.reaching("closure_deeper_returned") == std::nullopt);
+    CHECK(m.reaching("closure_deeper_called") == Lines{244});
   }
 
   TEST_CASE("a read in an assignment's value comes before its binding: the statements before it tell") {
