@@ -135,8 +135,8 @@ private:
     if (is(up, "keyword_argument")) up = syntax::parent(up);
     if (!is(up, "argument_list")) return TSNode{};
     TSNode call = syntax::parent(up);
-    if (!is(call, "call") || binding_scope(facts_, facts_.function_at(call), facts_.text(name)) != scope || !is_cast(call) ||
-        !syntax::same(syntax::unparenthesized(cast_dtype(call)), name)) {
+    if (!is(call, "call") || binding_scope(facts_, facts_.function_at(call), facts_.text(name)) != scope ||
+        !is_cast(call) || !syntax::same(syntax::unparenthesized(cast_dtype(call)), name)) {
       return TSNode{};
     }
     return call;
@@ -424,10 +424,8 @@ private:
       const FunctionFacts* reader = facts_.function_at(n);
       if (reader == scope && ts_node_start_byte(n) < ts_node_start_byte(assignment)) return true;
       if (reader != scope && !reaches(assignment, *scope, name, n)) return true;  // a closure run after a rebinding
-      TSNode parent = syntax::parent(n);
       if (syntax::is_bound_by_assignment(n)) return true;  // rebinding, not a read
-      if (is(parent, "attribute") && syntax::same(field(parent, "attribute"), n)) return true;  // `x.name`, not name
-      if (is(parent, "keyword_argument") && syntax::same(field(parent, "name"), n)) return true;
+      if (!syntax::names_a_variable(n)) return true;        // `x.name`, `f(name=...)`: not the local
       trace(n, reader, depth, seen, out);
       return true;
     });
@@ -445,10 +443,7 @@ private:
     bool found = false;
     syntax::walk(node, [&](TSNode n) {
       if (found) return false;
-      if (!is(n, "identifier") || facts_.text(n) != name) return true;
-      const TSNode parent = syntax::parent(n);
-      found = !(is(parent, "attribute") && syntax::same(field(parent, "attribute"), n)) &&
-              !(is(parent, "keyword_argument") && syntax::same(field(parent, "name"), n));
+      found = is(n, "identifier") && facts_.text(n) == name && syntax::names_a_variable(n);
       return !found;
     });
     return found;

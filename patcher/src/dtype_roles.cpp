@@ -76,7 +76,9 @@ bool DtypeClassifier::local_anywhere(const std::string& name, const FunctionFact
   if (scope == nullptr) return false;
   if (skip_own_parameters && scope->signature.index_of(name) >= 0) {
     // The function's own parameter aside: its assignments and nested defs of that name still bind it.
-    if (!facts_.local_assignments(*scope, name).empty() || !nested_defs_named(facts_, *scope, name).empty()) return true;
+    if (!facts_.local_assignments(*scope, name).empty() || !nested_defs_named(facts_, *scope, name).empty()) {
+      return true;
+    }
     return function_binding(facts_, enclosing_function(facts_, *scope), name) != nullptr;
   }
   return function_binding(facts_, scope, name) != nullptr;

@@ -13,9 +13,7 @@ std::vector<TSNode> local_reads(const ModuleFacts& facts, const FunctionFacts& f
   std::vector<TSNode> out;
   syntax::walk(function.body, [&](TSNode n) {
     if (!is(n, "identifier") || facts.text(n) != name) return true;
-    TSNode parent = syntax::parent(n);
-    if (is(parent, "attribute") && syntax::same(field(parent, "attribute"), n)) return true;        // `x.name`
-    if (is(parent, "keyword_argument") && syntax::same(field(parent, "name"), n)) return true;  // `f(name=...)`
+    if (!syntax::names_a_variable(n)) return true;
     if (std::none_of(not_reads.begin(), not_reads.end(), [&](TSNode t) { return syntax::same(t, n); })) out.push_back(n);
     return true;
   });

@@ -74,10 +74,7 @@ bool nested_calls_shown(const ModuleFacts& facts, const FunctionFacts& function)
     if (!shown) return false;
     if (!is(n, "identifier") || facts.text(n) != function.name || syntax::same(n, own_name)) return true;
     const TSNode parent = syntax::parent(n);
-    const bool attribute_name = is(parent, "attribute") && syntax::same(field(parent, "attribute"), n);
-    const bool keyword_name = is(parent, "keyword_argument") && syntax::same(field(parent, "name"), n);
-    const bool callee = is(parent, "call") && syntax::same(field(parent, "function"), n);
-    shown = attribute_name || keyword_name || callee;
+    shown = !syntax::names_a_variable(n) || (is(parent, "call") && syntax::same(field(parent, "function"), n));
     return shown;
   });
   return shown;

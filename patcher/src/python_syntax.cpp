@@ -307,6 +307,12 @@ TSNode assigned_target(TSNode value) {
   return TSNode{};
 }
 
+bool names_a_variable(TSNode identifier) {
+  const TSNode up = parent(identifier);
+  return !(is(up, "attribute") && same(field(up, "attribute"), identifier)) &&
+         !(is(up, "keyword_argument") && same(field(up, "name"), identifier));
+}
+
 bool is_bound_by_assignment(TSNode node) {
   TSNode up = parent(node);
   while (is(up, "pattern_list") || is(up, "tuple_pattern") || is(up, "list_pattern") ||

@@ -102,6 +102,9 @@ TSNode assigned_target(TSNode value);
 // Whether the node is bound by an assignment: its whole target, or a name anywhere in a tuple or list target; or
 // the name a `:=` binds.
 bool is_bound_by_assignment(TSNode node);
+// Whether an identifier names a variable there: not an attribute's name (`x.name`) nor a keyword argument's
+// (`f(name=...)`).
+bool names_a_variable(TSNode identifier);
 // Tokens the grammar lets stand anywhere, outside the structure: a comment, a backslash ending a line.
 bool is_extra(TSNode node);
 // Whether one of the node's unnamed children (its keywords and punctuation) is `token`.
