@@ -54,6 +54,14 @@ void add_exit_zero_option(CLI::App* command, Options& options, const std::string
   command->add_flag("--exit-zero", options.exit_zero, "exit 0 even when " + what + " (errors still exit 2)");
 }
 
+// ruff's --statistics: the shape of a large tree's findings at a glance, and how many apply would fix.
+void add_statistics_option(CLI::App* command, Options& options) {
+  command->add_flag("--statistics", options.statistics,
+                    "print one line per rule and status with findings instead of one per finding: the count and how "
+                    "many apply has an edit for ([*] all, [ ] none), then the summary line (with --format json: an "
+                    "array of {rule, status, count, fixable}); text and json only");
+}
+
 // mypy's warn_unused_ignores, ruff's RUF100: a stale suppression is a hole in a completeness check, so a project can
 // make each one fail the run instead of warning about it.
 void add_unused_ignores_option(CLI::App* command, Options& options) {
@@ -117,6 +125,7 @@ Subcommands define_subcommands(CLI::App& app, Options& options) {
                        "write the report to this file instead of stdout, whole or not at all (text uncolored unless "
                        "--color always); the exit code is as without it");
   add_color_option(s.check, options, "the text report's status words");
+  add_statistics_option(s.check, options);
   add_color_option(s.diff, options, "the diff as git does");
   for (CLI::App* command : {s.check, s.diff, s.apply}) {
     command->add_option("--stdin-filename", options.stdin_filename,
@@ -140,6 +149,7 @@ Subcommands define_subcommands(CLI::App& app, Options& options) {
   add_show_settings_option(s.pre_commit, options);
   s.pre_commit->add_option("--format", options.format, kFormatHelp)->check(CLI::IsMember(kFormats));
   add_color_option(s.pre_commit, options, "the text report's status words");
+  add_statistics_option(s.pre_commit, options);
   s.pre_commit->add_flag("--all", options.all, "check every tracked *.py in the index, not only the staged changes");
   add_exclude_options(s.pre_commit, options);
   add_exit_zero_option(s.pre_commit, options, "the staged content has findings (report only; the commit goes ahead)");

@@ -8,6 +8,7 @@
 
 #include "command_line.h"
 #include "commands.h"
+#include "messages.h"
 #include "options.h"
 
 namespace {
@@ -26,6 +27,11 @@ int run_main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);
+    return kUsageOrInput;
+  }
+  // Statistics are rows of counts: the CI formats' readers want findings at lines.
+  if (options.statistics && options.format != "text" && options.format != "json") {
+    print_error("--statistics prints text or JSON, not --format " + options.format + "; drop one of the two");
     return kUsageOrInput;
   }
   if (app.got_subcommand(s.pre_commit)) return run_pre_commit(options);

@@ -24,7 +24,10 @@ void print_errors(const std::vector<FileError>& errors) {
 bool print_report(const Run& run, const RuleSet& rules, const Options& options, bool text_wanted) {
   const bool to_file = !options.output_file.empty();
   std::string report;
-  if (options.format == "json") {
+  if (options.statistics) {
+    if (options.format == "json") report = statistics_json(run);
+    else if (text_wanted) report = statistics_report(run);
+  } else if (options.format == "json") {
     report = json_report(run);
   } else if (options.format == "sarif") {
     report = sarif_report(run, rules, KVPATCH_VERSION);

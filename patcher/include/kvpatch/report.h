@@ -55,6 +55,9 @@ struct ReportItem {
   // "per-file-ignores at FILE:LINE"); nullopt for the rest.
   std::optional<std::string> suppressed;
   std::string scope;  // what the message starts with: `Class.method`, `<module>` or a function's name
+  // A finding that `apply` has an edit for (ruff's "[*]"): a missing plan site, field or run() scales with a fix,
+  // or a redundant cast with one. Unknown sites, unbuildable sites and run() inputs never are.
+  bool fixable = false;
 };
 // Every entry, file by file in run order, each file's by line and column.
 std::vector<ReportItem> report_items(const Run& run);
@@ -79,6 +82,11 @@ std::string github_report(const Run& run);
 // --format sarif: a SARIF 2.1.0 log of the findings and input errors (GitHub code scanning, IDE viewers);
 // rules supply each rule id's description, tool_version the driver's version.
 std::string sarif_report(const Run& run, const RuleSet& rules, const std::string& tool_version);
+// --statistics (ruff's): one line per rule id and status with findings, the most frequent first, each with its count
+// and how many of them `apply` has an edit for; then the text report's summary line.
+std::string statistics_report(const Run& run);
+// --statistics --format json: those rows as a JSON array of {rule, status, count, fixable}.
+std::string statistics_json(const Run& run);
 // The check name GitLab's report gives a file kvpatch could not check (it has no rule: nothing can ignore it), and
 // what `kvpatch rule` says of it.
 inline constexpr const char* kInputErrorCheck = "kvpatch-input-error";
