@@ -5,10 +5,11 @@
 
 namespace kvpatch::cli {
 namespace {
-const std::vector<std::string> kFormats = {"text", "json", "github", "gitlab", "junit", "sarif"};
+const std::vector<std::string> kFormats = {"text", "json", "github", "gitlab", "junit", "rdjson", "sarif"};
 constexpr const char* kFormatHelp =
     "report format: text, json, github (GitHub Actions annotations), gitlab (GitLab Code Quality), junit (JUnit XML, "
-    "for CI test reports) or sarif (SARIF 2.1.0, for code scanning)";
+    "for CI test reports), rdjson (reviewdog, with apply's edits as suggested changes) or sarif (SARIF 2.1.0, for "
+    "code scanning)";
 
 // Which FlashInfer release the files run with decides two things: before 0.6.14 it cannot build the FP8 KV plan
 // (no site is threaded), and from 0.6.14 on run() needs FP8 scales.
@@ -93,7 +94,7 @@ void add_common_options(CLI::App* command, Options& options) {
   add_flashinfer_option(command, options);
   command->add_option("--root", options.root,
                       "directory that report and diff paths are relative to (default: a single directory PATH "
-                      "(not for --format github, gitlab, junit or sarif), else the git work tree holding the paths, else the "
+                      "(not for --format github, gitlab, junit, rdjson or sarif), else the git work tree holding the paths, else the "
                       "current directory)");
   add_config_options(command, options);
 }

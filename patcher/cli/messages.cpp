@@ -33,6 +33,8 @@ bool print_report(const Run& run, const RuleSet& rules, const Options& options, 
     report = sarif_report(run, rules, KVPATCH_VERSION);
   } else if (options.format == "gitlab") {
     report = gitlab_report(run);
+  } else if (options.format == "rdjson") {
+    report = rdjson_report(run);
   } else if (options.format == "junit") {
     report = junit_report(run);
   } else if (options.format == "github") {

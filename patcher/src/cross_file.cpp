@@ -224,6 +224,7 @@ FileReport linked_part(FileReport report, const std::vector<std::string>& run_pa
   report.fields.clear();
   report.run_scales.clear();
   report.edits = EditSet();
+  report.helper_edits.clear();
   return report;
 }
 }  // namespace

@@ -300,6 +300,7 @@ FileReport analyze_file(const RuleSet& rules, const std::shared_ptr<const Parsed
     const ModuleHelper helper{rule.module_helper, rule.module_helper_name, rule.module_helper_imports, rule.id};
     if (auto edit = module_helper_edit(helper, facts, report.edits); edit && report.edits.fits(*edit)) {
       report.edits.add(*edit);
+      report.helper_edits.emplace_back(helper.name, *edit);
     }
   }
   return report;

@@ -104,14 +104,14 @@ const char* finding_level(const ReportItem& item) {
 std::vector<ReportItem> report_items(const Run& run) {
   std::vector<ReportItem> all;
   for (const FileReport& f : run.files) {
-    const std::string& path = f.file->source.display_path();
+    const SourceFile& source = f.file->source;
+    const std::string& path = source.display_path();
     std::vector<ReportItem> items;
     for (const PlanSite& s : f.plan_sites) {
       const bool finding = s.status == SiteStatus::Missing || s.status == SiteStatus::Unknown || !s.unbuildable.empty();
-      const bool fixable = s.status == SiteStatus::Missing && s.fix && s.unbuildable.empty();
       items.push_back({path, s.line, s.column, site_label(s), site_message(s), s.rule, finding,
                        s.status == SiteStatus::Ignored ? std::optional<std::string>(s.reason) : std::nullopt,
-                       scope_name(s.class_name, s.method), fixable});
+                       scope_name(s.class_name, s.method), false, positioned(source, finding_edits(f, s))});
     }
     for (const FieldFinding& field : f.fields) {
       const std::string hint = field.fix ? one_line(field.fix->replacement) : "";
@@ -119,11 +119,12 @@ std::vector<ReportItem> report_items(const Run& run) {
       items.push_back({path, field.line, field.column, field.ignored ? "ignored" : field.present ? "present" : "missing",
                        field_message(field, hint), field.rule, missing,
                        field.ignored ? std::optional<std::string>(field.reason) : std::nullopt,
-                       field_scope(field), missing && field.fix.has_value()});
+                       field_scope(field), false, positioned(source, finding_edits(f, field))});
     }
     for (const CastFinding& c : f.casts) {
       items.push_back({path, c.line, c.column, c.redundant ? "redundant" : "required", cast_message(c), c.rule,
-                       c.redundant, std::nullopt, scope_name(c.class_name, c.method), c.redundant && !c.fix.empty()});
+                       c.redundant, std::nullopt, scope_name(c.class_name, c.method), false,
+                       positioned(source, finding_edits(f, c))});
     }
     for (const RunInputFinding& r : f.run_inputs) {
       items.push_back({path, r.line, r.column, run_input_label(r), run_input_message(r), r.rule, !r.ignored,
@@ -135,8 +136,9 @@ std::vector<ReportItem> report_items(const Run& run) {
       items.push_back({path, r.line, r.column, r.ignored ? "ignored" : r.present ? "present" : "missing",
                        run_scale_message(r), r.rule, missing,
                        r.ignored ? std::optional<std::string>(r.ignore_reason) : std::nullopt,
-                       scope_name(r.class_name, r.method), missing && r.fix.has_value()});
+                       scope_name(r.class_name, r.method), false, positioned(source, finding_edits(f, r))});
     }
+    for (ReportItem& item : items) item.fixable = item.finding && !item.edits.empty();
     std::stable_sort(items.begin(), items.end(), [](const ReportItem& a, const ReportItem& b) {
       return std::tie(a.line, a.column) < std::tie(b.line, b.column);
     });

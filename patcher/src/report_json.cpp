@@ -16,6 +16,19 @@ json head_dim_json(const HeadDimArgument& a) {
           {"value", a.value ? json(*a.value) : json(nullptr)}};
 }
 
+json position_json(const SourcePosition& p) { return {{"line", p.line}, {"column", p.column}}; }
+
+// The optional `edits` key: what apply changes to fix this entry alone (finding_edits.h), as ruff's JSON gives a
+// fix's edits: the text, and the range it replaces (end exclusive; equal ends insert).
+void add_edits(json& j, const SourceFile& source, const std::vector<Edit>& edits) {
+  if (edits.empty()) return;
+  json out = json::array();
+  for (const PositionedEdit& e : positioned(source, edits)) {
+    out.push_back({{"content", e.content}, {"location", position_json(e.start)}, {"end_location", position_json(e.end)}});
+  }
+  j["edits"] = std::move(out);
+}
+
 // The keys every finding starts with, in the documented order: rule, file, line, column, class.
 template <typename Finding>
 json located(const Finding& f, const std::string& file) {
@@ -53,6 +66,7 @@ std::string json_report(const Run& run) {
       const bool unfixed = s.status == SiteStatus::Missing && !s.fix && !s.reason.empty();
       if (s.status == SiteStatus::Unknown || s.status == SiteStatus::Ignored || unfixed) j["reason"] = s.reason;
       if (!s.unbuildable.empty()) j["unbuildable"] = s.unbuildable;
+      add_edits(j, f.file->source, finding_edits(f, s));
       sites.push_back(std::move(j));
     }
     for (const CastFinding& c : f.casts) {
@@ -63,6 +77,7 @@ std::string json_report(const Run& run) {
       j["status"] = c.redundant ? "redundant" : "required";
       j["consumer"] = c.consumer;
       if (!c.guard_dtype.empty()) j["kept_for_dtypes_other_than"] = c.guard_dtype;
+      add_edits(j, f.file->source, finding_edits(f, c));
       casts.push_back(std::move(j));
     }
     for (const RunInputFinding& r : f.run_inputs) {
@@ -87,6 +102,7 @@ std::string json_report(const Run& run) {
       j["status"] = field.ignored ? "ignored" : field.present ? "present" : "missing";
       const bool unfixed = !field.present && !field.ignored && !field.fix && !field.reason.empty();
       if (field.ignored || unfixed) j["reason"] = field.reason;
+      add_edits(j, f.file->source, finding_edits(f, field));
       fields.push_back(std::move(j));
     }
     for (const RunScaleFinding& r : f.run_scales) {
@@ -101,6 +117,7 @@ std::string json_report(const Run& run) {
         else j["reason"] = r.reason;
       }
       if (r.ignored) j["reason"] = r.ignore_reason;
+      add_edits(j, f.file->source, finding_edits(f, r));
       run_scales.push_back(std::move(j));
     }
   }

@@ -3,6 +3,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kvpatch/edit_set.h"
@@ -210,6 +211,9 @@ struct FileReport {
   std::vector<RunScaleFinding> run_scales;
   std::vector<IgnoreProblem> ignore_problems;  // filled once every rule has run (judge_ignore_comments())
   EditSet edits;
+  // The module-level definitions among `edits` that other edits call (the sm90 form's cached platform test), with
+  // the name each defines: part of the fix of every finding whose own edits call it (finding_edits.h).
+  std::vector<std::pair<std::string, Edit>> helper_edits;
 };
 
 struct FileError {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kvpatch/finding_edits.h"
 #include "kvpatch/findings.h"
 #include "kvpatch/rule_set.h"
 
@@ -55,9 +56,11 @@ struct ReportItem {
   // "per-file-ignores at FILE:LINE"); nullopt for the rest.
   std::optional<std::string> suppressed;
   std::string scope;  // what the message starts with: `Class.method`, `<module>` or a function's name
-  // A finding that `apply` has an edit for (ruff's "[*]"): a missing plan site, field or run() scales with a fix,
-  // or a redundant cast with one. Unknown sites, unbuildable sites and run() inputs never are.
+  // A finding that `apply` has edits for (ruff's "[*]"): a missing plan site, field or run() scales with a fix,
+  // or a redundant cast with one; those edits (finding_edits.h). Unknown sites, unbuildable sites and run() inputs
+  // never are.
   bool fixable = false;
+  std::vector<PositionedEdit> edits;
 };
 // Every entry, file by file in run order, each file's by line and column.
 std::vector<ReportItem> report_items(const Run& run);
@@ -82,6 +85,9 @@ std::string github_report(const Run& run);
 // --format sarif: a SARIF 2.1.0 log of the findings and input errors (GitHub code scanning, IDE viewers);
 // rules supply each rule id's description, tool_version the driver's version.
 std::string sarif_report(const Run& run, const RuleSet& rules, const std::string& tool_version);
+// --format rdjson: reviewdog's Diagnostic Format, a diagnostic per finding, input error and ignore comment that
+// suppresses nothing; a fixable finding's edits as its suggestions.
+std::string rdjson_report(const Run& run);
 // --statistics (ruff's): one line per rule id and status with findings, the most frequent first, each with its count
 // and how many of them `apply` has an edit for; then the text report's summary line.
 std::string statistics_report(const Run& run);
