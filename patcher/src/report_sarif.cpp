@@ -67,6 +67,22 @@ json location(const std::string& file, int line, int column) {
   }
   return json::array({{{"physicalLocation", std::move(physical)}}});
 }
+// A fixable finding's edits as one SARIF fix (a quick fix in viewers that offer them): `apply`'s edits for it alone,
+// each a replacement of a region of the original file (empty to insert), columns in UTF-16 code units as the log's.
+json fixes(const ReportItem& item, const SourceFile& source) {
+  json replacements = json::array();
+  for (const PositionedEdit& e : item.edits) {
+    json region = {{"startLine", e.start.line},
+                   {"startColumn", utf16_column(source.line_text(e.start.line), e.start.column)},
+                   {"endLine", e.end.line},
+                   {"endColumn", utf16_column(source.line_text(e.end.line), e.end.column)}};
+    replacements.push_back({{"deletedRegion", std::move(region)}, {"insertedContent", {{"text", e.content}}}});
+  }
+  json change = {{"artifactLocation", {{"uri", uri_encode(item.file)}, {"uriBaseId", kRootId}}},
+                 {"replacements", std::move(replacements)}};
+  return json::array({{{"description", {{"text", "the edits kvpatch apply makes for this finding"}}},
+                       {"artifactChanges", json::array({std::move(change)})}}});
+}
 }  // namespace
 
 std::string sarif_report(const Run& run, const RuleSet& rules, const std::string& tool_version) {
@@ -106,6 +122,7 @@ std::string sarif_report(const Run& run, const RuleSet& rules, const std::string
       if (!item.suppressed->empty()) suppression["justification"] = *item.suppressed;
       r["suppressions"] = json::array({std::move(suppression)});
     }
+    if (!item.edits.empty()) r["fixes"] = fixes(item, source);
     r["properties"] = {{"kvpatchStatus", item.status}};
     results.push_back(std::move(r));
   }

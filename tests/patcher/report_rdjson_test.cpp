@@ -1,6 +1,6 @@
-// `kvpatch check --format rdjson` (reviewdog) and the `edits` of `--format json` over the fixture named by
+// `kvpatch check --format rdjson` (reviewdog), the `edits` of `--format json` and SARIF's `fixes` over the fixture named by
 // KVPATCH_FIXTURE: one diagnostic per finding of the JSON report, at its place, from the repository's top, with its
-// severity; and the fixes both give, every finding's edits made together (one copy of an edit two findings share),
+// severity; and the fixes all three give, every finding's edits made together (one copy of an edit two findings share),
 // turn the staged file into exactly what `kvpatch apply` writes.
 #include <doctest/doctest.h>
 
@@ -59,6 +59,22 @@ std::string with_edits(const std::string& content, const std::set<TextEdit>& edi
     limit = begin;
   }
   return bom + text;
+}
+
+// The byte column of a UTF-16 column (SARIF's columnKind) on 1-based line `line` of content.
+int byte_column(const std::string& content, int line, int utf16_column) {
+  const std::size_t bom = content.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0;
+  std::size_t at = bom;
+  for (int l = 1; l < line; ++l) at = content.find('\n', at) + 1;
+  int units = 1;
+  std::size_t i = at;
+  for (; units < utf16_column && i < content.size(); ++i) {
+    const auto c = static_cast<unsigned char>(content[i]);
+    if ((c & 0xC0) == 0x80) continue;
+    units += c >= 0xF0 ? 2 : 1;
+  }
+  while (i < content.size() && (static_cast<unsigned char>(content[i]) & 0xC0) == 0x80) ++i;
+  return static_cast<int>(i - at) + 1;
 }
 
 std::string status_of(const std::string& message) { return message.substr(0, message.find(':')); }
@@ -124,6 +140,25 @@ TEST_SUITE("formats") {
       }
     }
     CHECK(from_json == suggested);
+
+    // SARIF: one fix per fixable result, of the same edits (its columns count UTF-16 code units).
+    const ProcessResult sarif = run_kvpatch(fixture.command("check", {"--format", "sarif", "."}), pkg);
+    const json log = json::parse(sarif.out);
+    std::set<TextEdit> from_sarif;
+    for (const json& r : log["runs"][0]["results"]) {
+      if (!r.contains("fixes")) continue;
+      CHECK(r["fixes"].size() == 1);
+      for (const json& change : r["fixes"][0]["artifactChanges"]) {
+        CHECK(change["artifactLocation"]["uri"] == "pkg/" + fixture.input);
+        for (const json& rep : change["replacements"]) {
+          const json& region = rep["deletedRegion"];
+          const int line = region["startLine"], end_line = region["endLine"];
+          from_sarif.insert({line, byte_column(original, line, region["startColumn"]), end_line,
+                             byte_column(original, end_line, region["endColumn"]), rep["insertedContent"]["text"]});
+        }
+      }
+    }
+    CHECK(from_sarif == suggested);
 
     const ProcessResult apply = run_kvpatch(fixture.command("apply", {"."}), pkg);
     REQUIRE_MESSAGE(apply.exit_code == fixture.apply_exit, describe({"kvpatch", "apply"}, apply));
