@@ -18,7 +18,10 @@ still do and hold other plan() sites and casts. For each, kvpatch must:
     unsafe run() inputs, missing scales, errors, ignore comments that suppress nothing) than before it,
     and exits as apply did;
   - lose sight of nothing: after apply, check reports as many plan sites and updater fields as before,
-    no fewer threaded and gated sites, and no more casts.
+    no fewer threaded and gated sites, and no more casts;
+  - fix what it calls fixable, and only that: the JSON report's per-finding `edits`, made together (each
+    once), give exactly the files apply writes, and after apply `check --statistics` counts, per rule and
+    status, what it counted before less the fixable ones (since 2026-12-06).
 --forms runs each seed under one of the three --kv-dtype-form values (drawn from the seed), not
 only the default. --split cuts the backend in two modules before the mutation, at its first
 top-level class whose name holds "IndicesUpdater": the run() calls and casts in one, the updaters
@@ -191,6 +194,43 @@ def summary(result):
     return counts
 
 
+def with_report_edits(report, files):
+    """The files with every edit the JSON report's entries carry made, each once; None when an edit names
+    another file or its positions do not fall in the text."""
+    edits = {}
+    for kind in ("plan_sites", "casts", "fields", "run_scales"):
+        for entry in report.get(kind, []):
+            for e in entry.get("edits", []):
+                key = (e["location"]["line"], e["location"]["column"], e["end_location"]["line"],
+                       e["end_location"]["column"], e["content"])
+                edits.setdefault(os.path.basename(entry["file"]), set()).add(key)
+    out = dict(files)
+    for name, changes in edits.items():
+        if name not in files:
+            return None
+        data = files[name].encode("utf-8")
+        starts = [0] + [i + 1 for i, byte in enumerate(data) if byte == 0x0A]
+        limit = len(data)
+        for line, column, end_line, end_column, content in sorted(changes, reverse=True):
+            if not (1 <= line <= end_line <= len(starts)):
+                return None
+            begin, end = starts[line - 1] + column - 1, starts[end_line - 1] + end_column - 1
+            if not begin <= end <= limit:
+                return None
+            data = data[:begin] + content.encode("utf-8") + data[end:]
+            limit = begin
+        out[name] = data.decode("utf-8")
+    return out
+
+
+def statistics(result):
+    """`check --statistics --format json` rows as {(rule, status): (count, fixable)}; None when no report."""
+    try:
+        return {(r["rule"], r["status"]): (r["count"], r["fixable"]) for r in json.loads(result.stdout)}
+    except (json.JSONDecodeError, KeyError, TypeError):
+        return None
+
+
 def write_files(directory, files):
     os.makedirs(directory, exist_ok=True)
     for name, text in files.items():
@@ -219,6 +259,7 @@ def check_one(kvpatch, files, scratch, options):
     # The JSON report exits and writes stderr as the text one does; its summary is what apply is held to below.
     check, diff = run("check", "--format", "json"), run("diff")
     before = summary(check)
+    rows_before = statistics(run("check", "--statistics", "--format", "json"))
     apply = run("apply")
     applied = read_files(package, files)
     failures = []
@@ -272,6 +313,17 @@ def check_one(kvpatch, files, scratch, options):
                 lost.append(f"casts {before.get('casts', 0)} -> {after.get('casts', 0)}")
             if lost:
                 failures.append("apply changed what check sees: " + ", ".join(lost))
+        if before is not None and with_report_edits(json.loads(check.stdout), files) != applied:
+            failures.append("the JSON report's edits, made together, differ from apply's result")
+        rows_after = statistics(run("check", "--statistics", "--format", "json"))
+        if rows_before is None or rows_after is None:
+            failures.append("check --statistics --format json printed no rows")
+        else:
+            left = {key: count - fixable for key, (count, fixable) in rows_before.items() if count > fixable}
+            now = {key: count for key, (count, _) in rows_after.items()}
+            if now != left:
+                failures.append(f"after apply the statistics are {sorted(now.items())}, not the unfixable "
+                                f"{sorted(left.items())}")
         if recheck.returncode != apply.returncode:
             failures.append(f"apply exited {apply.returncode}, check after it {recheck.returncode}")
     return failures, (check.returncode, apply.returncode)

@@ -9,7 +9,6 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
-#include <sstream>
 #include <string>
 #include <tuple>
 
@@ -23,15 +22,6 @@
 namespace fs = std::filesystem;
 using namespace kvpatch_test;
 using nlohmann::json;
-
-namespace {
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
-}  // namespace
 
 TEST_SUITE("formats") {
   TEST_CASE("github, sarif and gitlab report exactly the JSON report's findings, from the repository's top") {

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <stdexcept>
 
 namespace kvpatch_test {
@@ -33,6 +34,13 @@ std::vector<std::string> split_lines_keep_ends(const std::string& bytes) {
     start = end + 1;
   }
   return lines;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
 }
 
 std::string replace_all(std::string text, const std::string& from, const std::string& to) {
