@@ -111,7 +111,7 @@ std::vector<ReportItem> report_items(const Run& run) {
       const bool finding = s.status == SiteStatus::Missing || s.status == SiteStatus::Unknown || !s.unbuildable.empty();
       items.push_back({path, s.line, s.column, site_label(s), site_message(s), s.rule, finding,
                        s.status == SiteStatus::Ignored ? std::optional<std::string>(s.reason) : std::nullopt,
-                       scope_name(s.class_name, s.method), false, positioned(source, finding_edits(f, s))});
+                       scope_name(s.class_name, s.method), positioned(source, finding_edits(f, s))});
     }
     for (const FieldFinding& field : f.fields) {
       const std::string hint = field.fix ? one_line(field.fix->replacement) : "";
@@ -119,11 +119,11 @@ std::vector<ReportItem> report_items(const Run& run) {
       items.push_back({path, field.line, field.column, field.ignored ? "ignored" : field.present ? "present" : "missing",
                        field_message(field, hint), field.rule, missing,
                        field.ignored ? std::optional<std::string>(field.reason) : std::nullopt,
-                       field_scope(field), false, positioned(source, finding_edits(f, field))});
+                       field_scope(field), positioned(source, finding_edits(f, field))});
     }
     for (const CastFinding& c : f.casts) {
       items.push_back({path, c.line, c.column, c.redundant ? "redundant" : "required", cast_message(c), c.rule,
-                       c.redundant, std::nullopt, scope_name(c.class_name, c.method), false,
+                       c.redundant, std::nullopt, scope_name(c.class_name, c.method),
                        positioned(source, finding_edits(f, c))});
     }
     for (const RunInputFinding& r : f.run_inputs) {
@@ -136,9 +136,8 @@ std::vector<ReportItem> report_items(const Run& run) {
       items.push_back({path, r.line, r.column, r.ignored ? "ignored" : r.present ? "present" : "missing",
                        run_scale_message(r), r.rule, missing,
                        r.ignored ? std::optional<std::string>(r.ignore_reason) : std::nullopt,
-                       scope_name(r.class_name, r.method), false, positioned(source, finding_edits(f, r))});
+                       scope_name(r.class_name, r.method), positioned(source, finding_edits(f, r))});
     }
-    for (ReportItem& item : items) item.fixable = item.finding && !item.edits.empty();
     std::stable_sort(items.begin(), items.end(), [](const ReportItem& a, const ReportItem& b) {
       return std::tie(a.line, a.column) < std::tie(b.line, b.column);
     });

@@ -30,7 +30,7 @@ std::vector<Row> statistics_rows(const Run& run) {
     row.fixable += fixable ? 1 : 0;
   };
   for (const ReportItem& item : report_items(run)) {
-    if (item.finding) add(item.rule, item.status, item.fixable);
+    if (item.finding) add(item.rule, item.status, item.fixable());
   }
   // Findings only under unused-ignores = "error"; apply removes no comment.
   if (run.ignore_problems_fail) {

@@ -46,9 +46,7 @@ TEST_SUITE("formats") {
   TEST_CASE("--statistics counts the findings by rule and status, and apply fixes exactly those it calls fixable") {
     const Fixture fixture = load_fixture(required_env("KVPATCH_FIXTURE"));
     TempDir scratch("kvpatch-statistics-" + fixture.name);
-    const fs::path pkg = scratch.path() / "pkg";
-    fs::create_directories(pkg);
-    fixture.stage(pkg);
+    const fs::path pkg = stage_in_repository(fixture, scratch.path());
 
     const ProcessResult as_json = run_kvpatch(fixture.command("check", {"--format", "json", "."}), pkg);
     const ProcessResult text = run_kvpatch(fixture.command("check", {"--statistics", "."}), pkg);
@@ -124,9 +122,7 @@ TEST_SUITE("formats") {
           args.push_back(fixture.options[i]);
         }
       }
-      const std::string git = required_env("KVPATCH_GIT");
-      REQUIRE(run_process({git, "init", "-q", scratch.path().string()}).exit_code == 0);
-      REQUIRE(run_process({git, "-C", scratch.path().string(), "add", "pkg"}).exit_code == 0);
+      REQUIRE(run_process({required_env("KVPATCH_GIT"), "-C", scratch.path().string(), "add", "pkg"}).exit_code == 0);
       const ProcessResult hook = run_kvpatch(args, scratch.path());
       CHECK_MESSAGE(hook.exit_code == fixture.check_exit, describe(args, hook));
       CHECK(hook.out == text.out);

@@ -56,11 +56,10 @@ struct ReportItem {
   // "per-file-ignores at FILE:LINE"); nullopt for the rest.
   std::optional<std::string> suppressed;
   std::string scope;  // what the message starts with: `Class.method`, `<module>` or a function's name
-  // A finding that `apply` has edits for (ruff's "[*]"): a missing plan site, field or run() scales with a fix,
-  // or a redundant cast with one; those edits (finding_edits.h). Unknown sites, unbuildable sites and run() inputs
-  // never are.
-  bool fixable = false;
+  // The edits `apply` makes for this finding (finding_edits.h): a missing plan site, field or run() scales with a
+  // fix, or a redundant cast with one. Unknown sites, unbuildable sites and run() inputs never have any.
   std::vector<PositionedEdit> edits;
+  bool fixable() const { return finding && !edits.empty(); }  // ruff's "[*]"
 };
 // Every entry, file by file in run order, each file's by line and column.
 std::vector<ReportItem> report_items(const Run& run);
