@@ -127,6 +127,13 @@ Subcommands define_subcommands(CLI::App& app, Options& options) {
                        "--color always); the exit code is as without it");
   add_color_option(s.check, options, "the text report's status words");
   add_statistics_option(s.check, options);
+  // ruff's and clang-tidy's spelling of "fix what you can": for users whose hands type `check --fix`.
+  s.check->add_flag("--fix", options.fix,
+                    "write the edits as apply does (all files or none), then report what is left in --format's form; "
+                    "exit 1 when findings remain");
+  s.check->add_flag("--diff", options.diff,
+                    "print the edits as a unified diff instead of a report, as diff does; nothing is written (exit 1 "
+                    "when there are edits)");
   add_color_option(s.diff, options, "the diff as git does");
   for (CLI::App* command : {s.check, s.diff, s.apply}) {
     command->add_option("--stdin-filename", options.stdin_filename,

@@ -31,6 +31,8 @@ struct Options {
   std::vector<std::string> extend_per_file_ignores;  // --extend-per-file-ignores: besides them
   bool exit_zero = false;                   // --exit-zero: findings do not fail the command
   bool statistics = false;                  // check, pre-commit --statistics: counts per rule and status
+  bool fix = false;                         // check --fix (ruff's): apply, then report what is left
+  bool diff = false;                        // check --diff (ruff's): what diff prints, nothing written
   std::string unused_ignores;               // --unused-ignores: warn or error; "" leaves it to the settings file
   std::string rule_id;  // rule: the finding id to explain
   std::string repo;   // pre-commit, install-hook, uninstall-hook

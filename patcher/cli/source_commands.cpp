@@ -109,20 +109,21 @@ std::string standard_input_misuse(const Options& options) {
   return "";
 }
 
-// apply's writes: every file's edits in place, all or none, each named as it is patched. Whether any was patched;
-// nullopt after an error, printed, when none was.
-std::optional<bool> write_patched_files(const Run& run) {
+// apply's writes: every file's edits in place, all or none, each named as it is patched on `names` (stdout for apply
+// and a text report; stderr when stdout holds a machine-read report). Whether any was patched; nullopt after an
+// error, printed, when none was.
+std::optional<bool> write_patched_files(const Run& run, std::ostream& names) {
   std::vector<const FileReport*> reports;
   for (const FileReport& f : run.files) reports.push_back(&f);
   const ApplyResult result = apply_files(reports);
   print_errors(result.errors);
   for (const AppliedFile& p : result.patched) {
-    std::cout << "patched " << p.display_path << " (" << p.edits << (p.edits == 1 ? " edit)" : " edits)") << "\n";
+    names << "patched " << p.display_path << " (" << p.edits << (p.edits == 1 ? " edit)" : " edits)") << "\n";
   }
   for (const AppliedFile& p : result.patched) {
     if (!p.ownership_changed.empty()) std::cerr << "kvpatch: warning: " << p.display_path << ": " << p.ownership_changed << "\n";
   }
-  std::cout.flush();  // the notes after these go to stderr: keep them after these lines when both streams share a log
+  names.flush();  // the notes after these go to stderr: keep them after these lines when both streams share a log
   if (!result.errors.empty()) return std::nullopt;
   return !result.patched.empty();
 }
@@ -183,13 +184,87 @@ InputSet project_inputs(const Options& options, const std::vector<ExcludePattern
   std::erase_if(inputs.context, [&](const InputFile& f) { return excluded_by(exclude, f.path) != nullptr; });
   return inputs;
 }
+
+// What `check --fix` and `check --diff` (ruff's spellings) stand for: apply with the report of what is left, and diff.
+// Empty when the combination is sound, else the error.
+std::string fix_or_diff_misuse(const Options& options) {
+  if (options.fix && options.diff) return "--fix writes the edits and --diff only prints them; pass one of the two";
+  if (options.diff && (options.format != "text" || options.statistics || !options.output_file.empty())) {
+    return "--diff prints a unified diff, not a report: drop --format, --statistics and --output-file, or --diff";
+  }
+  if (options.fix && reads_standard_input(options)) {
+    return "check --fix writes files; for standard input run kvpatch apply -, which prints the patched text";
+  }
+  return "";
+}
+
+// apply's part of `apply` and `check --fix`: the edits written, all files or none (for PATH `-`, the patched text
+// printed), then the run over what they left, since what apply cannot fix (unknown sites, sites blocked by required
+// casts or run() inputs) is still a finding. nullopt after an error, printed, when nothing was written.
+std::optional<Run> apply_and_analyse_again(const Run& run, const InputSet& inputs, const Options& options,
+                                           const Loaded& loaded, bool repository_paths, std::ostream& names) {
+  std::optional<InputSet> patched;
+  if (reads_standard_input(options)) {
+    const InputFile& input = inputs.files.front();
+    const std::optional<std::string> text = print_patched_input(run, input);
+    if (!text) return std::nullopt;
+    if (*text != *input.content) {
+      patched = inputs;  // the same file, root and neighbours, holding the patched text
+      patched->files.front().content = *text;
+    }
+  } else {
+    const std::optional<bool> wrote = write_patched_files(run, names);
+    if (!wrote) return std::nullopt;
+    if (*wrote) patched = project_inputs(options, loaded.exclude, repository_paths);
+  }
+  if (!patched) std::cerr << "kvpatch: nothing to patch\n";
+  note_where_the_plan_runs(run, loaded.rules);
+  Run after = patched ? analyze_inputs(loaded.rules, *patched) : run;
+  after.ignore_problems_fail = loaded.unused_ignores_error;
+  return after;
+}
+
+// diff: what apply would write, as a unified diff.
+int print_diff(const Run& run, bool input_errors, const Options& options) {
+  // diff prints what apply would write, and apply writes nothing while an input cannot be read: a partial diff
+  // piped to `git apply` would be the partial multi-file apply that apply refuses. The other files' edits could
+  // also change once the unread file is seen (a cast there can hold their plan sites back).
+  if (input_errors) {
+    print_error("no diff was printed; fix the errors above and run diff again");
+    return kUsageOrInput;
+  }
+  // Nor a diff that would break a file: `git apply` would write what apply refuses to (edited_code_check.h).
+  bool broken = false;
+  for (const FileReport& f : run.files) {
+    if (auto error = code_broken_by_edits(f, "no diff was printed")) {
+      print_errors({*error});
+      broken = true;
+    }
+  }
+  if (broken) return kUsageOrInput;
+  const bool color = color_wanted(options.color, STDOUT_FILENO);
+  bool any = false;
+  for (const FileReport& f : run.files) {
+    const std::string diff = unified_diff(f);
+    any |= !diff.empty();
+    std::cout << (color ? colorize_diff(diff) : diff);
+  }
+  return any && !options.exit_zero ? kFindings : kClean;
+}
 }  // namespace
 
-int run_source_command(const std::string& command, const Options& options) {
+int run_source_command(const std::string& subcommand, const Options& options) {
   if (const std::string misuse = standard_input_misuse(options); !misuse.empty()) {
     print_error(misuse);
     return kUsageOrInput;
   }
+  if (const std::string misuse = fix_or_diff_misuse(options); !misuse.empty()) {
+    print_error(misuse);
+    return kUsageOrInput;
+  }
+  // check --diff is diff; check --fix is apply that then reports what is left as check does.
+  const std::string command = subcommand == "check" && options.diff ? "diff" : subcommand;
+  const bool writes = command == "apply" || (command == "check" && options.fix);
   const bool from_stdin = reads_standard_input(options);
   // Settings are looked up from the file standard input stands for, as from a PATH.
   const std::filesystem::path start =
@@ -214,66 +289,34 @@ int run_source_command(const std::string& command, const Options& options) {
   const bool input_errors = !run.errors.empty();
   if (!input_errors) warn_unselected_paths(options.paths, run, left_out, loaded->exclude);
   warn_ignore_comments(run);
-  const bool nearer = report_nearer_settings(run, options, loaded->config,
-                                             command == "apply" ? SettingsUse::Apply : SettingsUse::Report);
+  const bool nearer =
+      report_nearer_settings(run, options, loaded->config, writes ? SettingsUse::Apply : SettingsUse::Report);
 
-  if (command == "check") {
+  if (command == "diff") return print_diff(run, input_errors, options);
+  if (command == "check" && !writes) {
     if (!print_report(run, rules, options, true) || input_errors) return kUsageOrInput;
     return has_findings(summarize(run)) && !options.exit_zero ? kFindings : kClean;
   }
-  if (command == "diff") {
-    // diff prints what apply would write, and apply writes nothing while an input cannot be read: a partial diff
-    // piped to `git apply` would be the partial multi-file apply that apply refuses. The other files' edits could
-    // also change once the unread file is seen (a cast there can hold their plan sites back).
-    if (input_errors) {
-      print_error("no diff was printed; fix the errors above and run diff again");
-      return kUsageOrInput;
-    }
-    // Nor a diff that would break a file: `git apply` would write what apply refuses to (edited_code_check.h).
-    bool broken = false;
-    for (const FileReport& f : run.files) {
-      if (auto error = code_broken_by_edits(f, "no diff was printed")) {
-        print_errors({*error});
-        broken = true;
-      }
-    }
-    if (broken) return kUsageOrInput;
-    const bool color = color_wanted(options.color, STDOUT_FILENO);
-    bool any = false;
-    for (const FileReport& f : run.files) {
-      const std::string diff = unified_diff(f);
-      any |= !diff.empty();
-      std::cout << (color ? colorize_diff(diff) : diff);
-    }
-    return any && !options.exit_zero ? kFindings : kClean;
-  }
-  // apply: nothing is written unless every input is readable, every file can be patched, and by its own settings.
+  // apply, check --fix: nothing is written unless every input is readable, every file can be patched, and by its
+  // own settings. check --fix then reports as check does, so that a CI step's report names what stopped it.
+  const bool report_after = command == "check";
   if (input_errors || nearer) {
+    if (report_after) print_report(run, rules, options, true);
     print_error(from_stdin ? "nothing was printed; fix the errors above and run apply again"
-                           : "nothing was written; fix the errors above and run apply again");
+                           : "nothing was written; fix the errors above and run " + subcommand + " again");
     return kUsageOrInput;
   }
-  // What apply cannot fix (unknown sites, sites blocked by required casts or run() inputs) is still a finding, so
-  // the patched text is analysed again.
-  std::optional<InputSet> patched;
-  if (from_stdin) {
-    const InputFile& input = inputs.files.front();
-    const std::optional<std::string> text = print_patched_input(run, input);
-    if (!text) return kUsageOrInput;
-    if (*text != *input.content) {
-      patched = inputs;  // the same file, root and neighbours, holding the patched text
-      patched->files.front().content = *text;
-    }
-  } else {
-    const std::optional<bool> wrote = write_patched_files(run);
-    if (!wrote) return kUsageOrInput;
-    if (*wrote) patched = project_inputs(options, loaded->exclude, false);
+  // A text report follows the names of the patched files on stdout, as ruff's does; a machine-read one must be
+  // all that stdout holds.
+  std::ostream& names = report_after && options.format != "text" ? std::cerr : std::cout;
+  const std::optional<Run> after =
+      apply_and_analyse_again(run, inputs, options, *loaded, report_after && repository_paths, names);
+  if (!after) return kUsageOrInput;
+  const Summary left = summarize(*after);
+  if (report_after) {
+    if (!print_report(*after, rules, options, true)) return kUsageOrInput;
+    return has_findings(left) && !options.exit_zero ? kFindings : kClean;
   }
-  if (!patched) std::cerr << "kvpatch: nothing to patch\n";
-  note_where_the_plan_runs(run, rules);
-  Run after = patched ? analyze_inputs(rules, *patched) : run;
-  after.ignore_problems_fail = loaded->unused_ignores_error;
-  const Summary left = summarize(after);
   if (!has_findings(left)) return kClean;
   const int count = finding_count(left);
   std::cerr << "kvpatch: " << count << (count == 1 ? " finding remains" : " findings remain")

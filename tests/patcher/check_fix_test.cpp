@@ -1,0 +1,150 @@
+// `kvpatch check --fix` and `check --diff`, ruff's spellings of apply and diff. Per fixture (suite "formats"):
+// --fix writes exactly what apply writes and then reports, in each form, exactly what check reports after apply,
+// with its exit code; a refused input gets check's report and nothing is written. Without a fixture (suite
+// "check_fix"): --diff is diff, and the combinations that cannot mean anything are refused before any file is read.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "support/files.h"
+#include "support/fixture.h"
+#include "support/json_expectations.h"
+#include "support/kvpatch_cli.h"
+#include "support/process.h"
+#include "support/scratch_backend.h"
+#include "support/temp_dir.h"
+
+namespace fs = std::filesystem;
+using namespace kvpatch_test;
+
+namespace {
+// A run's output with its scratch directory's path written as <tmp>: messages name the FlashInfer pin's file by its
+// absolute path, and the two runs compared here are staged in two directories.
+struct Seen {
+  int exit_code;
+  std::string out;
+  std::string err;
+};
+Seen seen(const ProcessResult& r, const fs::path& scratch) {
+  return {r.exit_code, replace_all(r.out, scratch.string(), "<tmp>"), replace_all(r.err, scratch.string(), "<tmp>")};
+}
+}  // namespace
+
+TEST_SUITE("formats") {
+  TEST_CASE("check --fix writes what apply writes, then reports what check reports after apply") {
+    const Fixture fixture = load_fixture(required_env("KVPATCH_FIXTURE"));
+    const std::vector<std::vector<std::string>> report_forms = {
+        {"--format", "text"}, {"--format", "json"}, {"--format", "sarif"}, {"--statistics"}};
+    for (const std::vector<std::string>& form : report_forms) {
+      CAPTURE(form.back());
+      const TempDir fixed_top("kvpatch-check-fix-" + fixture.name);
+      const TempDir applied_top("kvpatch-check-fix-apply-" + fixture.name);
+      const fs::path fixed = stage_in_repository(fixture, fixed_top.path());
+      const fs::path applied = stage_in_repository(fixture, applied_top.path());
+      const std::string original = read_bytes(fixed / fixture.input);
+
+      std::vector<std::string> fix_args = {"--fix"};
+      fix_args.insert(fix_args.end(), form.begin(), form.end());
+      fix_args.push_back(".");
+      std::vector<std::string> check_args = form;
+      check_args.push_back(".");
+      const Seen fix = seen(run_kvpatch(fixture.command("check", fix_args), fixed), fixed_top.path());
+      const Seen apply = seen(run_kvpatch(fixture.command("apply", {"."}), applied), applied_top.path());
+      const Seen after = seen(run_kvpatch(fixture.command("check", check_args), applied), applied_top.path());
+
+      CHECK_MESSAGE(read_bytes(fixed / fixture.input) == read_bytes(applied / fixture.input), fix.err);
+      if (fixture.refused()) {
+        CHECK(fix.exit_code == 2);
+        CHECK(read_bytes(fixed / fixture.input) == original);
+        CHECK_MESSAGE(fix.out == after.out, "a refused input is reported as check reports it");
+        CHECK(fix.err.find("kvpatch: error: nothing was written; fix the errors above and run check again\n") !=
+              std::string::npos);
+        continue;
+      }
+      CHECK_MESSAGE(fix.exit_code == fixture.recheck_exit, fix.err);
+      CHECK(after.exit_code == fixture.recheck_exit);
+      // apply's stdout is its "patched FILE (N edits)" lines: before a text report (statistics too), as ruff prints
+      // its fixes; on stderr when stdout holds a report that a program reads. A CI format names files from the
+      // repository's top, so there they are below pkg/.
+      const auto as_named_here = [&](const std::string& line, const std::string& before_path) {
+        return (form.back() == "sarif" ? replace_all(line, before_path, before_path + "pkg/") : line) + "\n";
+      };
+      std::string patched_names;
+      for (const std::string& line : lines_of(apply.out)) patched_names += as_named_here(line, "patched ");
+      if (form.back() == "text" || form.back() == "--statistics") {
+        CHECK(fix.out == patched_names + after.out);
+      } else {
+        CHECK(fix.out == after.out);
+        CHECK_MESSAGE(fix.err.find(patched_names) != std::string::npos, fix.err);
+      }
+      // apply's warnings and notes, all but its count of what is left, which the report now shows.
+      for (const std::string& line : lines_of(apply.err)) {
+        if (line.find(" that apply cannot fix; run kvpatch check to see them") != std::string::npos) continue;
+        CHECK_MESSAGE(fix.err.find(as_named_here(line, "warning: ")) != std::string::npos, line, "\n", fix.err);
+      }
+
+      // A second run finds nothing to write and reports the same.
+      const Seen again = seen(run_kvpatch(fixture.command("check", fix_args), fixed), fixed_top.path());
+      CHECK(again.exit_code == fixture.recheck_exit);
+      CHECK(again.out == after.out);
+      CHECK(again.err.find("kvpatch: nothing to patch\n") != std::string::npos);
+      CHECK(read_bytes(fixed / fixture.input) == read_bytes(applied / fixture.input));
+    }
+  }
+}
+
+TEST_SUITE("check_fix") {
+  TEST_CASE("check --diff prints what diff prints, with its exit code, and writes nothing") {
+    const ScratchBackend backend{"kvpatch-check-diff"};
+    const std::string original = read_bytes(backend.at("backend.py"));
+    const ProcessResult diff = backend.run({"diff", "backend.py"});
+    const ProcessResult check_diff = backend.run({"check", "--diff", "backend.py"});
+    REQUIRE(diff.exit_code == 1);
+    CHECK(check_diff.exit_code == diff.exit_code);
+    CHECK(check_diff.out == diff.out);
+    CHECK(check_diff.err == diff.err);
+    CHECK(backend.run({"check", "--diff", "--exit-zero", "backend.py"}).exit_code == 0);
+    CHECK(read_bytes(backend.at("backend.py")) == original);
+  }
+
+  TEST_CASE("--fix with --exit-zero exits 0 whatever is left; the file is patched") {
+    const ScratchBackend backend{"kvpatch-check-fix", "fork"};  // apply leaves findings in the fork's backend
+    const std::string original = read_bytes(backend.at("backend.py"));
+    const ProcessResult fixed = backend.run({"check", "--fix", "--exit-zero", "backend.py"});
+    CHECK_MESSAGE(fixed.exit_code == 0, fixed.err);
+    CHECK(read_bytes(backend.at("backend.py")) != original);
+    const ProcessResult left = backend.run({"check", "backend.py"});
+    CHECK(left.exit_code == 1);
+    CHECK(fixed.out.find(left.out) != std::string::npos);
+  }
+
+  TEST_CASE("combinations that cannot mean anything are exit 2, naming the remedy; nothing is written") {
+    const ScratchBackend backend{"kvpatch-check-fix"};
+    const std::string original = read_bytes(backend.at("backend.py"));
+    const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
+        {{"check", "--fix", "--diff", "backend.py"},
+         "--fix writes the edits and --diff only prints them; pass one of the two"},
+        {{"check", "--diff", "--format", "json", "backend.py"},
+         "--diff prints a unified diff, not a report: drop --format, --statistics and --output-file, or --diff"},
+        {{"check", "--diff", "--statistics", "backend.py"}, "drop --format, --statistics and --output-file"},
+        {{"check", "--diff", "-o", "report.txt", "backend.py"}, "drop --format, --statistics and --output-file"},
+        {{"check", "--fix", "-"}, "check --fix writes files; for standard input run kvpatch apply -, which prints the "
+                                  "patched text"},
+    };
+    for (const auto& entry : refused) {  // not a structured binding: CAPTURE's lambda cannot capture one in C++20
+      const std::vector<std::string>& args = entry.first;
+      const std::string& message = entry.second;
+      CAPTURE(args);
+      const ProcessResult r = backend.run(args);
+      CHECK(r.exit_code == 2);
+      CHECK(r.out.empty());
+      CHECK_MESSAGE(r.err.rfind("kvpatch: error: ", 0) == 0, r.err);
+      CHECK_MESSAGE(r.err.find(message) != std::string::npos, r.err);
+    }
+    CHECK(read_bytes(backend.at("backend.py")) == original);
+    CHECK(!fs::exists(backend.at("report.txt")));
+  }
+}
