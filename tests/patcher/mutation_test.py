@@ -21,7 +21,10 @@ still do and hold other plan() sites and casts. For each, kvpatch must:
     no fewer threaded and gated sites, and no more casts;
   - fix what it calls fixable, and only that: the JSON report's per-finding `edits`, made together (each
     once), give exactly the files apply writes, and after apply `check --statistics` counts, per rule and
-    status, what it counted before less the fixable ones (since 2026-12-06).
+    status, what it counted before less the fixable ones (since 2026-12-06);
+  - be the same through `check --fix`: on another copy of the mutated files it writes what apply writes,
+    prints the JSON report check prints after apply, and exits as that check does (2, writing nothing, where
+    apply refused; since 2026-12-06).
 --forms runs each seed under one of the three --kv-dtype-form values (drawn from the seed), not
 only the default. --split cuts the backend in two modules before the mutation, at its first
 top-level class whose name holds "IndicesUpdater": the run() calls and casts in one, the updaters
@@ -326,7 +329,32 @@ def check_one(kvpatch, files, scratch, options):
                                 f"{sorted(left.items())}")
         if recheck.returncode != apply.returncode:
             failures.append(f"apply exited {apply.returncode}, check after it {recheck.returncode}")
+    failures += check_fix_differences(kvpatch, files, scratch, options, target, apply, applied,
+                                      recheck if apply.returncode != 2 else None)
     return failures, (check.returncode, apply.returncode)
+
+
+def check_fix_differences(kvpatch, files, scratch, options, target, apply, applied, recheck):
+    """`check --fix --format json` on a second copy of the original files against apply and the check after it."""
+    package = os.path.join(scratch, "fix", "pkg")
+    write_files(package, files)
+    fix = subprocess.run([kvpatch, "check", "--fix", "--format", "json", "--isolated", *options, *target],
+                         cwd=package, capture_output=True, text=True, errors="replace", timeout=120, check=False)
+    failures = []
+    if read_files(package, files) != applied:
+        failures.append("check --fix wrote other files than apply")
+    if recheck is None:
+        if fix.returncode != 2:
+            failures.append(f"apply refused the files, check --fix exited {fix.returncode}")
+        return failures
+    if fix.returncode != recheck.returncode:
+        failures.append(f"check --fix exited {fix.returncode}, check after apply {recheck.returncode}")
+    # The reports name the FlashInfer pin's file by its absolute path, which differs between the two copies.
+    if fix.stdout.replace(os.path.join(scratch, "fix"), scratch) != recheck.stdout:
+        failures.append("check --fix printed another JSON report than check after apply")
+    if apply.stdout and apply.stdout not in fix.stderr:
+        failures.append("check --fix did not name the files it patched on stderr")
+    return failures
 
 
 def main():
