@@ -15,7 +15,9 @@
 #include "kvpatch/apply_files.h"
 #include "kvpatch/edited_code_check.h"
 #include "kvpatch/exclude_patterns.h"
+#include "kvpatch/input_error.h"
 #include "kvpatch/input_paths.h"
+#include "kvpatch/report_file.h"
 #include "kvpatch/report.h"
 #include "kvpatch/source_file.h"
 #include "messages.h"
@@ -305,6 +307,17 @@ int run_source_command(const std::string& subcommand, const Options& options) {
     print_error(from_stdin ? "nothing was printed; fix the errors above and run apply again"
                            : "nothing was written; fix the errors above and run " + subcommand + " again");
     return kUsageOrInput;
+  }
+  // check --fix -o FILE: a report that could not be written after the sources were would leave a CI step with
+  // patched files and no report, so the file is tried first.
+  if (report_after && !options.output_file.empty()) {
+    try {
+      check_report_file_writable(options.output_file);
+    } catch (const InputError& e) {
+      print_errors({to_file_error(e)});
+      print_error("nothing was written; fix the error above and run check again");
+      return kUsageOrInput;
+    }
   }
   // A text report follows the names of the patched files on stdout, as ruff's does; a machine-read one must be
   // all that stdout holds.

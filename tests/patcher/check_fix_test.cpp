@@ -121,6 +121,29 @@ TEST_SUITE("check_fix") {
     CHECK(fixed.out.find(left.out) != std::string::npos);
   }
 
+  TEST_CASE("--fix -o FILE: a report that cannot be written stops it before any source is touched") {
+    const ScratchBackend backend{"kvpatch-check-fix"};
+    const std::string original = read_bytes(backend.at("backend.py"));
+    fs::create_directory(backend.at("reports"));
+    write_bytes(backend.at("blocker"), "a file where a directory is wanted\n");
+    for (const std::string report : {"reports", "blocker/report.json"}) {
+      CAPTURE(report);
+      const ProcessResult r = backend.run({"check", "--fix", "--format", "json", "-o", report, "backend.py"});
+      CHECK(r.exit_code == 2);
+      CHECK(r.out.empty());
+      CHECK_MESSAGE(r.err.find("kvpatch: error: " + report + ": ") != std::string::npos, r.err);
+      CHECK(r.err.find("kvpatch: error: nothing was written; fix the error above and run check again\n") !=
+            std::string::npos);
+      CHECK(read_bytes(backend.at("backend.py")) == original);
+    }
+    CHECK(fs::is_empty(backend.at("reports")));
+    // Into a directory the checkout lacks, the report of what is left is written, whole, after the fix.
+    const ProcessResult fixed = backend.run({"check", "--fix", "--format", "json", "-o", "out/report.json", "backend.py"});
+    CHECK_MESSAGE(fixed.exit_code == 0, fixed.err);
+    CHECK(read_bytes(backend.at("out/report.json")) == backend.run({"check", "--format", "json", "backend.py"}).out);
+    CHECK(read_bytes(backend.at("backend.py")) != original);
+  }
+
   TEST_CASE("combinations that cannot mean anything are exit 2, naming the remedy; nothing is written") {
     const ScratchBackend backend{"kvpatch-check-fix"};
     const std::string original = read_bytes(backend.at("backend.py"));

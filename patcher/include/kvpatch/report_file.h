@@ -12,4 +12,9 @@ namespace kvpatch {
 // Throws InputError naming the path, what failed and what to do.
 void write_report_file(const std::filesystem::path& path, const std::string& content);
 
+// Whether write_report_file(path, ...) can write there now: its checks, the directories it would make made, and a
+// temporary file created beside the target and removed. For `check --fix`, which changes sources before it has its
+// report: a report that cannot be written then stops it before any source is touched. Throws as write_report_file.
+void check_report_file_writable(const std::filesystem::path& path);
+
 }  // namespace kvpatch
