@@ -5,9 +5,9 @@
 
 namespace kvpatch::cli {
 namespace {
-const std::vector<std::string> kFormats = {"text", "json", "github", "gitlab", "junit", "rdjson", "sarif"};
+const std::vector<std::string> kFormats = {"text", "full", "json", "github", "gitlab", "junit", "rdjson", "sarif"};
 constexpr const char* kFormatHelp =
-    "report format: text, json, github (GitHub Actions annotations), gitlab (GitLab Code Quality), junit (JUnit XML, "
+    "report format: text, full (text with each finding's source line and apply's fix for it), json, github (GitHub Actions annotations), gitlab (GitLab Code Quality), junit (JUnit XML, "
     "for CI test reports), rdjson (reviewdog, with apply's edits as suggested changes) or sarif (SARIF 2.1.0, for "
     "code scanning)";
 

@@ -40,7 +40,7 @@ bool print_report(const Run& run, const RuleSet& rules, const Options& options, 
   } else if (options.format == "github") {
     if (text_wanted || !run.errors.empty()) report = github_report(run);
   } else if (text_wanted) {
-    report = text_report(run);
+    report = options.format == "full" ? full_report(run) : text_report(run);
     const bool color = to_file ? options.color == "always" : color_wanted(options.color, STDOUT_FILENO);
     if (color) report = colorize_report(report);
   }

@@ -281,7 +281,8 @@ int run_source_command(const std::string& subcommand, const Options& options) {
   }
   const RuleSet& rules = loaded->rules;
   // The CI formats name files from the repository's top, as the services that read them resolve paths.
-  const bool repository_paths = options.format != "text" && options.format != "json";
+  const bool for_a_person = options.format == "text" || options.format == "full";
+  const bool repository_paths = !for_a_person && options.format != "json";
   std::vector<InputFile> left_out;
   const InputSet inputs = project_inputs(options, loaded->exclude, repository_paths, &left_out);
   Run run = analyze_inputs(rules, inputs);
@@ -321,7 +322,7 @@ int run_source_command(const std::string& subcommand, const Options& options) {
   }
   // A text report follows the names of the patched files on stdout, as ruff's does; a machine-read one must be
   // all that stdout holds.
-  std::ostream& names = report_after && options.format != "text" ? std::cerr : std::cout;
+  std::ostream& names = report_after && !for_a_person ? std::cerr : std::cout;
   const std::optional<Run> after =
       apply_and_analyse_again(run, inputs, options, *loaded, report_after && repository_paths, names);
   if (!after) return kUsageOrInput;

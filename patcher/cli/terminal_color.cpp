@@ -50,6 +50,7 @@ std::string colorize_report(const std::string& report) {
       {"redundant", "31"}, {"gated", "33"}, {"required", "36"}, {"ignored", "90"},
       {"run-input-converted", "31"}, {"run-input-unknown", "35"}};
   return map_lines(report, [&](std::string line) {
+    if (line.starts_with(' ')) return line;  // --format full's source lines and fixes: the source's own text
     for (const auto& [word, code] : colors) {
       const std::string marker = ": " + word + ": ";
       const std::size_t at = line.find(marker);

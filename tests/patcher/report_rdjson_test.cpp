@@ -18,49 +18,13 @@
 #include "support/kvpatch_cli.h"
 #include "support/process.h"
 #include "support/temp_dir.h"
+#include "support/text_edits.h"
 
 namespace fs = std::filesystem;
 using namespace kvpatch_test;
 using nlohmann::json;
 
 namespace {
-// A replacement of the text between two (line, byte column) positions, the end exclusive.
-struct TextEdit {
-  int line = 0, column = 0, end_line = 0, end_column = 0;
-  std::string content;
-  auto key() const { return std::tie(line, column, end_line, end_column, content); }
-  bool operator<(const TextEdit& other) const { return key() < other.key(); }
-  bool operator==(const TextEdit& other) const { return key() == other.key(); }
-};
-
-// The text with every edit made, as an editor or reviewdog would: positions count bytes after a UTF-8 BOM, lines
-// start after each "\n".
-std::string with_edits(const std::string& content, const std::set<TextEdit>& edits) {
-  const std::string bom = content.rfind("\xEF\xBB\xBF", 0) == 0 ? content.substr(0, 3) : "";
-  std::string text = content.substr(bom.size());
-  std::vector<std::size_t> starts = {0};
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '\n') starts.push_back(i + 1);
-  }
-  auto offset = [&](int line, int column) {
-    REQUIRE((line >= 1 && static_cast<std::size_t>(line) <= starts.size() && column >= 1));
-    const std::size_t at = starts[static_cast<std::size_t>(line - 1)] + static_cast<std::size_t>(column - 1);
-    REQUIRE(at <= text.size());
-    return at;
-  };
-  // From the end backwards, so that earlier offsets stay valid; edits must not overlap.
-  std::size_t limit = text.size();
-  for (auto it = edits.rbegin(); it != edits.rend(); ++it) {
-    const std::size_t begin = offset(it->line, it->column);
-    const std::size_t end = offset(it->end_line, it->end_column);
-    REQUIRE(begin <= end);
-    REQUIRE_MESSAGE(end <= limit, "overlapping edits at line ", it->line);
-    text.replace(begin, end - begin, it->content);
-    limit = begin;
-  }
-  return bom + text;
-}
-
 // The byte column of a UTF-16 column (SARIF's columnKind) on 1-based line `line` of content.
 int byte_column(const std::string& content, int line, int utf16_column) {
   const std::size_t bom = content.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0;
@@ -133,10 +97,7 @@ TEST_SUITE("formats") {
     std::set<TextEdit> from_json;
     for (const char* kind : {"plan_sites", "casts", "fields", "run_scales", "run_inputs"}) {
       for (const json& entry : report[kind]) {
-        for (const json& e : entry.value("edits", json::array())) {
-          from_json.insert({e["location"]["line"], e["location"]["column"], e["end_location"]["line"],
-                            e["end_location"]["column"], e["content"]});
-        }
+        for (const TextEdit& e : json_entry_edits(entry)) from_json.insert(e);
       }
     }
     CHECK(from_json == suggested);

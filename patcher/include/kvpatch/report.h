@@ -75,6 +75,9 @@ std::string text_line(const ReportItem& item);
 // One line per finding, text_line(), then the summary line
 // (which names run() inputs only when some are converted, of unknown origin or ignored).
 std::string text_report(const Run& run);
+// The text report with each finding's source line, a caret at its column and, when apply fixes it, the lines its
+// edits change, before (`-`, numbered) and after (`+`): --format full, for a person at a terminal.
+std::string full_report(const Run& run);
 std::string summary_line(const Summary& summary);
 // The --format json report (format_version 1).
 std::string json_report(const Run& run);
