@@ -97,10 +97,14 @@ void print_finding_context(std::ostringstream& out, const SourceFile& source, co
         << blank << "| " << indent_to(line, item.column) << "^\n";
   }
   if (hunks.empty()) return;
+  // An empty line gets its marker alone: no trailing blank for editors and `git diff --check` to flag.
+  const auto marked = [](char marker, std::string_view line) {
+    return line.empty() ? std::string(1, marker) : std::string(1, marker) + " " + std::string(line);
+  };
   out << blank << "= fix, as apply makes it:\n";
   for (const Hunk& h : hunks) {
-    for (int line = h.first; line <= h.last; ++line) out << numbered(line) << "- " << source.line_text(line) << "\n";
-    for (const std::string& line : lines_after(source, h)) out << blank << "+ " << line << "\n";
+    for (int line = h.first; line <= h.last; ++line) out << numbered(line) << marked('-', source.line_text(line)) << "\n";
+    for (const std::string& line : lines_after(source, h)) out << blank << marked('+', line) << "\n";
   }
 }
 }  // namespace

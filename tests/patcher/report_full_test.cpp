@@ -92,8 +92,8 @@ TEST_SUITE("formats") {
 
     const std::vector<std::string> source = shown_lines(original);
     static const std::regex header(R"(^[^:]+:(\d+):(\d+): [a-z-]+: .* \[([a-z0-9-]+)\]$)");
-    static const std::regex numbered(R"(^ +(\d+) ([|-]) (.*)$)");
-    static const std::regex added(R"(^ +\+ (.*)$)");
+    static const std::regex numbered(R"(^ +(\d+) ([|-])(?: (.*))?$)");  // an empty line without the blank
+    static const std::regex added(R"(^ +\+(?: (.*))?$)");
     std::size_t with_context = 0;
     std::size_t with_fix = 0;
     for (const Block& b : blocks) {
