@@ -7,9 +7,9 @@ namespace kvpatch::cli {
 namespace {
 const std::vector<std::string> kFormats = {"text", "full", "json", "github", "gitlab", "junit", "rdjson", "sarif"};
 constexpr const char* kFormatHelp =
-    "report format: text, full (text with each finding's source line and apply's fix for it), json, github (GitHub Actions annotations), gitlab (GitLab Code Quality), junit (JUnit XML, "
-    "for CI test reports), rdjson (reviewdog, with apply's edits as suggested changes) or sarif (SARIF 2.1.0, for "
-    "code scanning)";
+    "report format: text, full (text with each finding's source line and apply's fix for it), json, github (GitHub "
+    "Actions annotations), gitlab (GitLab Code Quality), junit (JUnit XML, for CI test reports), rdjson (reviewdog, "
+    "with apply's edits as suggested changes) or sarif (SARIF 2.1.0, for code scanning)";
 
 // Which FlashInfer release the files run with decides two things: before 0.6.14 it cannot build the FP8 KV plan
 // (no site is threaded), and from 0.6.14 on run() needs FP8 scales.

@@ -19,9 +19,7 @@ mode_t new_file_mode() {
   ::umask(mask);
   return 0666 & ~mask;
 }
-}  // namespace
 
-namespace {
 // Where a report for `path` goes, once the checks every write makes have passed: not a directory, and the
 // directories above it made, as ruff makes a CI job's missing reports/ directory.
 struct ReportTarget {
