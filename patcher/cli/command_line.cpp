@@ -131,6 +131,12 @@ Subcommands define_subcommands(CLI::App& app, Options& options) {
   s.check->add_flag("--fix", options.fix,
                     "write the edits as apply does (all files or none), then report what is left in --format's form; "
                     "exit 1 when findings remain");
+  // ruff's --show-fixes: which findings the written edits fixed, where the "patched FILE" lines say only where.
+  for (CLI::App* command : {s.check, s.apply}) {
+    command->add_flag("--show-fixes", options.show_fixes,
+                      std::string(command == s.check ? "with --fix, list" : "list") +
+                          " the findings the edits fixed, per file, rule and status, after the patched files");
+  }
   s.check->add_flag("--diff", options.diff,
                     "print the edits as a unified diff instead of a report, as diff does; nothing is written (exit 1 "
                     "when there are edits)");

@@ -21,7 +21,7 @@ void print_errors(const std::vector<FileError>& errors) {
   }
 }
 
-bool print_report(const Run& run, const RuleSet& rules, const Options& options, bool text_wanted) {
+bool print_report(const Run& run, const RuleSet& rules, const Options& options, bool text_wanted, int fd) {
   const bool to_file = !options.output_file.empty();
   std::string report;
   if (options.statistics) {
@@ -41,11 +41,11 @@ bool print_report(const Run& run, const RuleSet& rules, const Options& options, 
     if (text_wanted || !run.errors.empty()) report = github_report(run);
   } else if (text_wanted) {
     report = options.format == "full" ? full_report(run) : text_report(run);
-    const bool color = to_file ? options.color == "always" : color_wanted(options.color, STDOUT_FILENO);
+    const bool color = to_file ? options.color == "always" : color_wanted(options.color, fd);
     if (color) report = colorize_report(report);
   }
   if (!to_file) {
-    std::cout << report;
+    (fd == STDERR_FILENO ? std::cerr : std::cout) << report;
     return true;
   }
   try {

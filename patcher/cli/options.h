@@ -33,6 +33,7 @@ struct Options {
   bool statistics = false;                  // check, pre-commit --statistics: counts per rule and status
   bool fix = false;                         // check --fix (ruff's): apply, then report what is left
   bool diff = false;                        // check --diff (ruff's): what diff prints, nothing written
+  bool show_fixes = false;                  // apply, check --fix --show-fixes (ruff's): what the edits fixed
   std::string unused_ignores;               // --unused-ignores: warn or error; "" leaves it to the settings file
   std::string rule_id;  // rule: the finding id to explain
   std::string repo;   // pre-commit, install-hook, uninstall-hook

@@ -112,9 +112,9 @@ std::string standard_input_misuse(const Options& options) {
 }
 
 // apply's writes: every file's edits in place, all or none, each named as it is patched on `names` (stdout for apply
-// and a text report; stderr when stdout holds a machine-read report). Whether any was patched; nullopt after an
-// error, printed, when none was.
-std::optional<bool> write_patched_files(const Run& run, std::ostream& names) {
+// and a text report; stderr when stdout holds a machine-read report). The display paths of those patched, in the
+// order written; nullopt after an error, printed, when none was.
+std::optional<std::vector<std::string>> write_patched_files(const Run& run, std::ostream& names) {
   std::vector<const FileReport*> reports;
   for (const FileReport& f : run.files) reports.push_back(&f);
   const ApplyResult result = apply_files(reports);
@@ -127,7 +127,9 @@ std::optional<bool> write_patched_files(const Run& run, std::ostream& names) {
   }
   names.flush();  // the notes after these go to stderr: keep them after these lines when both streams share a log
   if (!result.errors.empty()) return std::nullopt;
-  return !result.patched.empty();
+  std::vector<std::string> patched;
+  for (const AppliedFile& p : result.patched) patched.push_back(p.display_path);
+  return patched;
 }
 
 // apply -: the text standard input held, with its edits, on stdout (as a formatter hands an editor its buffer
@@ -146,6 +148,14 @@ std::optional<std::string> print_patched_input(const Run& run, const InputFile& 
   std::cout << text;
   std::cout.flush();
   return text;
+}
+
+// How the run names the file standard input stands for.
+std::string stdin_display_path(const Run& run, const InputFile& input) {
+  for (const FileReport& f : run.files) {
+    if (f.file->source.path() == input.path) return f.file->source.display_path();
+  }
+  return input.path.string();
 }
 
 // The deepest directory that holds every PATH (a file counts as its directory): where the configuration is looked for.
@@ -189,20 +199,21 @@ InputSet project_inputs(const Options& options, const std::vector<ExcludePattern
 
 // What `check --fix` and `check --diff` (ruff's spellings) stand for: apply with the report of what is left, and diff.
 // Empty when the combination is sound, else the error.
-std::string fix_or_diff_misuse(const Options& options) {
+std::string fix_or_diff_misuse(const std::string& subcommand, const Options& options) {
   if (options.fix && options.diff) return "--fix writes the edits and --diff only prints them; pass one of the two";
   if (options.diff && (options.format != "text" || options.statistics || !options.output_file.empty())) {
     return "--diff prints a unified diff, not a report: drop --format, --statistics and --output-file, or --diff";
   }
-  if (options.fix && reads_standard_input(options)) {
-    return "check --fix writes files; for standard input run kvpatch apply -, which prints the patched text";
+  if (subcommand == "check" && options.show_fixes && !options.fix) {
+    return "--show-fixes lists what --fix fixed; pass --fix too, or drop --show-fixes";
   }
   return "";
 }
 
 // apply's part of `apply` and `check --fix`: the edits written, all files or none (for PATH `-`, the patched text
 // printed), then the run over what they left, since what apply cannot fix (unknown sites, sites blocked by required
-// casts or run() inputs) is still a finding. nullopt after an error, printed, when nothing was written.
+// casts or run() inputs) is still a finding. With --show-fixes, what the edits fixed, on `names` (stderr for PATH
+// `-`, whose stdout is the text). nullopt after an error, printed, when nothing was written.
 std::optional<Run> apply_and_analyse_again(const Run& run, const InputSet& inputs, const Options& options,
                                            const Loaded& loaded, bool repository_paths, std::ostream& names) {
   std::optional<InputSet> patched;
@@ -213,11 +224,13 @@ std::optional<Run> apply_and_analyse_again(const Run& run, const InputSet& input
     if (*text != *input.content) {
       patched = inputs;  // the same file, root and neighbours, holding the patched text
       patched->files.front().content = *text;
+      if (options.show_fixes) std::cerr << fixes_report(run, {stdin_display_path(run, input)});
     }
   } else {
-    const std::optional<bool> wrote = write_patched_files(run, names);
+    const std::optional<std::vector<std::string>> wrote = write_patched_files(run, names);
     if (!wrote) return std::nullopt;
-    if (*wrote) patched = project_inputs(options, loaded.exclude, repository_paths);
+    if (!wrote->empty()) patched = project_inputs(options, loaded.exclude, repository_paths);
+    if (options.show_fixes) names << fixes_report(run, *wrote) << std::flush;
   }
   if (!patched) std::cerr << "kvpatch: nothing to patch\n";
   note_where_the_plan_runs(run, loaded.rules);
@@ -260,7 +273,7 @@ int run_source_command(const std::string& subcommand, const Options& options) {
     print_error(misuse);
     return kUsageOrInput;
   }
-  if (const std::string misuse = fix_or_diff_misuse(options); !misuse.empty()) {
+  if (const std::string misuse = fix_or_diff_misuse(subcommand, options); !misuse.empty()) {
     print_error(misuse);
     return kUsageOrInput;
   }
@@ -303,10 +316,13 @@ int run_source_command(const std::string& subcommand, const Options& options) {
   // apply, check --fix: nothing is written unless every input is readable, every file can be patched, and by its
   // own settings. check --fix then reports as check does, so that a CI step's report names what stopped it.
   const bool report_after = command == "check";
+  // check --fix -: stdout is the patched text an editor takes back (all of it, as apply - prints it), so the report
+  // goes to stderr, as ruff's does.
+  const int report_fd = from_stdin ? STDERR_FILENO : STDOUT_FILENO;
+  const std::string nothing = from_stdin ? "nothing was printed" : "nothing was written";
   if (input_errors || nearer) {
-    if (report_after) print_report(run, rules, options, true);
-    print_error(from_stdin ? "nothing was printed; fix the errors above and run apply again"
-                           : "nothing was written; fix the errors above and run " + subcommand + " again");
+    if (report_after) print_report(run, rules, options, true, report_fd);
+    print_error(nothing + "; fix the errors above and run " + subcommand + " again");
     return kUsageOrInput;
   }
   // check --fix -o FILE: a report that could not be written after the sources were would leave a CI step with
@@ -316,7 +332,7 @@ int run_source_command(const std::string& subcommand, const Options& options) {
       check_report_file_writable(options.output_file);
     } catch (const InputError& e) {
       print_errors({to_file_error(e)});
-      print_error("nothing was written; fix the error above and run check again");
+      print_error(nothing + "; fix the error above and run check again");
       return kUsageOrInput;
     }
   }
@@ -328,7 +344,7 @@ int run_source_command(const std::string& subcommand, const Options& options) {
   if (!after) return kUsageOrInput;
   const Summary left = summarize(*after);
   if (report_after) {
-    if (!print_report(*after, rules, options, true)) return kUsageOrInput;
+    if (!print_report(*after, rules, options, true, report_fd)) return kUsageOrInput;
     return has_findings(left) && !options.exit_zero ? kFindings : kClean;
   }
   if (!has_findings(left)) return kClean;

@@ -34,6 +34,28 @@ std::string wrap(const std::string& line, std::string_view code) {
   if (body == 0) return line;
   return sgr(code) + line.substr(0, body) + std::string(kReset) + line.substr(body);
 }
+
+// A line --format full prints under a finding (report_full.cpp): `NN - old` (red) and `   + new` (green) of a fix,
+// from the marker on, as ruff colors its fixes, and the caret under the finding's column (red). The gutter, the
+// source line itself and `= fix` are left as they are: a source line is `NN | text`, so its text, whatever it
+// holds, never reaches the marker test.
+std::string colorize_context_line(const std::string& line) {
+  std::size_t at = line.find_first_not_of(" 0123456789");
+  if (at == std::string::npos || at == 0 || line[at - 1] != ' ') return line;
+  const char marker = line[at];
+  if (marker == '-' || marker == '+') {
+    const bool alone = at + 1 == line.size() || line[at + 1] == '\n' || line[at + 1] == '\r';
+    if (!alone && line[at + 1] != ' ') return line;
+    return line.substr(0, at) + wrap(line.substr(at), marker == '-' ? "31" : "32");
+  }
+  // The caret's line has no number: a numbered `NN |     ^` is a source line that holds a caret itself.
+  if (marker != '|' || line.find_first_not_of(' ') != at) return line;
+  const std::size_t caret = line.find_first_not_of(" \t", at + 1);
+  if (caret == std::string::npos || line[caret] != '^' || line.find_first_not_of("\r\n", caret + 1) != std::string::npos) {
+    return line;
+  }
+  return line.substr(0, caret) + wrap(line.substr(caret), "31");
+}
 }  // namespace
 
 bool color_wanted(const std::string& choice, int fd) {
@@ -50,7 +72,7 @@ std::string colorize_report(const std::string& report) {
       {"redundant", "31"}, {"gated", "33"}, {"required", "36"}, {"ignored", "90"},
       {"run-input-converted", "31"}, {"run-input-unknown", "35"}};
   return map_lines(report, [&](std::string line) {
-    if (line.starts_with(' ')) return line;  // --format full's source lines and fixes: the source's own text
+    if (line.starts_with(' ')) return colorize_context_line(line);  // --format full's lines under a finding
     for (const auto& [word, code] : colors) {
       const std::string marker = ": " + word + ": ";
       const std::size_t at = line.find(marker);

@@ -154,8 +154,9 @@ TEST_SUITE("check_fix") {
          "--diff prints a unified diff, not a report: drop --format, --statistics and --output-file, or --diff"},
         {{"check", "--diff", "--statistics", "backend.py"}, "drop --format, --statistics and --output-file"},
         {{"check", "--diff", "-o", "report.txt", "backend.py"}, "drop --format, --statistics and --output-file"},
-        {{"check", "--fix", "-"}, "check --fix writes files; for standard input run kvpatch apply -, which prints the "
-                                  "patched text"},
+        {{"check", "--show-fixes", "backend.py"},
+         "--show-fixes lists what --fix fixed; pass --fix too, or drop --show-fixes"},
+        {{"check", "--diff", "--show-fixes", "backend.py"}, "pass --fix too, or drop --show-fixes"},
     };
     for (const auto& entry : refused) {  // not a structured binding: CAPTURE's lambda cannot capture one in C++20
       const std::vector<std::string>& args = entry.first;

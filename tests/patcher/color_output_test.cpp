@@ -81,6 +81,42 @@ TEST_SUITE("color") {
     CHECK(removed > 0);
   }
 
+  TEST_CASE("check --format full --color always colors the status words, each fix's lines and the carets only") {
+    const ScratchBackend backend{"kvpatch-color"};
+    const ProcessResult plain = backend.run({"check", "--format", "full", "--color", "never", "backend.py"});
+    const ProcessResult colored = backend.run({"check", "--format", "full", "--color", "always", "backend.py"});
+    CHECK(plain.exit_code == 1);
+    CHECK(colored.exit_code == 1);
+    CHECK_FALSE(has_escape(plain.out));
+    CHECK(strip_sgr(colored.out) == plain.out);
+    const std::vector<std::string> plain_lines = split_lines_keep_ends(plain.out);
+    const std::vector<std::string> colored_lines = split_lines_keep_ends(colored.out);
+    REQUIRE(plain_lines.size() == colored_lines.size());
+    static const std::regex removed(R"(^ +[0-9]+ -( .*)?\n$)");
+    static const std::regex added(R"(^ + \+( .*)?\n$)");
+    static const std::regex caret(R"(^ +\|[ \t]*\^\n$)");
+    int fix_lines = 0;
+    int carets = 0;
+    for (std::size_t i = 0; i < plain_lines.size(); ++i) {
+      const std::string& line = plain_lines[i];
+      const std::string& shown = colored_lines[i];
+      CAPTURE(line);
+      if (std::regex_match(line, removed) || std::regex_match(line, added)) {
+        const std::size_t marker = line.find_first_not_of(" 0123456789");
+        CHECK(shown == line.substr(0, marker) + (line[marker] == '-' ? "\033[31m" : "\033[32m") +
+                           line.substr(marker, line.size() - marker - 1) + "\033[0m\n");
+        ++fix_lines;
+      } else if (std::regex_match(line, caret)) {
+        CHECK(shown == line.substr(0, line.size() - 2) + "\033[31m^\033[0m\n");
+        ++carets;
+      } else if (line.starts_with(" ")) {
+        CHECK(shown == line);  // the gutter, the source lines and `= fix` stay as they are
+      }
+    }
+    CHECK(fix_lines > 0);
+    CHECK(carets > 0);
+  }
+
   TEST_CASE("auto, the default, colors a terminal only, and NO_COLOR turns it off") {
     const ScratchBackend backend{"kvpatch-color"};
     // Through a pipe (as in CI and in these tests): no escape codes.

@@ -131,6 +131,40 @@ TEST_SUITE("stdin") {
     CHECK(compared >= 20);
   }
 
+  TEST_CASE("check --fix - prints what apply - prints, and on stderr the report check makes of that text") {
+    const fs::path fixtures = required_env("KVPATCH_FIXTURES_DIR");
+    int compared = 0;
+    for (const fs::directory_entry& entry : fs::directory_iterator(fixtures)) {
+      if (!fs::exists(entry.path() / "fixture.cfg")) continue;
+      const Fixture fixture = load_fixture(entry.path());
+      CAPTURE(fixture.name);
+      TempDir dir("kvpatch-stdin-check-fix-" + fixture.name);
+      fixture.stage(dir.path());
+      const std::string source = read_bytes(dir.path() / fixture.input);
+      ProcessOptions options;
+      options.stdin_text = source;
+      const std::vector<std::string> piped_args = {"--fix", "--format", "json", "--stdin-filename", fixture.input, "-"};
+      const ProcessResult fixed = run_kvpatch(fixture.command("check", piped_args), dir.path(), options);
+      const ProcessResult printed =
+          run_kvpatch(fixture.command("apply", {"--stdin-filename", fixture.input, "-"}), dir.path(), options);
+      CHECK(read_bytes(dir.path() / fixture.input) == source);  // nothing on disk was written
+      CHECK(fixed.out == printed.out);
+      if (fixture.refused()) {
+        CHECK(fixed.exit_code == 2);
+        CHECK(contains(fixed.err, "kvpatch: error: nothing was printed; fix the errors above and run check again\n"));
+      } else {
+        // The same text written to the file, and checked there: the report is the one check makes of it, on stderr.
+        write_bytes(dir.path() / fixture.input, printed.out);
+        const ProcessResult after = run_kvpatch(fixture.command("check", {"--format", "json", fixture.input}), dir.path());
+        CHECK_MESSAGE(fixed.exit_code == fixture.recheck_exit, describe({"kvpatch", "check", "--fix", "-"}, fixed));
+        CHECK(fixed.exit_code == after.exit_code);
+        CHECK_MESSAGE(contains(fixed.err, after.out), fixed.err);
+      }
+      ++compared;
+    }
+    CHECK(compared >= 20);
+  }
+
   TEST_CASE("without --stdin-filename the text is reported as -") {
     TempDir dir("kvpatch-stdin-bare");
     ProcessOptions options;

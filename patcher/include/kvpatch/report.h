@@ -95,6 +95,11 @@ std::string rdjson_report(const Run& run);
 std::string statistics_report(const Run& run);
 // --statistics --format json: those rows as a JSON array of {rule, status, count, fixable}.
 std::string statistics_json(const Run& run);
+// --show-fixes (ruff's): what `apply` fixed in `run`, the run it wrote the edits of, counted per file of `patched`
+// (display paths, in that order) and per rule id and status, the most frequent first:
+// `fixed N findings in M files:`, then `- FILE:` and `    COUNT x RULE (STATUS)` lines. Counts rather than lines,
+// since the lines moved when the edits were made. Empty when no fixable finding is in those files.
+std::string fixes_report(const Run& run, const std::vector<std::string>& patched);
 // The check name GitLab's report gives a file kvpatch could not check (it has no rule: nothing can ignore it), and
 // what `kvpatch rule` says of it.
 inline constexpr const char* kInputErrorCheck = "kvpatch-input-error";

@@ -55,4 +55,38 @@ TEST_SUITE("terminal_color") {
     const std::string shown = colorize_report(report);
     CHECK(shown == "m.py:3:5: \033[31mmissing\033[0m: the message: with colons [rule]\n1 plan sites: 0 threaded\n");
   }
+
+  TEST_CASE("--format full: a fix's lines red and green from the marker on, the caret red, the source left alone") {
+    // A source line that itself reads like a fix or a caret (`- x`, `^`) is numbered and keeps its bytes.
+    const std::string report =
+        "m.py:9:5: redundant: a cast [rule]\n"
+        "    |\n"
+        " 9 | k = k.to(q.dtype)\n"
+        "    |\t^\n"
+        " 10 | - x\n"
+        " 11 |   ^\n"
+        "    = fix, as apply makes it:\n"
+        "  9 - k = k.to(q.dtype)\r\n"
+        " 10 -\n"
+        "    + k = k\n"
+        "    +\n"
+        "    +x not a fix line\n"
+        "1 plan sites: 0 threaded\n";
+    const std::string shown = colorize_report(report);
+    CHECK(strip_sgr(shown) == report);
+    CHECK(shown ==
+          "m.py:9:5: \033[31mredundant\033[0m: a cast [rule]\n"
+          "    |\n"
+          " 9 | k = k.to(q.dtype)\n"
+          "    |\t\033[31m^\033[0m\n"
+          " 10 | - x\n"
+          " 11 |   ^\n"
+          "    = fix, as apply makes it:\n"
+          "  9 \033[31m- k = k.to(q.dtype)\033[0m\r\n"
+          " 10 \033[31m-\033[0m\n"
+          "    \033[32m+ k = k\033[0m\n"
+          "    \033[32m+\033[0m\n"
+          "    +x not a fix line\n"
+          "1 plan sites: 0 threaded\n");
+  }
 }
