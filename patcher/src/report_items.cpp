@@ -129,7 +129,7 @@ std::vector<ReportItem> report_items(const Run& run) {
     for (const RunInputFinding& r : f.run_inputs) {
       items.push_back({path, r.line, r.column, run_input_label(r), run_input_message(r), r.rule, !r.ignored,
                        r.ignored ? std::optional<std::string>(r.ignore_reason) : std::nullopt,
-                       scope_name(r.class_name, r.method)});
+                       scope_name(r.class_name, r.method), {}});  // run() inputs are never edited
     }
     for (const RunScaleFinding& r : f.run_scales) {
       const bool missing = !r.present && !r.ignored;

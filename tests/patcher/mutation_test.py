@@ -41,6 +41,7 @@ import ast
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -330,15 +331,26 @@ def check_one(kvpatch, files, scratch, options):
         if recheck.returncode != apply.returncode:
             failures.append(f"apply exited {apply.returncode}, check after it {recheck.returncode}")
     failures += check_fix_differences(kvpatch, files, scratch, options, target, apply, applied,
-                                      recheck if apply.returncode != 2 else None)
+                                      recheck if apply.returncode != 2 else None, rows_before)
     return failures, (check.returncode, apply.returncode)
 
 
-def check_fix_differences(kvpatch, files, scratch, options, target, apply, applied, recheck):
-    """`check --fix --format json` on a second copy of the original files against apply and the check after it."""
+def shown_fixes(text):
+    """The counts `--show-fixes` lists, as {(rule, status): count}, summed over its files."""
+    counts = {}
+    for m in re.finditer(r"^    (\d+) x ([a-z0-9-]+) \(([a-z-]+)\)$", text, re.M):
+        key = (m.group(2), m.group(3))
+        counts[key] = counts.get(key, 0) + int(m.group(1))
+    return counts
+
+
+def check_fix_differences(kvpatch, files, scratch, options, target, apply, applied, recheck, rows_before):
+    """`check --fix --show-fixes --format json` on a second copy of the original files against apply and the check
+    after it; what --show-fixes lists against the fixable findings `check --statistics` counted before."""
     package = os.path.join(scratch, "fix", "pkg")
     write_files(package, files)
-    fix = subprocess.run([kvpatch, "check", "--fix", "--format", "json", "--isolated", *options, *target],
+    fix = subprocess.run([kvpatch, "check", "--fix", "--show-fixes", "--format", "json", "--isolated", *options,
+                          *target],
                          cwd=package, capture_output=True, text=True, errors="replace", timeout=120, check=False)
     failures = []
     if read_files(package, files) != applied:
@@ -354,6 +366,13 @@ def check_fix_differences(kvpatch, files, scratch, options, target, apply, appli
         failures.append("check --fix printed another JSON report than check after apply")
     if apply.stdout and apply.stdout not in fix.stderr:
         failures.append("check --fix did not name the files it patched on stderr")
+    # Apply writes every fixable finding's edits or none, so what it lists is the fixable column, once it wrote.
+    if rows_before is not None:
+        wrote = applied != files
+        fixable = {key: n for key, (_, n) in rows_before.items() if n > 0} if wrote else {}
+        if shown_fixes(fix.stderr) != fixable:
+            failures.append(f"--show-fixes listed {sorted(shown_fixes(fix.stderr).items())}, not the fixable "
+                            f"{sorted(fixable.items())}")
     return failures
 
 
