@@ -1,5 +1,6 @@
 #include "command_line.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -7,9 +8,16 @@ namespace kvpatch::cli {
 namespace {
 const std::vector<std::string> kFormats = {"text", "full", "json", "github", "gitlab", "junit", "rdjson", "sarif"};
 constexpr const char* kFormatHelp =
-    "report format: text, full (text with each finding's source line and apply's fix for it), json, github (GitHub "
+    "report format (--output-format: the same, as ruff spells it): text (or concise, ruff's name), full (text with each finding's source line and apply's fix for it), json, github (GitHub "
     "Actions annotations), gitlab (GitLab Code Quality), junit (JUnit XML, for CI test reports), rdjson (reviewdog, "
     "with apply's edits as suggested changes) or sarif (SARIF 2.1.0, for code scanning)";
+
+// --format, also under ruff's name for it, --output-format, and with ruff's name for the one-line form, concise.
+void add_format_option(CLI::App* command, Options& options) {
+  command->add_option("--format,--output-format", options.format, kFormatHelp)
+      ->transform(CLI::Transformer(std::map<std::string, std::string>{{"concise", "text"}}))
+      ->check(CLI::IsMember(kFormats));
+}
 
 // Which FlashInfer release the files run with decides two things: before 0.6.14 it cannot build the FP8 KV plan
 // (no site is threaded), and from 0.6.14 on run() needs FP8 scales.
@@ -121,7 +129,7 @@ Subcommands define_subcommands(CLI::App& app, Options& options) {
   add_exit_zero_option(s.diff, options, "there are edits");
   add_exit_zero_option(s.apply, options, "findings remain that it cannot fix");
   for (CLI::App* command : {s.check, s.apply}) add_unused_ignores_option(command, options);
-  s.check->add_option("--format", options.format, kFormatHelp)->check(CLI::IsMember(kFormats));
+  add_format_option(s.check, options);
   s.check->add_option("-o,--output-file", options.output_file,
                        "write the report to this file instead of stdout, whole or not at all (text uncolored unless "
                        "--color always); the exit code is as without it");
@@ -161,7 +169,7 @@ Subcommands define_subcommands(CLI::App& app, Options& options) {
   add_flashinfer_option(s.pre_commit, options);
   add_config_options(s.pre_commit, options);
   add_show_settings_option(s.pre_commit, options);
-  s.pre_commit->add_option("--format", options.format, kFormatHelp)->check(CLI::IsMember(kFormats));
+  add_format_option(s.pre_commit, options);
   add_color_option(s.pre_commit, options, "the text report's status words");
   add_statistics_option(s.pre_commit, options);
   s.pre_commit->add_flag("--all", options.all, "check every tracked *.py in the index, not only the staged changes");

@@ -144,6 +144,34 @@ TEST_SUITE("check_fix") {
     CHECK(read_bytes(backend.at("backend.py")) != original);
   }
 
+  TEST_CASE("ruff's spellings --output-format and concise print what --format and text print") {
+    const ScratchBackend backend{"kvpatch-output-format"};
+    const std::string git = required_env("KVPATCH_GIT");  // pre-commit reads what the index stages
+    REQUIRE(run_process({git, "init", "-q", backend.dir().string()}).exit_code == 0);
+    REQUIRE(run_process({git, "-C", backend.dir().string(), "add", "."}).exit_code == 0);
+    for (const char* command : {"check", "pre-commit"}) {
+      CAPTURE(command);
+      for (const auto& [ruff, ours] : std::vector<std::pair<std::string, std::string>>{
+               {"concise", "text"}, {"full", "full"}, {"json", "json"}, {"sarif", "sarif"}}) {
+        const std::vector<std::string> paths = std::string(command) == "check" ? std::vector<std::string>{"backend.py"}
+                                                                               : std::vector<std::string>{"--all"};
+        std::vector<std::string> as_ruff = {command, "--output-format", ruff};
+        std::vector<std::string> as_ours = {command, "--format", ours};
+        as_ruff.insert(as_ruff.end(), paths.begin(), paths.end());
+        as_ours.insert(as_ours.end(), paths.begin(), paths.end());
+        const ProcessResult a = backend.run(as_ruff);
+        const ProcessResult b = backend.run(as_ours);
+        CHECK_MESSAGE(a.exit_code == b.exit_code, a.err);
+        CHECK(a.out == b.out);
+        CHECK(a.err == b.err);
+        CHECK(!a.out.empty());
+      }
+    }
+    const ProcessResult bad = backend.run({"check", "--output-format", "grouped", "backend.py"});
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.err.find("grouped") != std::string::npos);
+  }
+
   TEST_CASE("combinations that cannot mean anything are exit 2, naming the remedy; nothing is written") {
     const ScratchBackend backend{"kvpatch-check-fix"};
     const std::string original = read_bytes(backend.at("backend.py"));
