@@ -6,6 +6,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bash "$root/scripts/setup.sh" "$root/build"
 bash "$root/scripts/fetch-ruff.sh"  # for the lint.python test
+bash "$root/scripts/fetch-pre-commit.sh"  # for the patcher.hook.framework test
 # For lint.shell and lint.cpp, shellcheck and clang-tidy; Debian's Python test suite for
 # patcher.compile_checks.cpython, in case CMake finds Debian's python3 (other interpreters carry their own)
 debian_python=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true)
