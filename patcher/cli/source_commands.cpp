@@ -150,14 +150,6 @@ std::optional<std::string> print_patched_input(const Run& run, const InputFile& 
   return text;
 }
 
-// How the run names the file standard input stands for.
-std::string stdin_display_path(const Run& run, const InputFile& input) {
-  for (const FileReport& f : run.files) {
-    if (f.file->source.path() == input.path) return f.file->source.display_path();
-  }
-  return input.path.string();
-}
-
 // The deepest directory that holds every PATH (a file counts as its directory): where the configuration is looked for.
 std::filesystem::path common_directory(const std::vector<std::string>& paths) {
   std::optional<std::filesystem::path> common;
@@ -224,7 +216,7 @@ std::optional<Run> apply_and_analyse_again(const Run& run, const InputSet& input
     if (*text != *input.content) {
       patched = inputs;  // the same file, root and neighbours, holding the patched text
       patched->files.front().content = *text;
-      if (options.show_fixes) std::cerr << fixes_report(run, {stdin_display_path(run, input)});
+      if (options.show_fixes) std::cerr << fixes_report(run, {input.display_path});
     }
   } else {
     const std::optional<std::vector<std::string>> wrote = write_patched_files(run, names);

@@ -146,7 +146,8 @@ TEST_SUITE("stdin") {
       const std::string source = read_bytes(dir.path() / fixture.input);
       ProcessOptions options;
       options.stdin_text = source;
-      const std::vector<std::string> piped_args = {"--fix", "--format", "json", "--stdin-filename", fixture.input, "-"};
+      const std::vector<std::string> piped_args = {"--fix",           "--show-fixes", "--format", "json",
+                                                   "--stdin-filename", fixture.input, "-"};
       const ProcessResult fixed = run_kvpatch(fixture.command("check", piped_args), dir.path(), options);
       const ProcessResult printed =
           run_kvpatch(fixture.command("apply", {"--stdin-filename", fixture.input, "-"}), dir.path(), options);
@@ -162,6 +163,8 @@ TEST_SUITE("stdin") {
         CHECK_MESSAGE(fixed.exit_code == fixture.recheck_exit, describe({"kvpatch", "check", "--fix", "-"}, fixed));
         CHECK(fixed.exit_code == after.exit_code);
         CHECK_MESSAGE(contains(fixed.err, after.out), fixed.err);
+        // --show-fixes names the file standard input stands for, on stderr, when the text changed.
+        CHECK(contains(fixed.err, "- " + fixture.input + ":\n") == (printed.out != source));
       }
     }
   }
