@@ -81,6 +81,16 @@ void add_unused_ignores_option(CLI::App* command, Options& options) {
       ->check(CLI::IsMember({"warn", "error"}));
 }
 
+// ruff's -q and -s, for scripts and hooks that act on the exit code: messages.h says what each leaves out.
+void add_quiet_options(CLI::App* command, Options& options) {
+  command->add_flag("-q,--quiet", options.quiet,
+                    "print only what is wrong (findings, warnings, errors): a report for a person lists its findings "
+                    "alone, without the summary line; no \"patched FILE\" lines, --show-fixes list, notes or hints");
+  command->add_flag("-s,--silent", options.silent,
+                    "print only the errors that stop the command (exit 2): the exit code says the rest; a report is "
+                    "still written to --output-file, apply - still prints the patched text");
+}
+
 void add_show_settings_option(CLI::App* command, Options& options) {
   command->add_flag("--show-settings", options.show_settings,
                     "print the settings file, rules directory, exclude patterns and rule parameters this run would use, "
@@ -180,6 +190,9 @@ Subcommands define_subcommands(CLI::App& app, Options& options) {
   s.rule->add_option("ID", options.rule_id, "a finding id, e.g. flashinfer-mla-kv-run-input");
   s.rule->add_option("--rules", options.rules_dir, "rules directory (default: as for check)");
   add_config_options(s.rule, options);
+  for (CLI::App* command : {s.check, s.diff, s.apply, s.pre_commit, s.install_hook, s.uninstall_hook}) {
+    add_quiet_options(command, options);
+  }
   s.install_hook->add_flag("--force", options.force,
                            "keep an existing hook as pre-commit.kvpatch-backup and run it before kvpatch");
   return s;

@@ -56,13 +56,14 @@ int run_pre_commit(const Options& options) {
     return kUsageOrInput;
   }
   print_errors(run.errors);
-  warn_ignore_comments(run);
+  warn_ignore_comments(run, options);
   report_nearer_settings(run, options, loaded->config, SettingsUse::Hook);
   // Text stays quiet when the commit holds no file the rules select, as hooks should.
   print_report(run, loaded->rules, options, !run.files.empty());
   if (!run.errors.empty()) return kUsageOrInput;
   const Summary summary = summarize(run);
   if (!has_findings(summary)) return kClean;
+  if (!says_how_it_went(options)) return options.exit_zero ? kClean : kFindings;  // -q: the remedy is a hint
   std::string paths;
   for (const FileReport& f : run.files) {
     if (!f.edits.empty()) paths += " " + shell_word(f.file->source.display_path());
@@ -96,21 +97,23 @@ int run_hook_command(const std::string& command, const Options& options) {
   try {
     // The hook commands do not read the index; one libgit2 cannot read is a warning for install-hook.
     const GitRepository repo = GitRepository::open(repo_option(options), GitRepository::Index::kOptional);
+    // What was done is said on stdout, unless -q; a warning on stderr, unless -s.
+    std::ostream& out = says_how_it_went(options) ? std::cout : discarded();
     if (command == "install-hook") {
       const std::filesystem::path binary = own_binary(options.argv0);
       const HookOutcome outcome = install_pre_commit_hook(repo, binary, options.force);
       const std::string hook = outcome.paths.hook.string();
       switch (outcome.change) {
-        case HookChange::Installed: std::cout << "installed " << hook << "\n"; break;
+        case HookChange::Installed: out << "installed " << hook << "\n"; break;
         case HookChange::InstalledWithBackup:
-          std::cout << "installed " << hook << "; the previous hook is kept as " << outcome.paths.backup.string()
-                    << " and runs first\n";
+          out << "installed " << hook << "; the previous hook is kept as " << outcome.paths.backup.string()
+              << " and runs first\n";
           break;
-        case HookChange::Updated: std::cout << "updated " << hook << "\n"; break;
-        default: std::cout << hook << " is already the kvpatch hook; nothing to do\n"; break;
+        case HookChange::Updated: out << "updated " << hook << "\n"; break;
+        default: out << hook << " is already the kvpatch hook; nothing to do\n"; break;
       }
-      std::cout << "it runs " << binary.string() << " pre-commit on the staged content of every commit\n";
-      if (const auto& problem = repo.index_problem()) {
+      out << "it runs " << binary.string() << " pre-commit on the staged content of every commit\n";
+      if (const auto& problem = repo.index_problem(); problem && says_what_is_wrong(options)) {
         std::cerr << "kvpatch: warning: " << problem->formatted()
                   << "; until then the hook refuses every commit (exit 2)\n";
       }
@@ -119,11 +122,9 @@ int run_hook_command(const std::string& command, const Options& options) {
     const HookOutcome outcome = uninstall_pre_commit_hook(repo);
     const std::string hook = outcome.paths.hook.string();
     switch (outcome.change) {
-      case HookChange::Restored:
-        std::cout << "restored " << hook << " from " << outcome.paths.backup.string() << "\n";
-        break;
-      case HookChange::Removed: std::cout << "removed " << hook << "\n"; break;
-      default: std::cout << "no pre-commit hook at " << hook << "; nothing to do\n"; break;
+      case HookChange::Restored: out << "restored " << hook << " from " << outcome.paths.backup.string() << "\n"; break;
+      case HookChange::Removed: out << "removed " << hook << "\n"; break;
+      default: out << "no pre-commit hook at " << hook << "; nothing to do\n"; break;
     }
     return kClean;
   } catch (const InputError& e) {

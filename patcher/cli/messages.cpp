@@ -12,6 +12,11 @@
 
 namespace kvpatch::cli {
 
+std::ostream& discarded() {
+  static std::ostream nowhere(nullptr);  // no buffer: every write is dropped
+  return nowhere;
+}
+
 void print_error(const std::string& text) { std::cerr << "kvpatch: error: " << text << "\n"; }
 
 void print_errors(const std::vector<FileError>& errors) {
@@ -23,10 +28,12 @@ void print_errors(const std::vector<FileError>& errors) {
 
 bool print_report(const Run& run, const RuleSet& rules, const Options& options, bool text_wanted, int fd) {
   const bool to_file = !options.output_file.empty();
+  if (!to_file && !says_what_is_wrong(options)) return true;
+  const Extent extent = says_how_it_went(options) ? Extent::Everything : Extent::FindingsOnly;
   std::string report;
   if (options.statistics) {
     if (options.format == "json") report = statistics_json(run);
-    else if (text_wanted) report = statistics_report(run);
+    else if (text_wanted) report = statistics_report(run, extent);
   } else if (options.format == "json") {
     report = json_report(run);
   } else if (options.format == "sarif") {
@@ -38,9 +45,9 @@ bool print_report(const Run& run, const RuleSet& rules, const Options& options, 
   } else if (options.format == "junit") {
     report = junit_report(run);
   } else if (options.format == "github") {
-    if (text_wanted || !run.errors.empty()) report = github_report(run);
+    if (text_wanted || !run.errors.empty()) report = github_report(run, extent);
   } else if (text_wanted) {
-    report = options.format == "full" ? full_report(run) : text_report(run);
+    report = options.format == "full" ? full_report(run, extent) : text_report(run, extent);
     const bool color = to_file ? options.color == "always" : color_wanted(options.color, fd);
     if (color) report = colorize_report(report);
   }
@@ -57,7 +64,8 @@ bool print_report(const Run& run, const RuleSet& rules, const Options& options, 
   return true;
 }
 
-void warn_ignore_comments(const Run& run) {
+void warn_ignore_comments(const Run& run, const Options& options) {
+  if (!says_what_is_wrong(options)) return;
   for (const FileReport& f : run.files) {
     for (const IgnoreProblem& p : f.ignore_problems) {
       std::cerr << "kvpatch: " << ignore_problem_level(run) << ": " << f.file->source.display_path() << ":" << p.line

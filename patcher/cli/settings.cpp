@@ -194,6 +194,7 @@ bool report_nearer_settings(const Run& run, const Options& options, const std::o
   const std::string found_from = hook ? "the work tree's top" : "the paths' common directory";
   const std::string outcome = apply ? "apply would patch them" : "they were judged";
   for (const NearerSettings& n : nearer) {
+    if (!apply && !says_what_is_wrong(options)) continue;  // a warning: -s drops it; apply's error stops the run
     const std::string more =
         n.sources > 1 ? " and " + std::to_string(n.sources - 1) + " more checked file(s)" : std::string();
     std::string remedy = "Move the settings to the work tree's top, where pre-commit reads them";

@@ -28,9 +28,10 @@ namespace kvpatch::cli {
 namespace {
 // A PATH that yields no file a rule selects would pass silently; a CI user should see that nothing was checked,
 // and why when the project's `exclude` left files out there.
-void warn_unselected_paths(const std::vector<std::string>& paths, const Run& run,
-                           const std::vector<InputFile>& left_out, const std::vector<ExcludePatterns>& exclude) {
-  for (const std::string& p : paths) {
+void warn_unselected_paths(const Options& options, const Run& run, const std::vector<InputFile>& left_out,
+                           const std::vector<ExcludePatterns>& exclude) {
+  if (!says_what_is_wrong(options)) return;
+  for (const std::string& p : options.paths) {
     std::error_code ec;
     const std::filesystem::path given = std::filesystem::weakly_canonical(std::filesystem::absolute(p, ec), ec);
     if (ec || !std::filesystem::exists(given, ec)) continue;
@@ -57,7 +58,8 @@ void warn_unselected_paths(const std::vector<std::string>& paths, const Run& run
 // gates it; with the others the user should know before deploying. The original form also plans an E5M2 cache as
 // E5M2, which FlashInfer 0.6.14 to 0.7.4 refused on the H200 for SGLang 0.5.16-0.5.23
 // (tests/kernels/sglang_release_backend_test.py); the other two forms keep the cast for it.
-void note_where_the_plan_runs(const Run& run, const RuleSet& rules) {
+void note_where_the_plan_runs(const Run& run, const RuleSet& rules, const Options& options) {
+  if (!says_how_it_went(options)) return;
   const auto form = rules.parameters.find("kv_dtype_form");
   if (form != rules.parameters.end() && form->second == "sm90") return;
   const bool original_form = form == rules.parameters.end() || form->second == "original";
@@ -112,9 +114,10 @@ std::string standard_input_misuse(const Options& options) {
 }
 
 // apply's writes: every file's edits in place, all or none, each named as it is patched on `names` (stdout for apply
-// and a text report; stderr when stdout holds a machine-read report). The display paths of those patched, in the
-// order written; nullopt after an error, printed, when none was.
-std::optional<std::vector<std::string>> write_patched_files(const Run& run, std::ostream& names) {
+// and a text report; stderr when stdout holds a machine-read report; nowhere under -q). The display paths of those
+// patched, in the order written; nullopt after an error, printed, when none was.
+std::optional<std::vector<std::string>> write_patched_files(const Run& run, std::ostream& names,
+                                                            const Options& options) {
   std::vector<const FileReport*> reports;
   for (const FileReport& f : run.files) reports.push_back(&f);
   const ApplyResult result = apply_files(reports);
@@ -123,7 +126,7 @@ std::optional<std::vector<std::string>> write_patched_files(const Run& run, std:
     names << "patched " << p.display_path << " (" << p.edits << (p.edits == 1 ? " edit)" : " edits)") << "\n";
   }
   for (const AppliedFile& p : result.patched) {
-    if (!p.ownership_changed.empty()) std::cerr << "kvpatch: warning: " << p.display_path << ": " << p.ownership_changed << "\n";
+    if (!p.ownership_changed.empty() && says_what_is_wrong(options)) std::cerr << "kvpatch: warning: " << p.display_path << ": " << p.ownership_changed << "\n";
   }
   names.flush();  // the notes after these go to stderr: keep them after these lines when both streams share a log
   if (!result.errors.empty()) return std::nullopt;
@@ -207,7 +210,8 @@ std::string fix_or_diff_misuse(const std::string& subcommand, const Options& opt
 // casts or run() inputs) is still a finding. With --show-fixes, what the edits fixed, on `names` (stderr for PATH
 // `-`, whose stdout is the text). nullopt after an error, printed, when nothing was written.
 std::optional<Run> apply_and_analyse_again(const Run& run, const InputSet& inputs, const Options& options,
-                                           const Loaded& loaded, bool repository_paths, std::ostream& names) {
+                                           const Loaded& loaded, bool repository_paths, std::ostream& names_wanted) {
+  std::ostream& names = says_how_it_went(options) ? names_wanted : discarded();
   std::optional<InputSet> patched;
   if (reads_standard_input(options)) {
     const InputFile& input = inputs.files.front();
@@ -216,16 +220,16 @@ std::optional<Run> apply_and_analyse_again(const Run& run, const InputSet& input
     if (*text != *input.content) {
       patched = inputs;  // the same file, root and neighbours, holding the patched text
       patched->files.front().content = *text;
-      if (options.show_fixes) std::cerr << fixes_report(run, {input.display_path});
+      if (options.show_fixes && says_how_it_went(options)) std::cerr << fixes_report(run, {input.display_path});
     }
   } else {
-    const std::optional<std::vector<std::string>> wrote = write_patched_files(run, names);
+    const std::optional<std::vector<std::string>> wrote = write_patched_files(run, names, options);
     if (!wrote) return std::nullopt;
     if (!wrote->empty()) patched = project_inputs(options, loaded.exclude, repository_paths);
     if (options.show_fixes) names << fixes_report(run, *wrote) << std::flush;
   }
-  if (!patched) std::cerr << "kvpatch: nothing to patch\n";
-  note_where_the_plan_runs(run, loaded.rules);
+  if (!patched && says_how_it_went(options)) std::cerr << "kvpatch: nothing to patch\n";
+  note_where_the_plan_runs(run, loaded.rules, options);
   Run after = patched ? analyze_inputs(loaded.rules, *patched) : run;
   after.ignore_problems_fail = loaded.unused_ignores_error;
   return after;
@@ -254,7 +258,8 @@ int print_diff(const Run& run, bool input_errors, const Options& options) {
   for (const FileReport& f : run.files) {
     const std::string diff = unified_diff(f);
     any |= !diff.empty();
-    std::cout << (color ? colorize_diff(diff) : diff);
+    // -s: `git diff --quiet`'s use, the exit code alone says whether there are edits.
+    if (says_what_is_wrong(options)) std::cout << (color ? colorize_diff(diff) : diff);
   }
   return any && !options.exit_zero ? kFindings : kClean;
 }
@@ -295,8 +300,8 @@ int run_source_command(const std::string& subcommand, const Options& options) {
   run.ignore_problems_fail = command != "diff" && loaded->unused_ignores_error;
   print_errors(run.errors);
   const bool input_errors = !run.errors.empty();
-  if (!input_errors) warn_unselected_paths(options.paths, run, left_out, loaded->exclude);
-  warn_ignore_comments(run);
+  if (!input_errors) warn_unselected_paths(options, run, left_out, loaded->exclude);
+  warn_ignore_comments(run, options);
   const bool nearer =
       report_nearer_settings(run, options, loaded->config, writes ? SettingsUse::Apply : SettingsUse::Report);
 
@@ -341,8 +346,11 @@ int run_source_command(const std::string& subcommand, const Options& options) {
   }
   if (!has_findings(left)) return kClean;
   const int count = finding_count(left);
-  std::cerr << "kvpatch: " << count << (count == 1 ? " finding remains" : " findings remain")
-            << " that apply cannot fix; run kvpatch check to see them\n";
+  // What apply says of what it left is its report: printed under -q, as check's findings are.
+  if (says_what_is_wrong(options)) {
+    std::cerr << "kvpatch: " << count << (count == 1 ? " finding remains" : " findings remain")
+              << " that apply cannot fix; run kvpatch check to see them\n";
+  }
   return options.exit_zero ? kClean : kFindings;
 }
 

@@ -109,16 +109,17 @@ void print_finding_context(std::ostringstream& out, const SourceFile& source, co
 }
 }  // namespace
 
-std::string full_report(const Run& run) {
+std::string full_report(const Run& run, Extent extent) {
   std::map<std::string, const SourceFile*> sources;
   for (const FileReport& f : run.files) sources.emplace(f.file->source.display_path(), &f.file->source);
   std::ostringstream out;
   for (const ReportItem& item : report_items(run)) {
+    if (!item.finding && extent == Extent::FindingsOnly) continue;
     out << text_line(item) << "\n";
     const auto source = sources.find(item.file);
     if (item.finding && source != sources.end()) print_finding_context(out, *source->second, item);
   }
-  out << summary_line(summarize(run)) << "\n";
+  if (extent == Extent::Everything) out << summary_line(summarize(run)) << "\n";
   return out.str();
 }
 

@@ -40,7 +40,7 @@ std::string location(const std::string& file, int line, int column) {
 }
 }  // namespace
 
-std::string github_report(const Run& run) {
+std::string github_report(const Run& run, Extent extent) {
   std::ostringstream out;
   for (const FileError& e : run.errors) {
     out << "::error " << location(e.file, e.line, e.column) << ",title=kvpatch input error::"
@@ -61,7 +61,7 @@ std::string github_report(const Run& run) {
           << "\n";
     }
   }
-  out << summary_line(summarize(run)) << "\n";
+  if (extent == Extent::Everything) out << summary_line(summarize(run)) << "\n";
   return out.str();
 }
 

@@ -53,7 +53,7 @@ std::string fix_mark(const Row& row) {
 }
 }  // namespace
 
-std::string statistics_report(const Run& run) {
+std::string statistics_report(const Run& run, Extent extent) {
   const std::vector<Row> rows = statistics_rows(run);
   std::size_t count_width = 1, rule_width = 0, status_width = 0;
   int fixable = 0;
@@ -70,10 +70,10 @@ std::string statistics_report(const Run& run) {
         << std::string(rule_width - row.rule.size(), ' ') << "  " << row.status
         << std::string(status_width - row.status.size(), ' ') << "  " << fix_mark(row) << "\n";
   }
-  if (fixable > 0) {
+  if (fixable > 0 && extent == Extent::Everything) {
     out << "[*] " << fixable << (fixable == 1 ? " finding" : " findings") << " fixable with `kvpatch apply`\n";
   }
-  out << summary_line(summarize(run)) << "\n";
+  if (extent == Extent::Everything) out << summary_line(summarize(run)) << "\n";
   return out.str();
 }
 

@@ -80,10 +80,12 @@ std::string text_line(const ReportItem& item) {
          item.message + " [" + item.rule + "]";
 }
 
-std::string text_report(const Run& run) {
+std::string text_report(const Run& run, Extent extent) {
   std::ostringstream out;
-  for (const ReportItem& item : report_items(run)) out << text_line(item) << "\n";
-  out << summary_line(summarize(run)) << "\n";
+  for (const ReportItem& item : report_items(run)) {
+    if (item.finding || extent == Extent::Everything) out << text_line(item) << "\n";
+  }
+  if (extent == Extent::Everything) out << summary_line(summarize(run)) << "\n";
   return out.str();
 }
 

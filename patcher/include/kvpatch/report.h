@@ -70,20 +70,24 @@ const char* ignore_problem_level(const Run& run);
 // run() inputs: a reader must look, not necessarily change), "error" for what the patch exists to fix.
 const char* finding_level(const ReportItem& item);
 
+// What a report for a person holds: every entry and then the summary line (--statistics: after the count apply can
+// fix), or, for -q/--quiet (ruff's), the findings alone, so that a quiet run over patched code prints nothing.
+enum class Extent { Everything, FindingsOnly };
+
 // One entry as the text report prints it: `<file>:<line>:<col>: <status>: <message> [<rule-id>]`.
 std::string text_line(const ReportItem& item);
-// One line per finding, text_line(), then the summary line
-// (which names run() inputs only when some are converted, of unknown origin or ignored).
-std::string text_report(const Run& run);
+// One line per entry, text_line() (per finding only, with Extent::FindingsOnly), then the summary line (which names
+// run() inputs only when some are converted, of unknown origin or ignored).
+std::string text_report(const Run& run, Extent extent = Extent::Everything);
 // The text report with each finding's source line, a caret at its column and, when apply fixes it, the lines its
 // edits change, before (`-`, numbered) and after (`+`): --format full, for a person at a terminal.
-std::string full_report(const Run& run);
+std::string full_report(const Run& run, Extent extent = Extent::Everything);
 std::string summary_line(const Summary& summary);
 // The --format json report (format_version 1).
 std::string json_report(const Run& run);
 // --format github: one GitHub Actions workflow command per finding and input error (`::error file=...,line=...::`),
 // which the Actions runner shows as annotations on the lines, then the summary line.
-std::string github_report(const Run& run);
+std::string github_report(const Run& run, Extent extent = Extent::Everything);
 // --format sarif: a SARIF 2.1.0 log of the findings and input errors (GitHub code scanning, IDE viewers);
 // rules supply each rule id's description, tool_version the driver's version.
 std::string sarif_report(const Run& run, const RuleSet& rules, const std::string& tool_version);
@@ -92,7 +96,7 @@ std::string sarif_report(const Run& run, const RuleSet& rules, const std::string
 std::string rdjson_report(const Run& run);
 // --statistics (ruff's): one line per rule id and status with findings, the most frequent first, each with its count
 // and how many of them `apply` has an edit for; then the text report's summary line.
-std::string statistics_report(const Run& run);
+std::string statistics_report(const Run& run, Extent extent = Extent::Everything);
 // --statistics --format json: those rows as a JSON array of {rule, status, count, fixable}.
 std::string statistics_json(const Run& run);
 // --show-fixes (ruff's): what `apply` fixed in `run`, the run it wrote the edits of, counted per file of `patched`
