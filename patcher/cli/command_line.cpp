@@ -63,6 +63,15 @@ void add_exit_zero_option(CLI::App* command, Options& options, const std::string
   command->add_flag("--exit-zero", options.exit_zero, "exit 0 even when " + what + " (errors still exit 2)");
 }
 
+// ruff's --exit-non-zero-on-fix: for a CI step that fixes and must still fail, so that the fix is committed rather
+// than made on every run. It contradicts --exit-zero, as in ruff.
+void add_exit_non_zero_on_fix_option(CLI::App* command, Options& options, const std::string& when) {
+  CLI::Option* flag = command->add_flag("--exit-non-zero-on-fix", options.exit_non_zero_on_fix,
+                                        "exit 1 when the edits changed a file (or standard input's text), even if no "
+                                        "finding remains" + when);
+  flag->excludes(command->get_option("--exit-zero"));
+}
+
 // ruff's --statistics: the shape of a large tree's findings at a glance, and how many apply would fix.
 void add_statistics_option(CLI::App* command, Options& options) {
   command->add_flag("--statistics", options.statistics,
@@ -139,6 +148,8 @@ Subcommands define_subcommands(CLI::App& app, Options& options) {
   add_exit_zero_option(s.diff, options, "there are edits");
   add_exit_zero_option(s.apply, options, "findings remain that it cannot fix");
   for (CLI::App* command : {s.check, s.apply}) add_unused_ignores_option(command, options);
+  add_exit_non_zero_on_fix_option(s.apply, options, "");
+  add_exit_non_zero_on_fix_option(s.check, options, " (with --fix)");
   add_format_option(s.check, options);
   s.check->add_option("-o,--output-file", options.output_file,
                        "write the report to this file instead of stdout, whole or not at all (text uncolored unless "

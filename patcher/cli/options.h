@@ -34,6 +34,7 @@ struct Options {
   bool fix = false;                         // check --fix (ruff's): apply, then report what is left
   bool diff = false;                        // check --diff (ruff's): what diff prints, nothing written
   bool show_fixes = false;                  // apply, check --fix --show-fixes (ruff's): what the edits fixed
+  bool exit_non_zero_on_fix = false;        // apply, check --fix (ruff's): exit 1 when a file was changed
   bool quiet = false;   // -q/--quiet (ruff's): findings, warnings and errors only (messages.h)
   bool silent = false;  // -s/--silent (ruff's): errors only; implies quiet
   std::string unused_ignores;               // --unused-ignores: warn or error; "" leaves it to the settings file

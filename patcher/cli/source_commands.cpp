@@ -202,6 +202,9 @@ std::string fix_or_diff_misuse(const std::string& subcommand, const Options& opt
   if (subcommand == "check" && options.show_fixes && !options.fix) {
     return "--show-fixes lists what --fix fixed; pass --fix too, or drop --show-fixes";
   }
+  if (subcommand == "check" && options.exit_non_zero_on_fix && !options.fix) {
+    return "--exit-non-zero-on-fix sets the exit code of --fix; pass --fix too, or drop --exit-non-zero-on-fix";
+  }
   return "";
 }
 
@@ -209,7 +212,11 @@ std::string fix_or_diff_misuse(const std::string& subcommand, const Options& opt
 // printed), then the run over what they left, since what apply cannot fix (unknown sites, sites blocked by required
 // casts or run() inputs) is still a finding. With --show-fixes, what the edits fixed, on `names` (stderr for PATH
 // `-`, whose stdout is the text). nullopt after an error, printed, when nothing was written.
-std::optional<Run> apply_and_analyse_again(const Run& run, const InputSet& inputs, const Options& options,
+struct Applied {
+  Run after;             // the run over the files as the edits left them
+  bool changed = false;  // a file, or standard input's text, was changed
+};
+std::optional<Applied> apply_and_analyse_again(const Run& run, const InputSet& inputs, const Options& options,
                                            const Loaded& loaded, bool repository_paths, std::ostream& names_wanted) {
   std::ostream& names = says_how_it_went(options) ? names_wanted : discarded();
   std::optional<InputSet> patched;
@@ -230,9 +237,9 @@ std::optional<Run> apply_and_analyse_again(const Run& run, const InputSet& input
   }
   if (!patched && says_how_it_went(options)) std::cerr << "kvpatch: nothing to patch\n";
   note_where_the_plan_runs(run, loaded.rules, options);
-  Run after = patched ? analyze_inputs(loaded.rules, *patched) : run;
-  after.ignore_problems_fail = loaded.unused_ignores_error;
-  return after;
+  Applied applied{patched ? analyze_inputs(loaded.rules, *patched) : run, patched.has_value()};
+  applied.after.ignore_problems_fail = loaded.unused_ignores_error;
+  return applied;
 }
 
 // diff: what apply would write, as a unified diff.
@@ -336,15 +343,18 @@ int run_source_command(const std::string& subcommand, const Options& options) {
   // A text report follows the names of the patched files on stdout, as ruff's does; a machine-read one must be
   // all that stdout holds.
   std::ostream& names = report_after && !for_a_person ? std::cerr : std::cout;
-  const std::optional<Run> after =
+  const std::optional<Applied> applied =
       apply_and_analyse_again(run, inputs, options, *loaded, report_after && repository_paths, names);
-  if (!after) return kUsageOrInput;
-  const Summary left = summarize(*after);
+  if (!applied) return kUsageOrInput;
+  const Summary left = summarize(applied->after);
+  // --exit-non-zero-on-fix (ruff's): a CI step or hook that must fail when it had to fix something, as pre-commit
+  // fails a hook that modified files.
+  const int fixed_exit = applied->changed && options.exit_non_zero_on_fix ? kFindings : kClean;
   if (report_after) {
-    if (!print_report(*after, rules, options, true, report_fd)) return kUsageOrInput;
-    return has_findings(left) && !options.exit_zero ? kFindings : kClean;
+    if (!print_report(applied->after, rules, options, true, report_fd)) return kUsageOrInput;
+    return has_findings(left) && !options.exit_zero ? kFindings : fixed_exit;
   }
-  if (!has_findings(left)) return kClean;
+  if (!has_findings(left)) return fixed_exit;
   const int count = finding_count(left);
   // What apply says of what it left is its report: printed under -q, as check's findings are.
   if (says_what_is_wrong(options)) {

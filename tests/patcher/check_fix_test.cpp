@@ -121,6 +121,48 @@ TEST_SUITE("check_fix") {
     CHECK(fixed.out.find(left.out) != std::string::npos);
   }
 
+  TEST_CASE("--exit-non-zero-on-fix: exit 1 when the edits changed something, even with nothing left") {
+    const ScratchBackend backend{"kvpatch-exit-on-fix"};  // gen-b: apply fixes every finding
+    const std::string original = read_bytes(backend.at("backend.py"));
+    for (const std::vector<std::string>& command :
+         {std::vector<std::string>{"apply"}, std::vector<std::string>{"check", "--fix"}}) {
+      CAPTURE(command);
+      write_bytes(backend.at("backend.py"), original);
+      std::vector<std::string> args = command;
+      args.insert(args.end(), {"--exit-non-zero-on-fix", "backend.py"});
+      const ProcessResult fixed = backend.run(args);
+      CHECK_MESSAGE(fixed.exit_code == 1, fixed.err);
+      CHECK(read_bytes(backend.at("backend.py")) != original);
+      CHECK(backend.run({"check", "backend.py"}).exit_code == 0);  // nothing left: the 1 was for the fix
+      const ProcessResult again = backend.run(args);
+      CHECK_MESSAGE(again.exit_code == 0, again.err);  // nothing changed this time
+      // Standard input: changed text is a fix as a changed file is.
+      std::vector<std::string> from_stdin = command;
+      from_stdin.insert(from_stdin.end(), {"--exit-non-zero-on-fix", "--stdin-filename", "backend.py", "-"});
+      ProcessOptions unpatched;
+      unpatched.stdin_text = original;
+      CHECK(run_kvpatch(from_stdin, backend.dir(), unpatched).exit_code == 1);
+      ProcessOptions patched;
+      patched.stdin_text = read_bytes(backend.at("backend.py"));
+      CHECK(run_kvpatch(from_stdin, backend.dir(), patched).exit_code == 0);
+      // Without it, the same fix exits 0.
+      write_bytes(backend.at("backend.py"), original);
+      CHECK(backend.run(command.size() == 1 ? std::vector<std::string>{"apply", "backend.py"}
+                                            : std::vector<std::string>{"check", "--fix", "backend.py"})
+                .exit_code == 0);
+    }
+    // With --exit-zero it means nothing: refused by the command line, nothing written.
+    write_bytes(backend.at("backend.py"), original);
+    const ProcessResult both = backend.run({"apply", "--exit-non-zero-on-fix", "--exit-zero", "backend.py"});
+    CHECK(both.exit_code == 2);
+    CHECK(both.err.find("--exit-zero excludes --exit-non-zero-on-fix") != std::string::npos);
+    CHECK(read_bytes(backend.at("backend.py")) == original);
+    // Findings left after the fix exit 1 as they would without it.
+    const ScratchBackend fork{"kvpatch-exit-on-fix-fork", "fork"};
+    CHECK(fork.run({"apply", "--exit-non-zero-on-fix", "backend.py"}).exit_code == 1);
+    CHECK(fork.run({"apply", "--exit-non-zero-on-fix", "backend.py"}).exit_code == 1);
+  }
+
   TEST_CASE("--fix -o FILE: a report that cannot be written stops it before any source is touched") {
     const ScratchBackend backend{"kvpatch-check-fix"};
     const std::string original = read_bytes(backend.at("backend.py"));
@@ -185,6 +227,8 @@ TEST_SUITE("check_fix") {
         {{"check", "--show-fixes", "backend.py"},
          "--show-fixes lists what --fix fixed; pass --fix too, or drop --show-fixes"},
         {{"check", "--diff", "--show-fixes", "backend.py"}, "pass --fix too, or drop --show-fixes"},
+        {{"check", "--exit-non-zero-on-fix", "backend.py"},
+         "--exit-non-zero-on-fix sets the exit code of --fix; pass --fix too, or drop --exit-non-zero-on-fix"},
     };
     for (const auto& entry : refused) {  // not a structured binding: CAPTURE's lambda cannot capture one in C++20
       const std::vector<std::string>& args = entry.first;
