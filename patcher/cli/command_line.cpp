@@ -4,11 +4,12 @@
 #include <string>
 #include <vector>
 
+#include "kvpatch/report.h"
+
 namespace kvpatch::cli {
 namespace {
-const std::vector<std::string> kFormats = {"text", "full", "json", "github", "gitlab", "junit", "rdjson", "sarif"};
 constexpr const char* kFormatHelp =
-    "report format (--output-format: the same, as ruff spells it): text (or concise, ruff's name), full (text with each finding's source line and apply's fix for it), json, github (GitHub "
+    "report format (--output-format: the same, as ruff spells it; default: the settings file's output-format, else text): text (or concise, ruff's name), full (text with each finding's source line and apply's fix for it), json, github (GitHub "
     "Actions annotations), gitlab (GitLab Code Quality), junit (JUnit XML, for CI test reports), rdjson (reviewdog, "
     "with apply's edits as suggested changes) or sarif (SARIF 2.1.0, for code scanning)";
 
@@ -16,7 +17,7 @@ constexpr const char* kFormatHelp =
 void add_format_option(CLI::App* command, Options& options) {
   command->add_option("--format,--output-format", options.format, kFormatHelp)
       ->transform(CLI::Transformer(std::map<std::string, std::string>{{"concise", "text"}}))
-      ->check(CLI::IsMember(kFormats));
+      ->check(CLI::IsMember(report_format_names()));
 }
 
 // Which FlashInfer release the files run with decides two things: before 0.6.14 it cannot build the FP8 KV plan
@@ -162,9 +163,13 @@ Subcommands define_subcommands(CLI::App& app, Options& options) {
                     "exit 1 when findings remain");
   // ruff's --show-fixes: which findings the written edits fixed, where the "patched FILE" lines say only where.
   for (CLI::App* command : {s.check, s.apply}) {
-    command->add_flag("--show-fixes", options.show_fixes,
-                      std::string(command == s.check ? "with --fix, list" : "list") +
-                          " the findings the edits fixed, per file, rule and status, after the patched files");
+    CLI::Option* show = command->add_flag(
+        "--show-fixes", options.show_fixes,
+        std::string(command == s.check ? "with --fix, list" : "list") +
+            " the findings the edits fixed, per file, rule and status, after the patched files (show-fixes = true "
+            "in the settings file: the same)");
+    command->add_flag("--no-show-fixes", options.no_show_fixes, "do not, whatever the settings file's show-fixes says")
+        ->excludes(show);
   }
   s.check->add_flag("--diff", options.diff,
                     "print the edits as a unified diff instead of a report, as diff does; nothing is written (exit 1 "

@@ -21,18 +21,20 @@ std::optional<std::filesystem::path> repo_option(const Options& options) {
 }
 }  // namespace
 
-int run_pre_commit(const Options& options) {
+int run_pre_commit(const Options& given) {
   Run run;
   std::optional<Loaded> loaded;
+  Options options = given;
   try {
     const GitRepository repo = GitRepository::open(repo_option(options));
     // Settings from the work tree, as the files a commit is made from sit there (git runs hooks at its top).
-    loaded = load_rules(options, repo.work_tree());
+    loaded = load_rules(given, repo.work_tree());
     if (!loaded) return kUsageOrInput;
-    if (options.show_settings) {
-      print_settings(*loaded, options, repo.work_tree());
+    if (given.show_settings) {
+      print_settings(*loaded, given, repo.work_tree());
       return kClean;
     }
+    options = run_options(given, *loaded);
     StagedFiles staged = staged_python_files(repo, options.all ? StagedScope::All : StagedScope::Changed);
     // The other tracked files, to link a staged plan() with a run() elsewhere (and back): git_pre_commit.h.
     StagedFiles context;

@@ -29,6 +29,10 @@ int run_main(int argc, char** argv) {
     app.exit(e);
     return kUsageOrInput;
   }
+  // A settings file's output-format gives way to --format (settings.h).
+  for (const CLI::App* command : app.get_subcommands()) {
+    if (const CLI::Option* format = command->get_option_no_throw("--format")) options.format_given = format->count() > 0;
+  }
   // Statistics are rows of counts: the CI formats' readers want findings at lines.
   if (options.statistics && options.format != "text" && options.format != "json") {
     print_error("--statistics prints text or JSON, not --format " + options.format + "; drop one of the two");

@@ -18,6 +18,7 @@ struct Options {
   std::string kv_dtype_form;
   std::string flashinfer_version;
   std::string format = "text";
+  bool format_given = false;  // --format was on the command line: the settings file's output-format does not apply
   std::string root;
   std::string color = "auto";
   std::string output_file;  // check --output-file: the report goes there instead of stdout
@@ -34,6 +35,7 @@ struct Options {
   bool fix = false;                         // check --fix (ruff's): apply, then report what is left
   bool diff = false;                        // check --diff (ruff's): what diff prints, nothing written
   bool show_fixes = false;                  // apply, check --fix --show-fixes (ruff's): what the edits fixed
+  bool no_show_fixes = false;               // --no-show-fixes: not even when the settings file's show-fixes is true
   bool exit_non_zero_on_fix = false;        // apply, check --fix (ruff's): exit 1 when a file was changed
   bool quiet = false;   // -q/--quiet (ruff's): findings, warnings and errors only (messages.h)
   bool silent = false;  // -s/--silent (ruff's): errors only; implies quiet

@@ -145,6 +145,17 @@ std::optional<Loaded> load_rules(const Options& options, const std::filesystem::
   }
 }
 
+Options run_options(const Options& given, const Loaded& loaded) {
+  Options options = given;
+  if (!loaded.config) return options;
+  const ProjectConfig& config = *loaded.config;
+  if (!given.format_given && !given.diff && !config.output_format.empty()) {
+    options.format = given.statistics && config.output_format != "json" ? "text" : config.output_format;
+  }
+  if (!given.show_fixes && !given.no_show_fixes && config.show_fixes) options.show_fixes = *config.show_fixes;
+  return options;
+}
+
 void print_settings(const Loaded& loaded, const Options& options, const std::filesystem::path& start) {
   std::cout << "settings file: "
             << (loaded.config ? loaded.config->file.string()
@@ -161,6 +172,22 @@ void print_settings(const Loaded& loaded, const Options& options, const std::fil
   std::cout << "exclude: " << (exclude.empty() ? "none" : exclude) << "\n";
   std::cout << "unused ignores: " << (loaded.unused_ignores_error ? "error" : "warn")
             << (loaded.unused_ignores_source.empty() ? "  (the default)" : "  [" + loaded.unused_ignores_source + "]")
+            << "\n";
+  // The two report keys, as this command would use them.
+  const Options used = run_options(options, loaded);
+  const auto key_origin = [&](int line) { return loaded.config->file.string() + ":" + std::to_string(line); };
+  const bool format_from_file = loaded.config && !options.format_given && used.format == loaded.config->output_format;
+  std::cout << "output format: " << used.format
+            << (options.format_given     ? "  [--format]"
+                : format_from_file       ? "  [" + key_origin(loaded.config->output_format_line) + "]"
+                                         : std::string("  (the default)"))
+            << "\n";
+  const bool fixes_from_file = loaded.config && loaded.config->show_fixes && !options.show_fixes && !options.no_show_fixes;
+  std::cout << "show fixes: " << (used.show_fixes ? "true" : "false")
+            << (options.show_fixes      ? "  [--show-fixes]"
+                : options.no_show_fixes ? "  [--no-show-fixes]"
+                : fixes_from_file       ? "  [" + key_origin(loaded.config->show_fixes_line) + "]"
+                                        : std::string("  (the default)"))
             << "\n";
   std::cout << "per-file ignores:" << (loaded.rules.per_file_ignores.empty() ? " none" : "") << "\n";
   for (const PerFileIgnores& entry : loaded.rules.per_file_ignores) {

@@ -33,6 +33,13 @@ struct Loaded {
 // configuration's, then the default.
 std::optional<Loaded> load_rules(const Options& options, const std::filesystem::path& start);
 
+// The options a run acts on once its settings file is read: the command line's, with ruff's two report keys where
+// the command line says nothing. output-format is the report's form unless --format was given; not for --diff,
+// which prints no report, and with --statistics only json counts (its other forms being text), so that the key
+// never makes refused a command line that is sound without it. show-fixes = true is --show-fixes unless
+// --no-show-fixes (and means nothing where nothing is written).
+Options run_options(const Options& given, const Loaded& loaded);
+
 // --show-settings: what a run would use, and where each came from, without reading any source file.
 void print_settings(const Loaded& loaded, const Options& options, const std::filesystem::path& start);
 

@@ -272,30 +272,31 @@ int print_diff(const Run& run, bool input_errors, const Options& options) {
 }
 }  // namespace
 
-int run_source_command(const std::string& subcommand, const Options& options) {
-  if (const std::string misuse = standard_input_misuse(options); !misuse.empty()) {
+int run_source_command(const std::string& subcommand, const Options& given) {
+  // What the command line says is judged as it stands; the settings file's report keys never make it unsound.
+  if (const std::string misuse = standard_input_misuse(given); !misuse.empty()) {
     print_error(misuse);
     return kUsageOrInput;
   }
-  if (const std::string misuse = fix_or_diff_misuse(subcommand, options); !misuse.empty()) {
+  if (const std::string misuse = fix_or_diff_misuse(subcommand, given); !misuse.empty()) {
     print_error(misuse);
     return kUsageOrInput;
   }
   // check --diff is diff; check --fix is apply that then reports what is left as check does.
-  const std::string command = subcommand == "check" && options.diff ? "diff" : subcommand;
-  const bool writes = command == "apply" || (command == "check" && options.fix);
-  const bool from_stdin = reads_standard_input(options);
+  const std::string command = subcommand == "check" && given.diff ? "diff" : subcommand;
+  const bool writes = command == "apply" || (command == "check" && given.fix);
+  const bool from_stdin = reads_standard_input(given);
   // Settings are looked up from the file standard input stands for, as from a PATH.
   const std::filesystem::path start =
-      from_stdin
-          ? common_directory({options.stdin_filename.empty() ? std::string(".") : options.stdin_filename})
-          : common_directory(options.paths);
-  const std::optional<Loaded> loaded = load_rules(options, start);
+      from_stdin ? common_directory({given.stdin_filename.empty() ? std::string(".") : given.stdin_filename})
+                 : common_directory(given.paths);
+  const std::optional<Loaded> loaded = load_rules(given, start);
   if (!loaded) return kUsageOrInput;
-  if (options.show_settings) {
-    print_settings(*loaded, options, start);
+  if (given.show_settings) {
+    print_settings(*loaded, given, start);
     return kClean;
   }
+  const Options options = run_options(given, *loaded);
   const RuleSet& rules = loaded->rules;
   // The CI formats name files from the repository's top, as the services that read them resolve paths.
   const bool for_a_person = options.format == "text" || options.format == "full";

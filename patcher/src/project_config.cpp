@@ -7,13 +7,15 @@
 #include <vector>
 
 #include "kvpatch/input_error.h"
+#include "kvpatch/report.h"
 
 namespace kvpatch {
 namespace fs = std::filesystem;
 
 namespace {
 const char* const kKeys =
-    "kv-dtype-form, flashinfer-version, rules, exclude, unused-ignores, parameters, per-file-ignores";
+    "kv-dtype-form, flashinfer-version, rules, exclude, unused-ignores, output-format, show-fixes, parameters, "
+    "per-file-ignores";
 
 std::string read_text(const fs::path& file) {
   std::error_code ec;
@@ -101,6 +103,16 @@ public:
                            "write unused-ignores = \"warn\" (the default) or \"error\" (each ignore comment that "
                            "suppresses nothing is a finding)");
         }
+      } else if (name == "output-format") {
+        output_format(node, line);
+      } else if (name == "show-fixes") {
+        const auto* flag = node.as_boolean();
+        if (flag == nullptr) {
+          throw InputError(file_.string(), line, "'show-fixes' must be true or false",
+                           "write show-fixes = true (unquoted), as ruff's key of that name");
+        }
+        config_.show_fixes = flag->get();
+        config_.show_fixes_line = line;
       } else if (name == "per-file-ignores") {
         per_file_ignores(node, line);
       } else if (name == "parameters") {
@@ -117,11 +129,15 @@ public:
       } else {
         std::string dashed = name;
         std::replace(dashed.begin(), dashed.end(), '_', '-');
+        if (dashed == "format") dashed = "output-format";  // the command line's --format
         const bool known = dashed == "kv-dtype-form" || dashed == "flashinfer-version" ||
-                           dashed == "unused-ignores" || dashed == "per-file-ignores";
+                           dashed == "unused-ignores" || dashed == "per-file-ignores" ||
+                           dashed == "output-format" || dashed == "show-fixes";
         throw InputError(file_.string(), line, "unknown kvpatch setting '" + name + "'",
                          known ? "write it " + dashed +
-                                     (dashed == "per-file-ignores" ? ", as ruff spells its own"
+                                     (dashed == "per-file-ignores" || dashed == "output-format" ||
+                                              dashed == "show-fixes"
+                                          ? ", as ruff spells its own"
                                                                    : ", as the command-line option is spelled")
                                : std::string("the settings are ") + kKeys +
                                      " (other rule parameters go in the parameters table)");
@@ -131,6 +147,21 @@ public:
   }
 
 private:
+  // output-format: one of the report forms, as --format takes them; ruff's `concise` is kvpatch's text.
+  void output_format(const toml::node& node, int line) {
+    std::string format = string_value(file_, "output-format", node);
+    if (format == "concise") format = "text";
+    const std::vector<std::string>& names = report_format_names();
+    if (std::find(names.begin(), names.end(), format) == names.end()) {
+      std::string listed;
+      for (const std::string& n : names) listed += (listed.empty() ? "" : ", ") + n;
+      throw InputError(file_.string(), line, "'output-format' is '" + format + "', which kvpatch does not print",
+                       "write one of " + listed + " (or concise, ruff's name for text)");
+    }
+    config_.output_format = format;
+    config_.output_format_line = line;
+  }
+
   // [per-file-ignores]: "pattern" = ["RULE-ID", ...]. Whether each id is one a rule reports is known only once
   // the rules are loaded (per_file_ignores.h).
   void per_file_ignores(const toml::node& node, int line) {

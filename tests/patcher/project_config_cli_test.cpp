@@ -10,6 +10,7 @@
 #include "support/files.h"
 #include "support/fixture_sources.h"
 #include "support/kvpatch_cli.h"
+#include "support/process.h"
 #include "support/temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -308,6 +309,58 @@ TEST_SUITE("project_config_cli") {
     const ProcessResult clean = project.run({"check", "proj"});
     CHECK(clean.exit_code == 0);
     CHECK(clean.err.empty());
+  }
+
+  TEST_CASE("output-format and show-fixes (ruff's keys) are --format and --show-fixes; the command line wins") {
+    const Project project(".kvpatch.toml", "output-format = \"full\"\nshow-fixes = true\n");
+    const std::string file = fs::weakly_canonical(project.scratch.path() / "proj" / ".kvpatch.toml").string();
+    const ProcessResult configured = project.run({"check", "proj"});
+    const ProcessResult full = project.run({"check", "--format", "full", "proj"});
+    CHECK(configured.exit_code == 1);
+    CHECK(configured.out == full.out);
+    CHECK(contains(configured.out, "= fix, as apply makes it:"));
+    const ProcessResult text = project.run({"check", "--isolated", "proj"});
+    CHECK(project.run({"check", "--format", "text", "proj"}).out == text.out);
+    CHECK(project.run({"check", "--output-format", "concise", "proj"}).out == text.out);
+    CHECK(contains(project.run({"check", "--show-settings", "proj"}).out,
+                   "\noutput format: full  [" + file + ":1]\nshow fixes: true  [" + file + ":2]\n"));
+    CHECK(contains(project.run({"check", "--show-settings", "--format", "json", "--no-show-fixes", "proj"}).out,
+                   "\noutput format: json  [--format]\nshow fixes: false  [--no-show-fixes]\n"));
+    CHECK(contains(project.run({"check", "--show-settings", "--isolated", "proj"}).out,
+                   "\noutput format: text  (the default)\nshow fixes: false  (the default)\n"));
+    // Where a report is not printed, or has forms of its own, the key gives way rather than make the command
+    // line unsound: --diff prints the diff; --statistics prints its text (json only from json).
+    const ProcessResult diff = project.run({"check", "--diff", "proj"});
+    CHECK(diff.exit_code == 1);
+    CHECK(diff.out == project.run({"diff", "proj"}).out);
+    CHECK(project.run({"check", "--statistics", "proj"}).out ==
+          project.run({"check", "--statistics", "--isolated", "proj"}).out);
+    // pre-commit reads it from the work tree's top.
+    const std::string git = required_env("KVPATCH_GIT");
+    const fs::path top = project.scratch.path() / "proj";
+    REQUIRE(run_process({git, "init", "-q", top.string()}).exit_code == 0);
+    REQUIRE(run_process({git, "-C", top.string(), "add", "."}).exit_code == 0);
+    CHECK(run_kvpatch({"pre-commit"}, top).out == run_kvpatch({"pre-commit", "--format", "full"}, top).out);
+    CHECK(run_kvpatch({"pre-commit"}, top).out != run_kvpatch({"pre-commit", "--format", "text"}, top).out);
+
+    // show-fixes: apply lists what it fixed, as --show-fixes makes it; --no-show-fixes silences the key.
+    const std::string original = project.backend();
+    const ProcessResult quiet_list = project.run({"apply", "--no-show-fixes", "proj"});
+    CHECK(quiet_list.exit_code == 0);
+    CHECK_FALSE(contains(quiet_list.out, "fixed "));
+    write_bytes(project.scratch.path() / kBackend, original);
+    const ProcessResult listed = project.run({"apply", "proj"});
+    CHECK(listed.exit_code == 0);
+    CHECK(contains(listed.out, "patched python/sglang/flashinfer_mla_backend.py (9 edits)\nfixed 9 findings in 1 file:\n"));
+    write_bytes(project.scratch.path() / kBackend, original);
+    CHECK(project.run({"apply", "--show-fixes", "--isolated", "proj"}).out == listed.out);
+    CHECK(project.run({"apply", "--show-fixes", "--no-show-fixes", "proj"}).exit_code == 2);
+    // check without --fix writes nothing to list: the key is no error there, as --show-fixes would be.
+    write_bytes(project.scratch.path() / kBackend, original);
+    CHECK(project.run({"check", "--format", "text", "proj"}).exit_code == 1);
+    const ProcessResult fixed = project.run({"check", "--fix", "--format", "text", "proj"});
+    CHECK(fixed.exit_code == 0);
+    CHECK(contains(fixed.out, "fixed 9 findings in 1 file:\n"));
   }
 
   TEST_CASE("per-file-ignores: the rules named are ignored in the files matched, each finding naming the entry") {

@@ -37,6 +37,14 @@ struct ProjectConfig {
   int unused_ignores_line = 0;
   // `per-file-ignores`: a table of pattern = [rule ids], as ruff's per-file-ignores (TOML keeps it sorted by pattern).
   std::vector<PerFileIgnore> per_file_ignores;
+  // `output-format` (ruff's key): the report form check and pre-commit print when --format is not given, one of
+  // report_format_names() (`concise` read as text); empty when not given.
+  std::string output_format;
+  int output_format_line = 0;
+  // `show-fixes` (ruff's key): apply and check --fix list what they fixed unless --no-show-fixes; nullopt when not
+  // given.
+  std::optional<bool> show_fixes;
+  int show_fixes_line = 0;
 };
 
 // The file's `exclude` list, relative to the directory the file was found in (not a symlink's target).

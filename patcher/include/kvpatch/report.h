@@ -70,6 +70,12 @@ const char* ignore_problem_level(const Run& run);
 // run() inputs: a reader must look, not necessarily change), "error" for what the patch exists to fix.
 const char* finding_level(const ReportItem& item);
 
+// The report forms --format and the settings' output-format take; `concise` is ruff's name for text.
+inline const std::vector<std::string>& report_format_names() {
+  static const std::vector<std::string> names = {"text", "full", "json", "github", "gitlab", "junit", "rdjson", "sarif"};
+  return names;
+}
+
 // What a report for a person holds: every entry and then the summary line (--statistics: after the count apply can
 // fix), or, for -q/--quiet (ruff's), the findings alone, so that a quiet run over patched code prints nothing.
 enum class Extent { Everything, FindingsOnly };

@@ -76,6 +76,17 @@ TEST_SUITE("project_config") {
     CHECK(strict.unused_ignores == "error");
     CHECK(strict.unused_ignores_line == 2);
     CHECK(strict.parameters.empty());
+    CHECK(bare.output_format.empty());
+    CHECK(!bare.show_fixes.has_value());
+    // ruff's report keys; concise is ruff's name for text.
+    const ProjectConfig reports =
+        read_project_config(dir.write("kvpatch.toml", "output-format = \"concise\"\n\nshow-fixes = false\n"));
+    CHECK(reports.output_format == "text");
+    CHECK(reports.output_format_line == 1);
+    CHECK(reports.show_fixes == false);
+    CHECK(reports.show_fixes_line == 3);
+    CHECK(read_project_config(dir.write("kvpatch.toml", "output-format = \"sarif\"\nshow-fixes = true\n")).show_fixes ==
+          true);
   }
 
   TEST_CASE("bad settings: the file, the line and what to write instead") {
@@ -85,9 +96,25 @@ TEST_SUITE("project_config") {
     CHECK(read_error(f) == f.string() + ":2: unknown kvpatch setting 'kv_dtype_form'; write it kv-dtype-form, as the "
                                         "command-line option is spelled");
     dir.write(".kvpatch.toml", "format = \"json\"\n");
-    CHECK(read_error(f) == f.string() + ":1: unknown kvpatch setting 'format'; the settings are kv-dtype-form, "
-                                        "flashinfer-version, rules, exclude, unused-ignores, parameters, per-file-ignores (other "
-                                        "rule parameters go in the parameters table)");
+    CHECK(read_error(f) == f.string() + ":1: unknown kvpatch setting 'format'; write it output-format, as ruff spells "
+                                        "its own");
+    dir.write(".kvpatch.toml", "fix = true\n");
+    CHECK(read_error(f) == f.string() + ":1: unknown kvpatch setting 'fix'; the settings are kv-dtype-form, "
+                                        "flashinfer-version, rules, exclude, unused-ignores, output-format, show-fixes, "
+                                        "parameters, per-file-ignores (other rule parameters go in the parameters table)");
+    dir.write(".kvpatch.toml", "\noutput-format = \"grouped\"\n");
+    CHECK(read_error(f) == f.string() + ":2: 'output-format' is 'grouped', which kvpatch does not print; write one of "
+                                        "text, full, json, github, gitlab, junit, rdjson, sarif (or concise, ruff's name "
+                                        "for text)");
+    dir.write(".kvpatch.toml", "output-format = [\"json\"]\n");
+    CHECK(read_error(f) == f.string() + ":1: 'output-format' must be a string; quote the value, e.g. output-format = "
+                                        "\"...\"");
+    dir.write(".kvpatch.toml", "show-fixes = \"true\"\n");
+    CHECK(read_error(f) == f.string() + ":1: 'show-fixes' must be true or false; write show-fixes = true (unquoted), as "
+                                        "ruff's key of that name");
+    dir.write(".kvpatch.toml", "show_fixes = true\n");
+    CHECK(read_error(f) == f.string() + ":1: unknown kvpatch setting 'show_fixes'; write it show-fixes, as ruff spells "
+                                        "its own");
     dir.write(".kvpatch.toml", "unused_ignores = \"error\"\n");
     CHECK(read_error(f) == f.string() + ":1: unknown kvpatch setting 'unused_ignores'; write it unused-ignores, as the "
                                         "command-line option is spelled");
