@@ -205,6 +205,12 @@ Subcommands define_subcommands(CLI::App& app, Options& options) {
   s.rule = app.add_subcommand("rule", "explain a finding id from a report (all of them, one line each, without ID)");
   s.rule->add_option("ID", options.rule_id, "a finding id, e.g. flashinfer-mla-kv-run-input");
   s.rule->add_option("--rules", options.rules_dir, "rules directory (default: as for check)");
+  // ruff's `rule --all` and `rule --output-format json`: what an editor shows on hover, read by a program.
+  s.rule->add_flag("--all", options.all, "every finding id (what no ID prints), as ruff's rule --all");
+  s.rule->add_option("--output-format,--format", options.format,
+                     "text (the default) or json: an array of {id, summary, explanation} (with an ID, that one "
+                     "object)")
+      ->check(CLI::IsMember({"text", "json"}));
   add_config_options(s.rule, options);
   for (CLI::App* command : {s.check, s.diff, s.apply, s.pre_commit, s.install_hook, s.uninstall_hook}) {
     add_quiet_options(command, options);

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "support/files.h"
@@ -63,6 +64,33 @@ TEST_SUITE("rule_command") {
     write_bytes(scratch.path() / "backend.py", "# kvpatch: ignore[kvpatch-input-error]\n" + fixture_source("gen-b-unpatched"));
     const ProcessResult ignored = run_kvpatch({"check", "backend.py"}, scratch.path());
     CHECK(contains(ignored.err, "ignore[kvpatch-input-error] names a rule id that no rule reports"));
+  }
+
+  TEST_CASE("--output-format json (ruff's): each rule's id, summary and explanation, as the text forms give them") {
+    TempDir scratch("kvpatch-rule");
+    const ProcessResult list = run_kvpatch({"rule", "--output-format", "json"}, scratch.path());
+    REQUIRE_MESSAGE(list.exit_code == 0, list.err);
+    const nlohmann::json all = nlohmann::json::parse(list.out);
+    REQUIRE(all.is_array());
+    // The same ids, in the same order, as the text list; each summary is that list's line.
+    std::string as_text;
+    for (const nlohmann::json& rule : all) {
+      CHECK(rule.size() == 3);
+      as_text += rule["id"].get<std::string>() + "\n    " + rule["summary"].get<std::string>() + "\n";
+      // One id's object is that array's entry, and its explanation is what `rule ID` prints under the id.
+      const ProcessResult one = run_kvpatch({"rule", "--format", "json", rule["id"]}, scratch.path());
+      CHECK(nlohmann::json::parse(one.out) == rule);
+      const ProcessResult text = run_kvpatch({"rule", rule["id"]}, scratch.path());
+      CHECK(text.out == rule["id"].get<std::string>() + "\n\n" + rule["explanation"].get<std::string>() + "\n");
+    }
+    CHECK(as_text == run_kvpatch({"rule"}, scratch.path()).out);
+    CHECK(run_kvpatch({"rule", "--all"}, scratch.path()).out == as_text);
+    CHECK(all.size() == 8);
+    // --all with an id, and a form rule does not print, are usage errors.
+    const ProcessResult both = run_kvpatch({"rule", "--all", "fa3-kv-cast"}, scratch.path());
+    CHECK(both.exit_code == 2);
+    CHECK(contains(both.err, "--all lists every rule, an ID explains one; pass one of the two"));
+    CHECK(run_kvpatch({"rule", "--output-format", "sarif"}, scratch.path()).exit_code == 2);
   }
 
   TEST_CASE("an unknown id: exit 2, naming the ids there are") {
