@@ -92,13 +92,13 @@ void add_unused_ignores_option(CLI::App* command, Options& options) {
 }
 
 // ruff's -q and -s, for scripts and hooks that act on the exit code: messages.h says what each leaves out.
-void add_quiet_options(CLI::App* command, Options& options) {
+// `still_given`: what -s leaves alone in this command, since it was asked for (a report file, patched text).
+void add_quiet_options(CLI::App* command, Options& options, const std::string& still_given) {
   command->add_flag("-q,--quiet", options.quiet,
                     "print only what is wrong (findings, warnings, errors): a report for a person lists its findings "
                     "alone, without the summary line; no \"patched FILE\" lines, --show-fixes list, notes or hints");
   command->add_flag("-s,--silent", options.silent,
-                    "print only the errors that stop the command (exit 2): the exit code says the rest; a report is "
-                    "still written to --output-file, apply - still prints the patched text");
+                    "print only the errors that stop the command (exit 2): the exit code says the rest" + still_given);
 }
 
 void add_show_settings_option(CLI::App* command, Options& options) {
@@ -212,8 +212,11 @@ Subcommands define_subcommands(CLI::App& app, Options& options) {
                      "object)")
       ->check(CLI::IsMember({"text", "json"}));
   add_config_options(s.rule, options);
-  for (CLI::App* command : {s.check, s.diff, s.apply, s.pre_commit, s.install_hook, s.uninstall_hook}) {
-    add_quiet_options(command, options);
+  add_quiet_options(s.check, options,
+                    "; --output-file is still written (in -q's form), and with --fix - the patched text printed");
+  add_quiet_options(s.apply, options, "; apply - still prints the patched text");
+  for (CLI::App* command : {s.diff, s.pre_commit, s.install_hook, s.uninstall_hook}) {
+    add_quiet_options(command, options, "");
   }
   s.install_hook->add_flag("--force", options.force,
                            "keep an existing hook as pre-commit.kvpatch-backup and run it before kvpatch");
