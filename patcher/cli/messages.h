@@ -17,8 +17,9 @@ namespace kvpatch::cli {
 
 // -q/--quiet and -s/--silent, as ruff has them: what a run prints besides its findings and errors. Without either,
 // everything; -q drops what only tells a person how the run went (entries that are not findings, summary lines,
-// "patched FILE" lines, --show-fixes lists, notes, hints), leaving what is wrong: findings, warnings, errors. -s drops the findings and warnings too,
-// leaving the exit code and the errors that stop a run (exit 2), which nothing silences. Data a command exists to
+// "patched FILE" lines, --show-fixes lists, notes, hints), leaving what is wrong: findings, warnings, errors. -s
+// drops the findings and warnings too, leaving the exit code and the errors that stop a run (exit 2), which nothing
+// silences. Data a command exists to
 // print (apply -'s patched text, --show-settings, a report written with --output-file) is printed either way.
 inline bool says_how_it_went(const Options& options) { return !options.quiet && !options.silent; }
 inline bool says_what_is_wrong(const Options& options) { return !options.silent; }
