@@ -19,6 +19,7 @@ lines moved by the rewrite taken into account: a finding inside the rewritten li
 exit the same, and `apply` must exit the same and write code that compiles. Tree-sitter keeps comments and
 continuations as nodes among the children and reads `(x)` as a target as a tuple pattern: each of these once changed
 what kvpatch found (2026-12-03), as did `partial` and `torch` imported under other names (2026-12-03, later).
+KVPATCH_CASE_SHARE=N in the environment runs one case in N (case_share.py; the sanitized pass of scripts/test.sh).
 Exit codes: 0 pass, 1 a rewrite changed the outcome, 2 usage or input error.
 """
 
@@ -34,6 +35,7 @@ import sys
 import tempfile
 import warnings
 
+import case_share
 import metamorphic_calls
 
 BACKEND = "flashinfer_mla_backend.py"
@@ -319,10 +321,12 @@ def main():
     if not sources:
         print(f"metamorphic_test: no compiling backend under {args.fixtures or args.sources}", file=sys.stderr)
         return 2
+    share = case_share.case_share()
     scratch = tempfile.mkdtemp(prefix="kvpatch-metamorphic-")
     baselines, parsed, failed, tried, kinds = {}, {}, 0, 0, {}
     try:
         cases = every_one(args, sources, parsed) if args.kind else drawn(args, sources, parsed)
+        cases = case_share.every_nth_of_each(cases, share, lambda case: case[3])
         for seed, path, i, kind, rewritten, region in cases:
             if path not in baselines:
                 baselines[path] = outcome(kvpatch, parsed[path].text, scratch)
@@ -343,7 +347,8 @@ def main():
         print(f"metamorphic_test: no rewrite of kinds {args.kind!r} applies to these backends", file=sys.stderr)
         return 2
     counted = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
-    print(f"{tried} rewrites of {len(sources)} backends ({counted}); {failed} changed the outcome")
+    print(f"{tried} rewrites of {len(sources)} backends{case_share.described(share)} ({counted}); {failed} changed "
+          "the outcome")
     return 1 if failed else 0
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ of the two, and kvpatch runs on their directory.
 `else`), a trailing backslash or open bracket, a decorator or `async` line above it, an assignment wrapped over two
 lines in parentheses, and a keyword (`return`, `yield`, `await`, `global`, `lambda:`, ...) put in front of it.
 The seeds make every failure reproducible: the report names the seed, and --keep writes its input.
+KVPATCH_CASE_SHARE=N in the environment runs one case in N (case_share.py; the sanitized pass of scripts/test.sh).
 Exit codes: 0 pass, 1 a property failed, 2 usage or input error.
 """
 import argparse
@@ -47,6 +48,8 @@ import subprocess
 import sys
 import tempfile
 import warnings
+
+import case_share
 
 BACKEND = "flashinfer_mla_backend.py"
 UPDATERS = "flashinfer_mla_updaters.py"
@@ -399,8 +402,10 @@ def main():
         print(f"mutation_test: no compiling backend{' with an updater class' if args.split else ''} under "
               f"{args.fixtures or args.sources}", file=sys.stderr)
         return 2
-    exits, failed = {}, 0
-    for seed in range(args.first_seed, args.first_seed + args.count):
+    exits, failed, tried = {}, 0, 0
+    share = case_share.case_share()
+    for seed in case_share.every_nth(range(args.first_seed, args.first_seed + args.count), share):
+        tried += 1
         rng = random.Random(seed)
         name, original = sources[rng.randrange(len(sources))]
         files = dict(original)
@@ -422,7 +427,8 @@ def main():
             if args.keep:
                 write_files(os.path.join(args.keep, f"seed-{seed}"), files)
     summary_line = ", ".join(f"check {c} / apply {a}: {n}" for (c, a), n in sorted(exits.items()))
-    print(f"{args.count} mutations of {len(sources)} backends; exits {summary_line}; {failed} failed")
+    print(f"{tried} mutations of {len(sources)} backends{case_share.described(share)}; exits {summary_line}; "
+          f"{failed} failed")
     return 1 if failed else 0
 
 

@@ -120,11 +120,23 @@ TEST_SUITE("run_inputs") {
                   "        return decode_wrapper.run(q, q, k, k)\n") ==
           "forward_batch.token_to_kv_pool.get_key_buffer(layer.layer_id).view(self.layout): "
           ".view(self.layout) may take a dtype, which reinterprets the KV bytes; kvpatch cannot tell");
+    CHECK(first_unknown("        return decode_wrapper.run(q, q, KV_POOL, KV_POOL)\n") ==
+          "KV_POOL: KV_POOL is not a local; kvpatch does not follow module-level values");
     CHECK(first_unknown("        return decode_wrapper.run(q, q, self.cached_kv, self.cached_kv)\n") ==
           "self.cached_kv: self.cached_kv is not a KV source rule flashinfer-mla-kv-cast knows");
     CHECK(first_unknown("        return decode_wrapper.run(q, q, *self.kv_parts)\n").find("cannot see which value") != std::string::npos);
     CHECK(first_unknown("        for k in self.pools:\n            pass\n        return decode_wrapper.run(q, q, k, k)\n")
               .find("which kvpatch does not follow") != std::string::npos);
+  }
+
+  TEST_CASE("a plan whose KV dtype kvpatch cannot tell is unknown, and the report says which value") {
+    const FileReport r = analyse("        return decode_wrapper.run(q, q, k_in, k_in)\n", "model_runner.weird");
+    REQUIRE(r.plan_sites.size() == 1);
+    CHECK(r.plan_sites[0].status == SiteStatus::Unknown);
+    CHECK_FALSE(r.plan_sites[0].fix.has_value());
+    const std::string text = text_report(Run{{}, {}, {r}, {}, {}});
+    CHECK(text.find("wrapper.plan binds q_data_type=self.data_type, kv_data_type=self.data_type (unknown dtype); "
+                    "cannot tell which dtype model_runner.weird holds [flashinfer-mla-plan-kv-dtype]") != std::string::npos);
   }
 
   TEST_CASE("KV data passed into a helper method is traced back through every call of the helper the module shows") {
