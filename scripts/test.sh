@@ -26,7 +26,7 @@ fi
 # ASan refuses, and both ran above). A sanitizer report exits 86, so that a test expecting kvpatch's exit 1 (findings) cannot
 # mistake one for it; leaks count. protect_shadow_gap=0 lets the CUDA runtime map its memory under ASan.
 # KVPATCH_CASE_SHARE=4: the seeded mutation and metamorphic suites run one case in four here (every case ran
-# above, for behaviour; each sanitized kvpatch run costs ~5 times as much, and these suites were ~70% of this
+# above, for behaviour; each sanitized kvpatch run costs ~5 times as much, and these suites were 79% of this
 # pass). KVPATCH_CASE_SHARE=N sets another share; 1 runs them all.
 KVPATCH_CMAKE_ARGS="-DKVPATCH_SANITIZE=address,undefined" bash "$root/scripts/setup.sh" "$root/build-sanitize"
 cd "$root/build-sanitize"

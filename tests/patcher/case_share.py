@@ -7,7 +7,6 @@ second, sanitized pass only: the plain pass has already run every case for behav
 costs ~5 times as much. The cases a share keeps are the same on every run, and a failure names its seed (or file,
 line and kind), which reproduces without the variable.
 """
-import itertools
 import os
 import sys
 
@@ -23,14 +22,10 @@ def case_share():
     return int(text)
 
 
-def every_nth(cases, share):
-    """The cases an N share keeps: the first and every N-th after it."""
-    return itertools.islice(cases, 0, None, share)
-
-
-def every_nth_of_each(cases, share, kind_of):
-    """The first and every N-th case of each kind (kind_of(case) names it). A suite that lists its kinds in turn
-    line by line would lose whole kinds to a plain every-N-th cut (one in two of the try-block kinds did)."""
+def every_nth_of_each(cases, share, kind_of=lambda case: None):
+    """The first and every N-th case of each kind (kind_of(case) names it; one kind by default). A suite that
+    lists its kinds in turn line by line would lose whole kinds to a plain every-N-th cut (one in two of the
+    try-block kinds did)."""
     seen = {}
     for case in cases:
         kind = kind_of(case)

@@ -404,7 +404,7 @@ def main():
         return 2
     exits, failed, tried = {}, 0, 0
     share = case_share.case_share()
-    for seed in case_share.every_nth(range(args.first_seed, args.first_seed + args.count), share):
+    for seed in case_share.every_nth_of_each(range(args.first_seed, args.first_seed + args.count), share):
         tried += 1
         rng = random.Random(seed)
         name, original = sources[rng.randrange(len(sources))]
