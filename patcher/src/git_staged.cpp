@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <stdexcept>
 
 #include "kvpatch/git_hook.h"
 #include "kvpatch/input_error.h"
@@ -39,6 +40,16 @@ FileError unmerged(const std::string& path) {
           "resolve the conflict and `git add` the file"};
 }
 
+// GIT_DIFF_OPTIONS_INIT leaves its last fields to zero-initialisation, which clang reports under
+// -Wmissing-field-initializers; the library's own initialiser sets every field, in any libgit2 version.
+git_diff_options default_diff_options() {
+  git_diff_options options;
+  if (git_diff_options_init(&options, GIT_DIFF_OPTIONS_VERSION) != 0) {
+    throw std::logic_error("libgit2 refused its own git_diff_options version: " + last_git_error());
+  }
+  return options;
+}
+
 // The tree HEAD points at; null before the first commit.
 TreePtr head_tree(const GitRepository& repo) {
   if (git_repository_head_unborn(repo.get()) == 1) return nullptr;
@@ -52,7 +63,7 @@ TreePtr head_tree(const GitRepository& repo) {
 
 void add_changed(const GitRepository& repo, StagedFiles& out) {
   const TreePtr tree = head_tree(repo);
-  git_diff_options options = GIT_DIFF_OPTIONS_INIT;
+  git_diff_options options = default_diff_options();
   git_diff* raw = nullptr;
   if (git_diff_tree_to_index(&raw, repo.get(), tree.get(), repo.index(), &options) != 0) {
     throw InputError(repo.git_dir().string(), 0, "cannot compare the index with HEAD: " + last_git_error(),
@@ -103,7 +114,7 @@ StagedFiles staged_python_files(const GitRepository& repo, StagedScope scope) {
 }
 
 std::vector<std::string> python_paths_changed_in_work_tree(const GitRepository& repo) {
-  git_diff_options options = GIT_DIFF_OPTIONS_INIT;
+  git_diff_options options = default_diff_options();
   char pattern[] = "*.py";
   char* patterns[] = {pattern};
   options.pathspec = {patterns, 1};
