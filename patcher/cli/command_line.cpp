@@ -57,6 +57,18 @@ void add_exclude_options(CLI::App* command, Options& options) {
   command->add_option("--extend-per-file-ignores", options.extend_per_file_ignores,
                       "PATTERN:RULE-ID[,RULE-ID...]: the same, besides the settings file's per-file-ignores")
       ->allow_extra_args(false);
+  // ruff's --select and --ignore, in its order: --select replaces the settings file's select and ignore, --ignore
+  // adds to what is left. The rules still run whole, so an edit never rests on a finding left unreported.
+  command->add_option("--select", options.select,
+                      "RULE-ID[,RULE-ID...]: only these rules' findings count (repeatable); the others are reported "
+                      "ignored; instead of the settings file's select and ignore")
+      ->allow_extra_args(false)
+      ->delimiter(',');
+  command->add_option("--ignore", options.ignore,
+                      "RULE-ID[,RULE-ID...]: these rules' findings are reported ignored in every file (repeatable), "
+                      "besides the settings file's ignore")
+      ->allow_extra_args(false)
+      ->delimiter(',');
 }
 
 // ruff's --exit-zero: report, but let a CI step or a hook pass; input errors still exit 2.

@@ -30,6 +30,8 @@ struct Options {
   std::vector<std::string> extend_exclude;  // --extend-exclude: besides it
   std::vector<std::string> per_file_ignores;         // --per-file-ignores PATTERN:ID[,ID]: instead of the file's
   std::vector<std::string> extend_per_file_ignores;  // --extend-per-file-ignores: besides them
+  std::vector<std::string> select;  // --select ID[,ID] (ruff's): only these rules' findings count; instead of the file's
+  std::vector<std::string> ignore;  // --ignore ID[,ID] (ruff's): these rules' findings are ignored in every file
   bool exit_zero = false;                   // --exit-zero: findings do not fail the command
   bool statistics = false;                  // check, pre-commit --statistics: counts per rule and status
   bool fix = false;                         // check --fix (ruff's): apply, then report what is left

@@ -103,6 +103,31 @@ std::vector<PerFileIgnores> run_per_file_ignores(const Options& options, const s
   }
   return out;
 }
+
+// ruff's select and ignore as entries of every file, in ruff's order: --select replaces the settings file's select
+// and its ignore, --ignore adds to what is left. Throws InputError for an id no rule reports.
+std::vector<PerFileIgnores> run_rule_selection(const Options& options, const std::optional<ProjectConfig>& config,
+                                               const RuleSet& rules) {
+  const auto given = [](const std::string& option, const std::vector<std::string>& ids) {
+    std::string text = option + " ";
+    for (std::size_t i = 0; i < ids.size(); ++i) text += (i == 0 ? "" : ",") + ids[i];
+    return text;
+  };
+  std::vector<PerFileIgnores> out;
+  if (!options.select.empty()) {
+    out.push_back(every_file_entry("select", options.select, given("--select", options.select), 0, rules));
+  } else if (config) {
+    const std::string file = config->file.string();
+    if (config->select) out.push_back(every_file_entry("select", *config->select, file, config->select_line, rules));
+    if (!config->ignore.empty()) {
+      out.push_back(every_file_entry("ignore", config->ignore, file, config->ignore_line, rules));
+    }
+  }
+  if (!options.ignore.empty()) {
+    out.push_back(every_file_entry("ignore", options.ignore, given("--ignore", options.ignore), 0, rules));
+  }
+  return out;
+}
 }  // namespace
 
 std::filesystem::path own_binary(const std::string& argv0) {
@@ -130,6 +155,9 @@ std::optional<Loaded> load_rules(const Options& options, const std::filesystem::
     std::vector<ExcludePatterns> exclude = run_exclude_patterns(options, config);
     Loaded loaded{load_rule_set(dir.first, *overrides), config, dir.second, std::move(exclude), false, ""};
     loaded.rules.per_file_ignores = run_per_file_ignores(options, config);
+    for (PerFileIgnores& entry : run_rule_selection(options, config, loaded.rules)) {
+      loaded.rules.per_file_ignores.push_back(std::move(entry));
+    }
     require_known_ids(loaded.rules.per_file_ignores, loaded.rules);
     if (!options.unused_ignores.empty()) {
       loaded.unused_ignores_error = options.unused_ignores == "error";
@@ -193,8 +221,13 @@ void print_settings(const Loaded& loaded, const Options& options, const std::fil
   for (const PerFileIgnores& entry : loaded.rules.per_file_ignores) {
     std::string ids;
     for (const std::string& id : entry.ids) ids += (ids.empty() ? "" : ", ") + id;
-    std::cout << "  " << entry.paths.patterns.front() << ": " << ids << "  [" << entry.origin() << ", relative to "
-              << entry.paths.base.string() << "]\n";
+    if (ids.empty()) ids = "(none)";  // a select of every rule
+    if (entry.every_file) {
+      std::cout << "  every file: " << ids << "  [" << entry.reason() << "]\n";
+    } else {
+      std::cout << "  " << entry.paths.patterns.front() << ": " << ids << "  [" << entry.origin() << ", relative to "
+                << entry.paths.base.string() << "]\n";
+    }
   }
   std::cout << "parameters (the rules' values unless a source is named):\n";
   for (const auto& [name, value] : loaded.rules.parameters) {

@@ -1,6 +1,7 @@
 #include "kvpatch/ignore_comments.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <numeric>
 
@@ -10,8 +11,8 @@ namespace kvpatch {
 namespace {
 
 constexpr std::string_view kBlanks = " \t";
-// How suppression() names a reason taken from the settings, which suppressed_by_settings() recognises.
-constexpr const char* kPerFileIgnoresAt = "per-file-ignores at ";
+// How a reason taken from the settings starts (PerFileIgnores::reason()), which suppressed_by_settings() recognises.
+constexpr std::array<std::string_view, 3> kSettingsReasons = {"per-file-ignores at ", "ignore at ", "select at "};
 
 bool is_blank(char c) { return c == ' ' || c == '\t'; }
 
@@ -120,11 +121,14 @@ std::optional<std::string> suppression(const SourceFile& source, TSNode node, co
       return directive.reason;
     }
   }
-  if (const std::string* origin = source.ignored_in_whole_file(rule_id)) return kPerFileIgnoresAt + *origin;
+  if (const std::string* reason = source.ignored_in_whole_file(rule_id)) return *reason;
   return std::nullopt;
 }
 
-bool suppressed_by_settings(const std::string& reason) { return reason.rfind(kPerFileIgnoresAt, 0) == 0; }
+bool suppressed_by_settings(const std::string& reason) {
+  return std::any_of(kSettingsReasons.begin(), kSettingsReasons.end(),
+                     [&](std::string_view start) { return reason.rfind(start, 0) == 0; });
+}
 
 namespace {
 

@@ -15,7 +15,7 @@ namespace fs = std::filesystem;
 namespace {
 const char* const kKeys =
     "kv-dtype-form, flashinfer-version, rules, exclude, unused-ignores, output-format, show-fixes, parameters, "
-    "per-file-ignores";
+    "per-file-ignores, select, ignore";
 
 std::string read_text(const fs::path& file) {
   std::error_code ec;
@@ -115,6 +115,12 @@ public:
         config_.show_fixes_line = line;
       } else if (name == "per-file-ignores") {
         per_file_ignores(node, line);
+      } else if (name == "select") {
+        config_.select = rule_ids(name, node, line);
+        config_.select_line = line;
+      } else if (name == "ignore") {
+        config_.ignore = rule_ids(name, node, line);
+        config_.ignore_line = line;
       } else if (name == "parameters") {
         const toml::table* table = node.as_table();
         if (table == nullptr) {
@@ -190,6 +196,19 @@ private:
     }
   }
 
+  // select / ignore: a list of rule ids (`kvpatch rule` lists them); whether each is one a rule reports is known
+  // only once the rules are loaded (per_file_ignores.h). An empty select selects nothing, as ruff's does.
+  std::vector<std::string> rule_ids(const std::string& key, const toml::node& node, int line) {
+    const toml::array* ids = node.as_array();
+    if (ids == nullptr) {
+      throw InputError(file_.string(), line, "'" + key + "' must be a list of rule ids",
+                       "write " + key + " = [\"flashinfer-mla-run-kv-scales\"] (`kvpatch rule` lists the ids)");
+    }
+    std::vector<std::string> out;
+    for (const toml::node& id : *ids) out.push_back(string_value(file_, key, id));
+    return out;
+  }
+
   // kv-dtype-form and parameters.kv_dtype_form name one parameter: given both ways, which wins would be a guess.
   void add(const std::string& parameter, const std::string& value, int line, const std::string& key) {
     auto [it, added] = config_.parameters.emplace(parameter, ParameterOverride{value, file_.string(), line});
@@ -227,7 +246,7 @@ std::vector<PerFileIgnores> config_per_file_ignores(const ProjectConfig& config)
   std::vector<PerFileIgnores> out;
   const fs::path base = fs::absolute(config.file).parent_path();
   for (const PerFileIgnore& entry : config.per_file_ignores) {
-    out.push_back({{base, {entry.pattern}, config.file.string()}, entry.ids, entry.line});
+    out.push_back({{base, {entry.pattern}, config.file.string()}, entry.ids, entry.line, "per-file-ignores", false});
   }
   return out;
 }

@@ -40,10 +40,11 @@ struct IgnoreDirective {
 std::vector<IgnoreDirective> ignore_directives(std::string_view text);
 
 // `# kvpatch: ignore[RULE-ID] reason` on any line the node spans, for that rule id: the reason ("" when none is
-// given), and the comment recorded as looked up. Else, when the project's per-file-ignores ignore the rule in this
-// file (SourceFile::ignored_in_whole_file), "per-file-ignores at FILE:LINE".
+// given), and the comment recorded as looked up. Else, when the run's settings ignore the rule in this file
+// (SourceFile::ignored_in_whole_file), the reason they give: "per-file-ignores at FILE:LINE", "ignore at ...",
+// "select at ...".
 std::optional<std::string> suppression(const SourceFile& source, TSNode node, const std::string& rule_id);
-// Whether a reason suppression() gave comes from the project's per-file-ignores rather than from a comment.
+// Whether a reason suppression() gave comes from the run's settings rather than from a comment.
 bool suppressed_by_settings(const std::string& reason);
 
 // What to say of an id that no rule reports, given the ids that are (`known`: id, description): "did you mean X? "

@@ -45,6 +45,12 @@ struct ProjectConfig {
   // given.
   std::optional<bool> show_fixes;
   int show_fixes_line = 0;
+  // `select` and `ignore` (ruff's keys): the rule ids whose findings count (nullopt when not given: all), and the
+  // rule ids whose findings are ignored in every file, each with its line. Checked against the rules once loaded.
+  std::optional<std::vector<std::string>> select;
+  int select_line = 0;
+  std::vector<std::string> ignore;
+  int ignore_line = 0;
 };
 
 // The file's `exclude` list, relative to the directory the file was found in (not a symlink's target).

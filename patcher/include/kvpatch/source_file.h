@@ -46,9 +46,10 @@ public:
   void note_ignore_looked_up(int line, const std::string& id) const { ignores_looked_up_.emplace(line, id); }
   bool ignore_looked_up(int line, const std::string& id) const { return ignores_looked_up_.count({line, id}) > 0; }
 
-  // Rule ids the run's per-file-ignores ignore throughout this file, each with the entry that says so
-  // (PerFileIgnores::origin()); set before the rules run (per_file_ignores.h). nullptr when the rule is not ignored.
-  void ignore_in_whole_file(const std::string& id, const std::string& origin) { whole_file_ignores_.emplace(id, origin); }
+  // Rule ids the run's settings (per-file-ignores, ignore, select) ignore throughout this file, each with the reason
+  // its entry gives (PerFileIgnores::reason()); set before the rules run (per_file_ignores.h). nullptr when the rule
+  // is not ignored.
+  void ignore_in_whole_file(const std::string& id, const std::string& reason) { whole_file_ignores_.emplace(id, reason); }
   const std::string* ignored_in_whole_file(const std::string& id) const {
     const auto found = whole_file_ignores_.find(id);
     return found == whole_file_ignores_.end() ? nullptr : &found->second;

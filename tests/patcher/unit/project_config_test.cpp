@@ -101,7 +101,8 @@ TEST_SUITE("project_config") {
     dir.write(".kvpatch.toml", "fix = true\n");
     CHECK(read_error(f) == f.string() + ":1: unknown kvpatch setting 'fix'; the settings are kv-dtype-form, "
                                         "flashinfer-version, rules, exclude, unused-ignores, output-format, show-fixes, "
-                                        "parameters, per-file-ignores (other rule parameters go in the parameters table)");
+                                        "parameters, per-file-ignores, select, ignore (other rule parameters go in the parameters "
+                                        "table)");
     dir.write(".kvpatch.toml", "\noutput-format = \"grouped\"\n");
     CHECK(read_error(f) == f.string() + ":2: 'output-format' is 'grouped', which kvpatch does not print; write one of "
                                         "text, full, json, github, gitlab, junit, rdjson, sarif (or concise, ruff's name "
@@ -224,13 +225,31 @@ TEST_SUITE("project_config") {
     CHECK(entries[2].ids == std::vector<std::string>{"plan-a", "cast-b"});
     CHECK(entries[2].paths.base == proj);
     using Ignored = std::vector<std::pair<std::string, std::string>>;
-    CHECK(ignored_in_file(entries, proj / "test" / "srt" / "mla.py") ==
-          Ignored{{"plan-a", file.string() + ":2"}, {"cast-b", file.string() + ":2"}});
+    const std::string at = "per-file-ignores at " + file.string();
+    CHECK(ignored_in_file(entries, proj / "test" / "srt" / "mla.py") == Ignored{{"plan-a", at + ":2"}, {"cast-b", at + ":2"}});
     CHECK(ignored_in_file(entries, proj / "test" / "test_mla.py") ==
-          Ignored{{"field-c", file.string() + ":4"}, {"plan-a", file.string() + ":4"}, {"cast-b", file.string() + ":2"}});
-    CHECK(ignored_in_file(entries, proj / "bench" / "mla.py") == Ignored{{"plan-a", file.string() + ":3"}});
+          Ignored{{"field-c", at + ":4"}, {"plan-a", at + ":4"}, {"cast-b", at + ":2"}});
+    CHECK(ignored_in_file(entries, proj / "bench" / "mla.py") == Ignored{{"plan-a", at + ":3"}});
     CHECK(ignored_in_file(entries, proj / "python" / "mla.py").empty());
     CHECK(ignored_in_file(entries, dir.path() / "test" / "mla.py").empty());  // outside the file's directory
+  }
+
+  TEST_CASE("select and ignore: lists of rule ids with their lines; an empty select is kept, selecting nothing") {
+    test::ScratchDir dir;
+    const fs::path f = dir.write("proj/pyproject.toml", "[tool.kvpatch]\nignore = [\"cast-b\"]\n\nselect = []\n");
+    const ProjectConfig config = read_project_config(f);
+    CHECK(config.ignore == std::vector<std::string>{"cast-b"});
+    CHECK(config.ignore_line == 2);
+    REQUIRE(config.select.has_value());
+    CHECK(config.select->empty());
+    CHECK(config.select_line == 4);
+    CHECK_FALSE(read_project_config(dir.write(".kvpatch.toml", "ignore = []\n")).select.has_value());
+    const fs::path g = dir.path() / ".kvpatch.toml";
+    dir.write(".kvpatch.toml", "\nselect = \"plan-a\"\n");
+    CHECK(read_error(g) == g.string() + ":2: 'select' must be a list of rule ids; write select = "
+                                        "[\"flashinfer-mla-run-kv-scales\"] (`kvpatch rule` lists the ids)");
+    dir.write(".kvpatch.toml", "ignore = [\n  1,\n]\n");
+    CHECK(read_error(g) == g.string() + ":2: 'ignore' must be a string; quote the value, e.g. ignore = \"...\"");
   }
 
   TEST_CASE("per-file-ignores errors: not a table, a bad pattern, no ids, an id that is not a string") {
