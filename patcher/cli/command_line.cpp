@@ -60,8 +60,9 @@ void add_exclude_options(CLI::App* command, Options& options) {
   // ruff's --select and --ignore, in its order: --select replaces the settings file's select and ignore, --ignore
   // adds to what is left. The rules still run whole, so an edit never rests on a finding left unreported.
   command->add_option("--select", options.select,
-                      "RULE-ID[,RULE-ID...]: only these rules' findings count (repeatable); the others are reported "
-                      "ignored; instead of the settings file's select and ignore")
+                      "RULE-ID[,RULE-ID...]: only these rules' findings count (repeatable); the others' are "
+                      "reported ignored, but for flashinfer-mla-kv-run-input, which only --ignore leaves out; instead "
+                      "of the settings file's select and ignore")
       ->allow_extra_args(false)
       ->delimiter(',');
   command->add_option("--ignore", options.ignore,
