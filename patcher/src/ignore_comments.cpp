@@ -1,7 +1,6 @@
 #include "kvpatch/ignore_comments.h"
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <numeric>
 
@@ -11,8 +10,6 @@ namespace kvpatch {
 namespace {
 
 constexpr std::string_view kBlanks = " \t";
-// How a reason taken from the settings starts (PerFileIgnores::reason()), which suppressed_by_settings() recognises.
-constexpr std::array<std::string_view, 3> kSettingsReasons = {"per-file-ignores at ", "ignore at ", "select at "};
 
 bool is_blank(char c) { return c == ' ' || c == '\t'; }
 
@@ -125,9 +122,9 @@ std::optional<std::string> suppression(const SourceFile& source, TSNode node, co
   return std::nullopt;
 }
 
-bool suppressed_by_settings(const std::string& reason) {
-  return std::any_of(kSettingsReasons.begin(), kSettingsReasons.end(),
-                     [&](std::string_view start) { return reason.rfind(start, 0) == 0; });
+bool suppressed_by_settings(const SourceFile& source, const std::string& rule_id, const std::string& reason) {
+  const std::string* settings = source.ignored_in_whole_file(rule_id);
+  return settings != nullptr && *settings == reason;
 }
 
 namespace {

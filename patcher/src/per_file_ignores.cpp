@@ -65,11 +65,11 @@ void require_known(const std::vector<std::pair<std::string, std::string>>& known
 PerFileIgnores every_file_entry(const std::string& key, const std::vector<std::string>& ids, const std::string& origin,
                                 int line, const RuleSet& rules) {
   PerFileIgnores entry{{{}, {}, origin}, {}, line, key, true};
-  const std::vector<std::pair<std::string, std::string>> known = rules.finding_ids();
   if (key != "select") {
-    entry.ids = ids;
+    entry.ids = ids;  // checked with the other entries' (require_known_ids)
     return entry;
   }
+  const std::vector<std::pair<std::string, std::string>> known = rules.finding_ids();
   for (const std::string& id : ids) require_known(known, key, id, origin, line);
   // Ignoring a run-input id vouches for what run() is handed, which lets apply plan FP8 for a run() that may still
   // get the BF16 cast: a choice to name (ignore, per-file-ignores, a comment), never one made by leaving it out.

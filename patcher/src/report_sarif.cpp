@@ -118,7 +118,7 @@ std::string sarif_report(const Run& run, const RuleSet& rules, const std::string
     if (item.suppressed) {
       // Kept in the log, as SARIF means suppressions to be, so that an audit sees what was waived and why;
       // code scanning shows such results as dismissed, not open.
-      json suppression = {{"kind", suppressed_by_settings(*item.suppressed) ? "external" : "inSource"}};
+      json suppression = {{"kind", suppressed_by_settings(source, item.rule, *item.suppressed) ? "external" : "inSource"}};
       if (!item.suppressed->empty()) suppression["justification"] = *item.suppressed;
       r["suppressions"] = json::array({std::move(suppression)});
     }

@@ -4,6 +4,7 @@
 // is still handed the BF16 cast.
 #include <doctest/doctest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -59,6 +60,23 @@ TEST_SUITE("rule_selection") {
                                                        config + R"(:2"}])"));
     }
     CHECK(suppressed == 2);
+  }
+
+  TEST_CASE("SARIF tells the settings' ignores from a comment whose reason merely reads like one") {
+    const ScratchBackend backend("kvpatch-select");
+    std::string source = read_bytes(backend.at("backend.py"));
+    const std::string plan_line = "            wrapper.plan(\n";
+    const std::size_t at = source.find(plan_line);  // the decode updater's first plan site, line 139
+    REQUIRE(at != std::string::npos);
+    source.insert(at + plan_line.size() - 1, "  # kvpatch: ignore[" + kPlan + "] ignore at first: a BF16 test path");
+    write_bytes(backend.at("backend.py"), source);
+    std::map<std::string, std::string> kinds;  // justification -> kind
+    const nlohmann::json log = nlohmann::json::parse(backend.run({"check", "--format", "sarif", "--ignore", kScales, "."}).out);
+    for (const auto& r : log["runs"][0]["results"]) {
+      if (r.contains("suppressions")) kinds[r["suppressions"][0]["justification"]] = r["suppressions"][0]["kind"];
+    }
+    CHECK(kinds == std::map<std::string, std::string>{{"ignore at first: a BF16 test path", "inSource"},
+                                                      {"ignore at --ignore " + kScales, "external"}});
   }
 
   TEST_CASE("--select: only the rules named count, but a run() input still holds back its plans unless ignore names it") {

@@ -44,8 +44,9 @@ std::vector<IgnoreDirective> ignore_directives(std::string_view text);
 // (SourceFile::ignored_in_whole_file), the reason they give: "per-file-ignores at FILE:LINE", "ignore at ...",
 // "select at ...".
 std::optional<std::string> suppression(const SourceFile& source, TSNode node, const std::string& rule_id);
-// Whether a reason suppression() gave comes from the run's settings rather than from a comment.
-bool suppressed_by_settings(const std::string& reason);
+// Whether the reason suppression() gave for `rule_id` in `source` comes from the run's settings rather than from a
+// comment: the settings' own reason for that rule in that file, not a comment's text that merely reads like one.
+bool suppressed_by_settings(const SourceFile& source, const std::string& rule_id, const std::string& reason);
 
 // What to say of an id that no rule reports, given the ids that are (`known`: id, description): "did you mean X? "
 // when one is near it (within a third of its length), then "the ids are A, B, ...".
