@@ -470,13 +470,17 @@ private:
     TSNode callee = field(consumer.call, "function");
     for (const Fp8Consumer& spec : rule_.fp8_consumers) {
       // `w.run(...)`, `(w.run)(...)`, `getattr(w, "run")(...)`, or `run(...)` after `run = w.run`.
-      TSNode receiver = method_call_receiver(consumer.call, spec.method, values_for(spec.method), facts_);
-      if (syntax::is_null(receiver)) continue;
+      // Or through its class, `W.run(w, ...)`, on the instance passed first.
       const PlanSiteRule* sites_rule = rules_.plan_site_rule(spec.sites_rule);
       if (sites_rule == nullptr) continue;
       const WrapperTypes& types = types_for(*sites_rule);
+      const std::optional<MethodCall> method_call =
+          wrapper_method_call(consumer.call, spec.method, values_for(spec.method), types, scope, facts_);
+      if (!method_call) continue;
+      const TSNode receiver = method_call->receiver;
       const std::string name = one_line(facts_.text(callee)) + " at " + at(consumer.call);
-      if (types.of(receiver, scope) != TypeVerdict::Wrapper) {
+      if (syntax::is_null(receiver)) return name + ": the method is called through its class without an instance first";
+      if (method_call->verdict != TypeVerdict::Wrapper) {
         return name + ": receiver is not known to be a " + sites_rule->wrapper_class;
       }
       const std::vector<std::size_t> indices = sites_planning(spec, types.source_attribute(receiver, scope), sites_);

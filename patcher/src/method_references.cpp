@@ -162,6 +162,32 @@ TSNode method_call_receiver(TSNode call, const std::string& method, const std::v
   return TSNode{};
 }
 
+std::optional<MethodCall> wrapper_method_call(TSNode call, const std::string& method, const std::vector<MethodValue>& values,
+                                              const WrapperTypes& types, const FunctionFacts* scope,
+                                              const ModuleFacts& facts) {
+  const TSNode receiver = method_call_receiver(call, method, values, facts);
+  if (syntax::is_null(receiver)) return std::nullopt;
+  MethodCall out;
+  if (const std::optional<TypeVerdict> through = types.class_verdict(receiver, scope)) {
+    out.through_class = true;
+    out.verdict = *through;
+    const std::vector<TSNode> args =
+        is(field(call, "arguments"), "argument_list") ? syntax::statements(field(call, "arguments")) : std::vector<TSNode>{};
+    if (!args.empty() && !is(args[0], "keyword_argument") && !is(args[0], "list_splat") &&
+        !is(args[0], "dictionary_splat") && !is(args[0], "parenthesized_list_splat")) {
+      out.receiver = args[0];
+    }
+    return out;
+  }
+  out.receiver = receiver;
+  out.verdict = types.of(receiver, scope);
+  return out;
+}
+
+bool read_on_wrapper(const MethodValue& value, const WrapperTypes& types, const FunctionFacts* scope) {
+  return types.class_verdict(value.receiver, scope).value_or(types.of(value.receiver, scope)) == TypeVerdict::Wrapper;
+}
+
 std::vector<MethodValue> method_values(const std::string& method, const ModuleFacts& facts) {
   std::vector<MethodValue> out;
   syntax::walk(facts.file().tree.root(), [&](TSNode node) {

@@ -189,7 +189,7 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
     const FunctionFacts* scope = facts.function_at(call);
     TSNode argument_list = field(call, "arguments");
     if (!is(argument_list, "argument_list")) continue;  // `f(x for x in y)`
-    const std::vector<CallArgument> arguments = call_arguments(source.text(), argument_list);
+    std::vector<CallArgument> arguments = call_arguments(source.text(), argument_list);
     // A call that unpacks *x or **x cannot be bound statically, and may fill any number of parameters.
     const bool unpacks = std::any_of(arguments.begin(), arguments.end(), [](const CallArgument& a) {
       return a.kind == ArgumentKind::UnpackedSequence || a.kind == ArgumentKind::UnpackedMapping;
@@ -198,11 +198,24 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
     PlanSite site;
     const Signature* signature = nullptr;
     bool receiver_unknown = false;
-    TSNode receiver = method_call_receiver(call, rule.method, values, facts);
-    if (!syntax::is_null(receiver)) {
-      const TypeVerdict verdict = types.of(receiver, scope);
+    std::string no_instance;  // for the method called through its class without an instance first: why
+    if (const std::optional<MethodCall> method_call = wrapper_method_call(call, rule.method, values, types, scope, facts)) {
+      const TypeVerdict verdict = method_call->verdict;
       if (verdict == TypeVerdict::Other || verdict == TypeVerdict::Nothing) continue;
-      if (verdict == TypeVerdict::Unknown) {
+      site.callee = rule.wrapper_class + "." + rule.method;
+      signature = &rule.signature;
+      if (method_call->through_class) {
+        // `W.plan(w, ...)`: the class's own method, w its instance, the other arguments bound after it. Never a
+        // stand-in installed on the instance with partial(), which the class bypasses.
+        site.called_as = one_line(facts.text(callee));
+        if (syntax::is_null(method_call->receiver)) {
+          no_instance = "the method is called through its class, and the call does not pass the instance first by "
+                        "position, so its arguments cannot be bound; pass the instance first";
+        } else {
+          arguments.erase(arguments.begin());
+        }
+      }
+      if (verdict == TypeVerdict::Unknown && no_instance.empty()) {
         // With *args / **kwargs the arity is unknown too: the call may fill every parameter.
         const int count = static_cast<int>(arguments.size());
         const int most = rule.unknown_receiver_arity.empty()
@@ -213,9 +226,7 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
         if (!plan_arity && !(unpacks && count <= most)) continue;
         receiver_unknown = true;
       }
-      site.receiver = one_line(facts.text(receiver));
-      site.callee = rule.wrapper_class + "." + rule.method;
-      signature = &rule.signature;
+      if (!syntax::is_null(method_call->receiver)) site.receiver = one_line(facts.text(method_call->receiver));
     } else if (is(callee, "identifier") && aliases.by_name.count(facts.text(callee)) != 0) {
       const FunctionFacts* alias = aliases.by_name.at(facts.text(callee));
       if (scope != nullptr && syntax::same(scope->node, alias->node)) continue;  // recursion inside the alias
@@ -239,7 +250,7 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
     }
 
     Binding binding = bind_arguments(*signature, arguments);
-    if (!binding.complete && !unpacks && !site.receiver.empty() && !aliases.stand_ins.empty()) {
+    if (!binding.complete && !unpacks && !site.receiver.empty() && site.called_as.empty() && !aliases.stand_ins.empty()) {
       // The method may be a function installed with partial() (SGLang 0.5.1 calls
       // `wrapper.plan(qo_indptr_cpu=..., ...)`, keywords only fast_mla_decode_plan has). Bind to the
       // stand-in whose parameters the call fits; with none, the site stays unknown.
@@ -286,6 +297,9 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
     if (auto reason = suppression(source, call, rule.id)) {
       site.status = SiteStatus::Ignored;
       site.reason = reason->empty() ? "suppressed by a kvpatch: ignore comment" : *reason;
+    } else if (!no_instance.empty()) {
+      site.status = SiteStatus::Unknown;
+      site.reason = no_instance;
     } else if (receiver_unknown) {
       site.status = SiteStatus::Unknown;
       site.reason = "receiver " + site.receiver + " is not known to be a " + rule.wrapper_class + " but calls ." +
@@ -316,7 +330,7 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
   }
   // The method, or a plan alias, read as a value: the calls made through it cannot be found.
   for (const MethodValue& v : values) {
-    if (v.alias.empty() && types.of(v.receiver, facts.function_at(v.node)) == TypeVerdict::Wrapper) {
+    if (v.alias.empty() && read_on_wrapper(v, types, facts.function_at(v.node))) {
       sites.push_back(escaped_site(rule, facts, v, one_line(facts.text(v.receiver)), rule.wrapper_class + "." + rule.method));
     }
   }

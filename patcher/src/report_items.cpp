@@ -24,8 +24,9 @@ std::string describe_role(DtypeRole role) {
 }
 
 std::string site_message(const PlanSite& s) {
-  std::string m = scope_name(s.class_name, s.method) + ": " +
-                  (s.receiver.empty() ? s.callee : s.receiver + "." + s.callee.substr(s.callee.rfind('.') + 1));
+  std::string m = scope_name(s.class_name, s.method) + ": ";
+  if (!s.called_as.empty()) m += s.called_as + (s.receiver.empty() ? "" : "(" + s.receiver + ", ...)");
+  else m += s.receiver.empty() ? s.callee : s.receiver + "." + s.callee.substr(s.callee.rfind('.') + 1);
   if (!s.bound_to.empty()) m += " (" + s.bound_to + ", installed with partial())";
   if (!s.kv_dtype.expr.empty()) {
     m += " binds q_data_type=" + s.q_dtype.expr + ", kv_data_type=" + s.kv_dtype.expr + " (" +

@@ -133,11 +133,15 @@ private:
     for (const ConsumerScope& c : consumer_scopes()) {
       for (TSNode call : facts_.calls()) {
         // `w.run(...)`, `(w.run)(...)`, `getattr(w, "run")(...)`, or `run(...)` after `run = w.run`.
-        TSNode receiver = method_call_receiver(call, c.spec->method, c.values, facts_);
-        if (syntax::is_null(receiver)) continue;
+        // Or through its class, `W.run(w, ...)`, on the instance passed first.
         const FunctionFacts* scope = facts_.function_at(call);
-        // A receiver of unknown type may be the wrapper: it is checked when KV data reaches it.
-        const TypeVerdict verdict = c.types->of(receiver, scope);
+        const std::optional<MethodCall> method_call =
+            wrapper_method_call(call, c.spec->method, c.values, *c.types, scope, facts_);
+        if (!method_call) continue;
+        // A receiver of unknown type may be the wrapper: it is checked when KV data reaches it. Through the class
+        // without an instance, the call binds nothing, which the trace reports.
+        const TSNode receiver = method_call->receiver;
+        const TypeVerdict verdict = method_call->verdict;
         if (verdict != TypeVerdict::Wrapper && verdict != TypeVerdict::Unknown) continue;
         const std::vector<std::size_t> planning =
             sites_planning(*c.spec, c.types->source_attribute(receiver, scope), sites_);
@@ -188,7 +192,7 @@ private:
     for (const ConsumerScope& c : consumer_scopes()) {
       for (const MethodValue& v : c.values) {
         const FunctionFacts* scope = facts_.function_at(v.node);
-        if (!v.alias.empty() || c.types->of(v.receiver, scope) != TypeVerdict::Wrapper) continue;
+        if (!v.alias.empty() || !read_on_wrapper(v, *c.types, scope)) continue;
         const std::vector<std::size_t> planning =
             sites_planning(*c.spec, c.types->source_attribute(v.receiver, scope), sites_);
         if (!plans_kv_dtype(planning)) continue;
@@ -429,7 +433,15 @@ private:
       why = "the call's arguments are a generator expression";
       return TSNode{};
     }
-    const std::vector<CallArgument> arguments = call_arguments(source_.text(), list);
+    std::vector<CallArgument> arguments = call_arguments(source_.text(), list);
+    if (const std::optional<MethodCall> method_call = consumer_call(spec, call); method_call && method_call->through_class) {
+      // The instance fills the method's first parameter; the rest bind as they would on `w.<method>(...)`.
+      if (syntax::is_null(method_call->receiver)) {
+        why = "the method is called through its class, and the call does not pass the instance first by position";
+        return TSNode{};
+      }
+      arguments.erase(arguments.begin());
+    }
     auto node_of = [&](const CallArgument& a) {
       return ts_node_named_descendant_for_byte_range(list, static_cast<uint32_t>(a.value_begin),
                                                      static_cast<uint32_t>(a.value_end));
@@ -451,6 +463,14 @@ private:
     }
     why = "kvpatch cannot see which value the call passes as " + parameter + ": " + binding.failure;
     return TSNode{};
+  }
+
+  // The consumer call as a call of spec's method (through its class, `W.run(w, ...)`, or not).
+  std::optional<MethodCall> consumer_call(const Fp8Consumer& spec, TSNode call) const {
+    for (const ConsumerScope& c : consumer_scopes()) {
+      if (c.spec == &spec) return wrapper_method_call(call, spec.method, c.values, *c.types, facts_.function_at(call), facts_);
+    }
+    return std::nullopt;
   }
 
   const CastFinding* cast_at(TSNode call) const {

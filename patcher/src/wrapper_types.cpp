@@ -78,6 +78,19 @@ bool WrapperTypes::names_wrapper(TSNode class_expr) const {
   return last_component(path) == wrapper_class_ && (module_.empty() || in_package(path, module_));
 }
 
+std::optional<TypeVerdict> WrapperTypes::class_verdict(TSNode expr, const FunctionFacts* scope) const {
+  expr = syntax::unparenthesized(expr);
+  if (names_wrapper(expr)) return TypeVerdict::Wrapper;
+  if (is(expr, "call") && facts_.text(field(expr, "function")) == "type") {
+    const std::vector<TSNode> args = syntax::statements(field(expr, "arguments"));
+    if (args.size() == 1 && !is(args[0], "list_splat") && !is(args[0], "keyword_argument")) return of(args[0], scope);
+  }
+  if (is(expr, "attribute") && facts_.text(field(expr, "attribute")) == "__class__") {
+    return of(field(expr, "object"), scope);
+  }
+  return std::nullopt;
+}
+
 bool WrapperTypes::names_unknown_class(TSNode class_expr) const {
   class_expr = syntax::unparenthesized(class_expr);
   if (is(class_expr, "identifier") && unknown_names_.count(facts_.text(class_expr)) != 0) return true;

@@ -27,7 +27,8 @@ metamorphic_test.py draws from these beside its rewrites of one line's text. Eac
   - a read of the KV cache, `<pool>.get_key_buffer(i)`, as `<pool>.get_kv_buffer(i)[0]`, or unpacked from it;
   - a plan's query and KV dtypes returned as a tuple by a new helper method and unpacked into two locals;
   - a local's assignment `x = v` (v holding no `.to`, plan or run call) binding a second, unread local too:
-    `x = twin = v`.
+    `x = twin = v`;
+  - a plan or run call `r.plan(...)` called through the receiver's class, `type(r).plan(r, ...)`.
 Each rewrite is (kind, new text, region): the old lines region[0]..region[1] became the new lines
 region[0]..region[2] (1-based), and no line outside them changed but for the shift; region None when no line moved;
 or region is a function from each old line to its new line, when whole lines moved.
@@ -383,6 +384,49 @@ def through_local(p, line):
                 continue
             edits = [(start, start, f"{indent}{local} = {p.segment(value)}\n"), (*p.span(value), local)]
             out.append((kind, p.edited(edits), region))
+    return out
+
+
+def installed_methods(p):
+    """The methods the module assigns on some object (`w.plan = partial(f, w)`): an instance's stand-in, which a call
+    through the class passes over."""
+    return {t.attr for n in ast.walk(p.tree) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Attribute)}
+
+
+def attribute_chain(node):
+    """Whether node is a name or attributes read on one (`self.x.y`): evaluated twice, it reads the same object."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
+def method_through_class(p, line):
+    """A plan or run call on a receiver that is a name or an attribute chain, `r.plan(a, ...)`, called through the
+    receiver's class instead, `type(r).plan(r, a, ...)`: the same method on the same instance. Where the module
+    installs a stand-in for the method on an instance, the class's own method runs instead: only a plan call that
+    binds by plan's own parameters (the stand-ins SGLang installs take them in the same order) is rewritten then."""
+    out = []
+    installed = installed_methods(p)
+    for call in ast.walk(p.tree):
+        if not (isinstance(call, ast.Call) and call.lineno == line and isinstance(call.func, ast.Attribute)):
+            continue
+        if call.func.attr not in ("plan", "run") or not attribute_chain(call.func.value):
+            continue
+        if p.inside(call, ast.JoinedStr):
+            continue
+        if call.func.attr in installed and (call.func.attr != "plan" or len(call.args) > len(PLAN_PARAMS) or any(
+                isinstance(a, ast.Starred) for a in call.args) or any(k.arg not in PLAN_PARAMS for k in call.keywords)):
+            continue
+        receiver = p.segment(call.func.value)
+        tokens = p.call_tokens(call)
+        if tokens is None or "\n" in receiver:
+            continue
+        after_parenthesis = p.offset_of(tokens[0].end)
+        first = f"{receiver}, " if call.args or call.keywords else receiver
+        edits = [(*p.span(call.func), f"type({receiver}).{call.func.attr}"),
+                 (after_parenthesis, after_parenthesis, first)]
+        out.append(("method called through its class", p.edited(edits), None))
     return out
 
 
@@ -1435,6 +1479,7 @@ def rewrites_at(p, line):
     out += kv_cast_in_helper(p, line) + kv_read_through_kv_buffer(p, line) + plan_dtypes_from_helper(p, line)
     out += cast_dtype_through_local(p, line) + cast_dtype_as_keyword(p, line) + cast_through_dtype_parameter(p, line)
     out += local_with_twin(p, line) + empty_else_added(p, line) + elif_as_nested_if(p, line)
+    out += method_through_class(p, line)
     return out + statement_in_with(p, line) + method_decorated(p, line) + class_decorated(p, line)
 
 
@@ -1474,5 +1519,6 @@ BY_KIND = {
     "if statement given an empty else": empty_else_added,
     "elif as an else holding an if": elif_as_nested_if,
     "method decorated": method_decorated,
+    "method called through its class": method_through_class,
     "class decorated": class_decorated,
 }

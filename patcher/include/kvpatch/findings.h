@@ -58,6 +58,9 @@ struct PlanSite {
   std::string method;
   std::string receiver;  // "" for an alias called as a function
   std::string callee;
+  // For the method called through its class (`W.plan(w, ...)`): the callee as written; receiver is then the
+  // instance passed first ("" when none is).
+  std::string called_as;
   std::string bound_to;  // a method call bound to the parameters of this function, installed with partial()
   DtypeArgument q_dtype;
   DtypeArgument kv_dtype;

@@ -1,5 +1,6 @@
 #pragma once
 // Whether an expression holds an instance of one wrapper class, from annotations and assignments.
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -24,6 +25,10 @@ public:
   // The attribute a receiver is read from (`self.forward_metadata.decode_wrapper` -> decode_wrapper),
   // through local assignments and a helper's parameter to every call of the helper; "" when it is not one attribute.
   std::string source_attribute(TSNode expr, const FunctionFacts* scope) const;
+  // For a class expression, through which `C.plan(w, ...)` calls the method with the instance first: Wrapper for the
+  // wrapper class itself (`W`, `fi.W`, an alias, a module subclass), and for the class of an instance (`type(x)`,
+  // `x.__class__`) what x holds. nullopt for any other expression.
+  std::optional<TypeVerdict> class_verdict(TSNode expr, const FunctionFacts* scope) const;
 
 private:
   TypeVerdict of(TSNode expr, const FunctionFacts* scope, int depth) const;
