@@ -171,6 +171,42 @@ DtypeArgument bound_dtype(const DtypeClassifier& classifier, const Binding& bind
   return classifier.classify(argument_node(argument_list, arguments[static_cast<std::size_t>(v->argument)]), scope);
 }
 
+// `super().plan(*args, **kwargs)` in a wrapper subclass's own `def plan(self, *args, **kwargs)` that reads either
+// name nowhere else (so neither is bound again nor changed, as by `kwargs.update(...)`): it hands the wrapper's
+// plan() exactly what each call of the override passes, and those calls, on instances of the subclass, are the
+// sites (bound as the wrapper's plan).
+bool forwards_to_base(TSNode call, const std::vector<CallArgument>& arguments, const PlanSiteRule& rule,
+                      const FunctionFacts* scope, const WrapperTypes& types, const ModuleFacts& facts) {
+  const TSNode callee = syntax::unparenthesized(field(call, "function"));
+  if (!is(callee, "attribute") || facts.text(field(callee, "attribute")) != rule.method) return false;
+  const TSNode base = syntax::unparenthesized(field(callee, "object"));
+  if (!is(base, "call") || facts.text(field(base, "function")) != "super") return false;
+  if (scope == nullptr || !scope->is_method() || scope->unbound || scope->name != rule.method ||
+      !types.is_wrapper_class(scope->class_name)) {
+    return false;
+  }
+  const std::vector<Parameter>& parameters = scope->signature.parameters;
+  if (parameters.size() != 3 || parameters[1].kind != ParameterKind::VarPositional ||
+      parameters[2].kind != ParameterKind::VarKeyword) {
+    return false;
+  }
+  const bool passed_on = arguments.size() == 2 && arguments[0].kind == ArgumentKind::UnpackedSequence &&
+                         arguments[0].text == parameters[1].name && arguments[1].kind == ArgumentKind::UnpackedMapping &&
+                         arguments[1].text == parameters[2].name;
+  if (!passed_on) return false;
+  const TSNode argument_list = field(call, "arguments");
+  bool elsewhere = false;
+  syntax::walk(scope->body, [&](TSNode n) {
+    if (elsewhere) return false;
+    if (is(n, "identifier") && syntax::names_a_variable(n) &&
+        (facts.text(n) == parameters[1].name || facts.text(n) == parameters[2].name)) {
+      elsewhere = !syntax::contains(argument_list, n);
+    }
+    return !elsewhere;
+  });
+  return !elsewhere;
+}
+
 }  // namespace
 
 std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFacts& facts) {
@@ -194,6 +230,8 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
     const bool unpacks = std::any_of(arguments.begin(), arguments.end(), [](const CallArgument& a) {
       return a.kind == ArgumentKind::UnpackedSequence || a.kind == ArgumentKind::UnpackedMapping;
     });
+
+    if (forwards_to_base(call, arguments, rule, scope, types, facts)) continue;
 
     PlanSite site;
     const Signature* signature = nullptr;

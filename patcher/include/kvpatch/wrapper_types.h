@@ -29,6 +29,8 @@ public:
   // wrapper class itself (`W`, `fi.W`, an alias, a module subclass), and for the class of an instance (`type(x)`,
   // `x.__class__`) what x holds. nullopt for any other expression.
   std::optional<TypeVerdict> class_verdict(TSNode expr, const FunctionFacts* scope) const;
+  // Whether a class of the module is the wrapper class or inherits from it.
+  bool is_wrapper_class(const std::string& class_name) const { return wrapper_names_.count(class_name) != 0; }
 
 private:
   TypeVerdict of(TSNode expr, const FunctionFacts* scope, int depth) const;
