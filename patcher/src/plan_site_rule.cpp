@@ -173,8 +173,8 @@ DtypeArgument bound_dtype(const DtypeClassifier& classifier, const Binding& bind
 
 // `super().plan(*args, **kwargs)` in a wrapper subclass's own `def plan(self, *args, **kwargs)` that reads either
 // name nowhere else (so neither is bound again nor changed, as by `kwargs.update(...)`): it hands the wrapper's
-// plan() exactly what each call of the override passes, and those calls, on instances of the subclass, are the
-// sites (bound as the wrapper's plan).
+// plan() exactly what each call of the override passes, and those calls, on instances of the subclass, are sites
+// (bound as the wrapper's plan) wherever kvpatch sees the subclass constructed.
 bool forwards_to_base(TSNode call, const std::vector<CallArgument>& arguments, const PlanSiteRule& rule,
                       const FunctionFacts* scope, const WrapperTypes& types, const ModuleFacts& facts) {
   const TSNode callee = syntax::unparenthesized(field(call, "function"));
@@ -231,12 +231,10 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
       return a.kind == ArgumentKind::UnpackedSequence || a.kind == ArgumentKind::UnpackedMapping;
     });
 
-    if (forwards_to_base(call, arguments, rule, scope, types, facts)) continue;
-
     PlanSite site;
     const Signature* signature = nullptr;
     bool receiver_unknown = false;
-    std::string no_instance;  // for the method called through its class without an instance first: why
+    std::string unbindable;  // why the call cannot be bound, whatever its receiver
     if (const std::optional<MethodCall> method_call = wrapper_method_call(call, rule.method, values, types, scope, facts)) {
       const TypeVerdict verdict = method_call->verdict;
       if (verdict == TypeVerdict::Other || verdict == TypeVerdict::Nothing) continue;
@@ -247,13 +245,13 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
         // stand-in installed on the instance with partial(), which the class bypasses.
         site.called_as = one_line(facts.text(callee));
         if (syntax::is_null(method_call->receiver)) {
-          no_instance = "the method is called through its class, and the call does not pass the instance first by "
+          unbindable = "the method is called through its class, and the call does not pass the instance first by "
                         "position, so its arguments cannot be bound; pass the instance first";
         } else {
           arguments.erase(arguments.begin());
         }
       }
-      if (verdict == TypeVerdict::Unknown && no_instance.empty()) {
+      if (verdict == TypeVerdict::Unknown && unbindable.empty()) {
         // With *args / **kwargs the arity is unknown too: the call may fill every parameter.
         const int count = static_cast<int>(arguments.size());
         const int most = rule.unknown_receiver_arity.empty()
@@ -265,6 +263,14 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
         receiver_unknown = true;
       }
       if (!syntax::is_null(method_call->receiver)) site.receiver = one_line(facts.text(method_call->receiver));
+      if (forwards_to_base(call, arguments, rule, scope, types, facts)) {
+        // Not counted as good: the override's callers in other modules are not followed.
+        unbindable = "forwards the arguments of " + scope->class_name + "." + rule.method +
+                     "() unchanged, so each call of that override plans what it passes: kvpatch reports those calls "
+                     "in this module as plan sites, but does not follow " + scope->class_name +
+                     " into modules that import it; once every caller passes " + rule.kv_parameter +
+                     ", mark this line # kvpatch: ignore[" + rule.id + "] <reason>";
+      }
     } else if (is(callee, "identifier") && aliases.by_name.count(facts.text(callee)) != 0) {
       const FunctionFacts* alias = aliases.by_name.at(facts.text(callee));
       if (scope != nullptr && syntax::same(scope->node, alias->node)) continue;  // recursion inside the alias
@@ -335,9 +341,9 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
     if (auto reason = suppression(source, call, rule.id)) {
       site.status = SiteStatus::Ignored;
       site.reason = reason->empty() ? "suppressed by a kvpatch: ignore comment" : *reason;
-    } else if (!no_instance.empty()) {
+    } else if (!unbindable.empty()) {
       site.status = SiteStatus::Unknown;
-      site.reason = no_instance;
+      site.reason = unbindable;
     } else if (receiver_unknown) {
       site.status = SiteStatus::Unknown;
       site.reason = "receiver " + site.receiver + " is not known to be a " + rule.wrapper_class + " but calls ." +
