@@ -75,6 +75,10 @@ class Backend:
         j = CUDAGraph()
         return a, b, c, d, e, f, g, h, i, j, ann, sub
 
+    def classes(self, sub: GraphWrapper, plain):
+        return (W0, fi.BatchMLAPagedAttentionWrapper, GraphWrapper, type(self.decode_wrapper), self.ragged.__class__,
+                type(plain), BatchPrefillWithRaggedKVCacheWrapper, plain, sub)
+
     def dtypes(self, model_runner, fp8_native):
         kv = self.kv_cache_dtype
         chosen = self.kv_cache_dtype if fp8_native else self.data_type
@@ -117,7 +121,7 @@ TEST_SUITE("wrapper_and_dtype") {
   TEST_CASE("module facts: classes, methods, nested defs, annotated fields") {
     Module m;
     REQUIRE(m.facts.find_class("Backend") != nullptr);
-    CHECK(m.facts.find_class("Backend")->methods.size() == 5);
+    CHECK(m.facts.find_class("Backend")->methods.size() == 6);
     CHECK(m.facts.find_class("DecodeMetadata")->field_annotations.at("decode_wrapper") == "BatchMLAPagedAttentionWrapper");
     CHECK(m.facts.field_annotation_anywhere("decode_wrapper") == "BatchMLAPagedAttentionWrapper");
     CHECK(self_name(*m.scope("uses")) == "self");
@@ -133,6 +137,24 @@ TEST_SUITE("wrapper_and_dtype") {
     CHECK(m.types.of(m.returned("uses", 3), uses) == TypeVerdict::Wrapper);  // metadata field typed as it
     CHECK(m.types.of(m.returned("uses", 4), uses) == TypeVerdict::Wrapper);  // Optional[...] parameter or attribute
     CHECK(m.types.of(m.returned("uses", 7), uses) == TypeVerdict::Wrapper);  // element of a list literal
+  }
+
+  TEST_CASE("classes a method may be called through, `C.plan(w, ...)`: the wrapper class, or the class of an instance") {
+    Module m;
+    const FunctionFacts* classes = m.scope("classes");
+    // The tuple is parenthesized: its elements are the tuple's.
+    auto element = [&](std::size_t i) { return syntax::statements(syntax::unparenthesized(last_returned(*classes))).at(i); };
+    CHECK(m.types.class_verdict(element(0), classes) == TypeVerdict::Wrapper);  // imported under another name
+    CHECK(m.types.class_verdict(element(1), classes) == TypeVerdict::Wrapper);  // read on the package
+    CHECK(m.types.class_verdict(element(2), classes) == TypeVerdict::Wrapper);  // a module subclass
+    CHECK(m.types.class_verdict(element(3), classes) == TypeVerdict::Wrapper);  // type() of a wrapper
+    CHECK(m.types.class_verdict(element(4), classes) == TypeVerdict::Other);    // __class__ of another wrapper kind
+    CHECK(m.types.class_verdict(element(5), classes) == TypeVerdict::Unknown);  // type() of an untyped parameter
+    CHECK_FALSE(m.types.class_verdict(element(6), classes).has_value());        // another class of the package
+    CHECK_FALSE(m.types.class_verdict(element(7), classes).has_value());        // not a class expression
+    CHECK_FALSE(m.types.class_verdict(element(8), classes).has_value());        // an instance, not its class
+    CHECK(m.types.is_wrapper_class("DeeperWrapper"));
+    CHECK_FALSE(m.types.is_wrapper_class("Backend"));
   }
 
   TEST_CASE("receivers of another type, or of no known type") {
