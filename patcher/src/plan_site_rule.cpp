@@ -174,7 +174,7 @@ DtypeArgument bound_dtype(const DtypeClassifier& classifier, const Binding& bind
 // `super().plan(*args, **kwargs)` in a wrapper subclass's own `def plan(self, *args, **kwargs)` that reads either
 // name nowhere else (so neither is bound again nor changed, as by `kwargs.update(...)`): it hands the wrapper's
 // plan() exactly what each call of the override passes, and those calls, on instances of the subclass, are sites
-// (bound as the wrapper's plan) wherever kvpatch sees the subclass constructed.
+// (bound as the wrapper's plan) in this module; a module importing the subclass reads it as another class.
 bool forwards_to_base(TSNode call, const std::vector<CallArgument>& arguments, const PlanSiteRule& rule,
                       const FunctionFacts* scope, const WrapperTypes& types, const ModuleFacts& facts) {
   const TSNode callee = syntax::unparenthesized(field(call, "function"));
