@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "kvpatch/input_error.h"
+#include "kvpatch/project_classes.h"
 #include "kvpatch/rule_engine.h"
 
 namespace kvpatch {
@@ -89,7 +90,26 @@ SourceFile load_input(const InputFile& input) {
 }
 }  // namespace
 
-Run analyze_inputs(const RuleSet& rules, const InputSet& inputs) {
+namespace {
+// The rules with the wrapper subclasses that the run's files (named, walked and beside a named one) define.
+std::optional<RuleSet> rules_for_inputs(const RuleSet& rules, const InputSet& inputs) {
+  std::vector<const InputFile*> files;
+  for (const InputFile& f : inputs.files) files.push_back(&f);
+  for (const InputFile& f : inputs.context) files.push_back(&f);
+  std::vector<fs::path> modules;
+  modules.reserve(files.size());
+  for (const InputFile* f : files) modules.push_back(f->path);
+  auto classes = find_project_classes(rules, modules, [&](std::size_t i) -> std::optional<std::string> {
+    return files[i]->content ? *files[i]->content : raw_content(files[i]->path);
+  });
+  if (classes.empty()) return std::nullopt;
+  return with_project_classes(rules, classes);
+}
+}  // namespace
+
+Run analyze_inputs(const RuleSet& given, const InputSet& inputs) {
+  const std::optional<RuleSet> extended = rules_for_inputs(given, inputs);
+  const RuleSet& rules = extended ? *extended : given;
   Run run;
   run.root = inputs.root;
   run.parameters = rules.parameters;

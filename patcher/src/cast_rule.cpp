@@ -660,9 +660,7 @@ private:
   const WrapperTypes& types_for(const PlanSiteRule& sites_rule) const {
     auto known = types_.find(&sites_rule);
     if (known == types_.end()) {
-      known = types_.emplace(&sites_rule, std::make_unique<WrapperTypes>(facts_, sites_rule.wrapper_class,
-                                                                           sites_rule.wrapper_module,
-                                                                           sites_rule.known_other_classes)).first;
+      known = types_.emplace(&sites_rule, std::make_unique<WrapperTypes>(facts_, sites_rule)).first;
     }
     return *known->second;
   }

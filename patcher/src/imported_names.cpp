@@ -11,9 +11,13 @@ ImportedNames::ImportedNames(const ModuleFacts& facts) : facts_(facts) {
     const bool from = is(n, "import_from_statement");
     if (!from && !is(n, "import_statement")) return true;
     TSNode module = field(n, "module_name");
-    // A relative import (`from . import x`) names a module of this package, never the wrapper's package.
-    if (from && !is(module, "dotted_name")) return false;
-    const std::string prefix = from ? facts.text(module) + "." : "";
+    // A relative import keeps its leading dots (`from .traced import W` -> .traced.W, `from . import m` -> .m): it
+    // names a module of this package, never the wrapper's package, but may name a class another module defines.
+    std::string prefix;
+    if (from) {
+      prefix = facts.text(module);
+      if (prefix.empty() || prefix.back() != '.') prefix += ".";
+    }
     const uint32_t count = syntax::named_child_count(n);
     for (uint32_t i = 0; i < count; ++i) {
       TSNode item = syntax::named_child(n, i);

@@ -174,7 +174,8 @@ DtypeArgument bound_dtype(const DtypeClassifier& classifier, const Binding& bind
 // `super().plan(*args, **kwargs)` in a wrapper subclass's own `def plan(self, *args, **kwargs)` that reads either
 // name nowhere else (so neither is bound again nor changed, as by `kwargs.update(...)`): it hands the wrapper's
 // plan() exactly what each call of the override passes, and those calls, on instances of the subclass, are sites
-// (bound as the wrapper's plan) in this module; a module importing the subclass reads it as another class.
+// (bound as the wrapper's plan) in this module and in the modules of the run that import it (project_classes.h);
+// modules outside the run are not seen.
 bool forwards_to_base(TSNode call, const std::vector<CallArgument>& arguments, const PlanSiteRule& rule,
                       const FunctionFacts* scope, const WrapperTypes& types, const ModuleFacts& facts) {
   const TSNode callee = syntax::unparenthesized(field(call, "function"));
@@ -210,7 +211,7 @@ bool forwards_to_base(TSNode call, const std::vector<CallArgument>& arguments, c
 }  // namespace
 
 std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFacts& facts) {
-  const WrapperTypes types(facts, rule.wrapper_class, rule.wrapper_module, rule.known_other_classes);
+  const WrapperTypes types(facts, rule);
   const DtypeClassifier classifier(facts, rule.roles);
   const ImportedNames imports(facts);
   const Aliases aliases = find_aliases(rule, facts, imports);
@@ -264,12 +265,12 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
       }
       if (!syntax::is_null(method_call->receiver)) site.receiver = one_line(facts.text(method_call->receiver));
       if (forwards_to_base(call, arguments, rule, scope, types, facts)) {
-        // Not counted as good: the override's callers in other modules are not followed.
+        // Not counted as good: callers in modules outside the run are not seen.
         unbindable = "forwards the arguments of " + scope->class_name + "." + rule.method +
                      "() unchanged, so each call of that override plans what it passes: kvpatch reports those calls "
-                     "in this module as plan sites, but does not follow " + scope->class_name +
-                     " into modules that import it; once every caller passes " + rule.kv_parameter +
-                     ", mark this line # kvpatch: ignore[" + rule.id + "] <reason>";
+                     "as plan sites in this module and in the modules it reads with it that import " +
+                     scope->class_name + ", but cannot see callers elsewhere; once every caller passes " +
+                     rule.kv_parameter + ", mark this line # kvpatch: ignore[" + rule.id + "] <reason>";
       }
     } else if (is(callee, "identifier") && aliases.by_name.count(facts.text(callee)) != 0) {
       const FunctionFacts* alias = aliases.by_name.at(facts.text(callee));

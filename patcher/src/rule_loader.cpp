@@ -15,8 +15,12 @@ namespace kvpatch {
 namespace fs = std::filesystem;
 
 bool FileSelection::matches(const std::string& text) const {
-  return std::all_of(content_contains.begin(), content_contains.end(),
-                     [&](const std::string& s) { return text.find(s) != std::string::npos; });
+  auto holds = [&](const std::string& s) { return text.find(s) != std::string::npos; };
+  return std::all_of(content_contains.begin(), content_contains.end(), [&](const std::string& s) {
+    if (holds(s)) return true;
+    auto others = stand_ins.find(s);
+    return others != stand_ins.end() && std::any_of(others->second.begin(), others->second.end(), holds);
+  });
 }
 
 const PlanSiteRule* RuleSet::plan_site_rule(const std::string& id) const {

@@ -171,8 +171,7 @@ private:
         ConsumerScope& c = scopes_->emplace_back();
         c.spec = &spec;
         c.sites_rule = sites_rule;
-        c.types = std::make_unique<WrapperTypes>(facts_, sites_rule->wrapper_class, sites_rule->wrapper_module,
-                                                 sites_rule->known_other_classes);
+        c.types = std::make_unique<WrapperTypes>(facts_, *sites_rule);
         c.values = method_values(spec.method, facts_);
       }
     }

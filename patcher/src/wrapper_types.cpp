@@ -6,6 +6,7 @@
 
 #include "kvpatch/dtype_roles.h"
 #include "kvpatch/module_calls.h"
+#include "kvpatch/project_classes.h"
 #include "kvpatch/reaching_definitions.h"
 
 namespace kvpatch {
@@ -53,29 +54,40 @@ std::string last_component(const std::string& path) {
 }  // namespace
 
 WrapperTypes::WrapperTypes(const ModuleFacts& facts, std::string wrapper_class, std::string module,
-                           std::vector<std::string> known_other_classes)
+                           std::vector<std::string> known_other_classes, std::vector<ProjectClass> project_classes)
     : facts_(facts),
       wrapper_class_(std::move(wrapper_class)),
       module_(std::move(module)),
       known_other_classes_(std::move(known_other_classes)),
+      project_classes_(std::move(project_classes)),
       imports_(facts) {
   wrapper_names_.insert(wrapper_class_);
-  // `from flashinfer import BatchMLAPagedAttentionWrapper as MLAWrapper` binds MLAWrapper to the class.
+  // `from flashinfer import BatchMLAPagedAttentionWrapper as MLAWrapper` binds MLAWrapper to the class, and
+  // `from .traced import TracedWrapper` a subclass that the run's module traced.py defines.
   for (const auto& [name, path] : imports_.paths()) {
-    if (last_component(path) == wrapper_class_ && (module_.empty() || in_package(path, module_))) {
+    if ((last_component(path) == wrapper_class_ && (module_.empty() || in_package(path, module_))) ||
+        names_project_class(path)) {
       wrapper_names_.insert(name);
     }
   }
   collect_subclasses();
 }
 
+bool WrapperTypes::names_project_class(const std::string& path) const {
+  return std::any_of(project_classes_.begin(), project_classes_.end(), [&](const ProjectClass& c) {
+    return kvpatch::names_project_class(path, facts_.file().source.path(), c);
+  });
+}
+
 bool WrapperTypes::names_wrapper(TSNode class_expr) const {
   class_expr = syntax::unparenthesized(class_expr);
   if (is(class_expr, "identifier") && wrapper_names_.count(facts_.text(class_expr)) != 0) return true;
   if (is(class_expr, "attribute") && facts_.text(field(class_expr, "attribute")) == wrapper_class_) return true;
-  // `import flashinfer.mla as m` + `m.<alias of the class>` resolves to the class too.
+  // `import flashinfer.mla as m` + `m.<alias of the class>` resolves to the class too, and `from . import traced` +
+  // `traced.TracedWrapper` to a subclass of it.
   const std::string path = imports_.qualified(class_expr);
-  return last_component(path) == wrapper_class_ && (module_.empty() || in_package(path, module_));
+  return (last_component(path) == wrapper_class_ && (module_.empty() || in_package(path, module_))) ||
+         names_project_class(path);
 }
 
 std::optional<TypeVerdict> WrapperTypes::class_verdict(TSNode expr, const FunctionFacts* scope) const {
@@ -125,7 +137,26 @@ TypeVerdict WrapperTypes::of_annotation(const std::string& annotation) const {
   for (const std::string& name : wrapper_names_) {
     if (word_in(annotation, name)) return TypeVerdict::Wrapper;
   }
-  return TypeVerdict::Other;
+  return annotation_names_project_class(annotation) ? TypeVerdict::Wrapper : TypeVerdict::Other;
+}
+
+bool WrapperTypes::annotation_names_project_class(const std::string& annotation) const {
+  // `traced.TracedWrapper` after `from . import traced`: the dotted name before the class, resolved as code would be.
+  auto name_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (const ProjectClass& c : project_classes_) {
+    for (std::size_t at = annotation.find(c.name); at != std::string::npos; at = annotation.find(c.name, at + 1)) {
+      const std::size_t end = at + c.name.size();
+      if (end < annotation.size() && name_char(annotation[end])) continue;
+      std::size_t begin = at;
+      while (begin > 0 && (name_char(annotation[begin - 1]) || annotation[begin - 1] == '.')) --begin;
+      const std::string dotted = annotation.substr(begin, end - begin);
+      const std::size_t dot = dotted.find('.');
+      if (dot == std::string::npos || dot == 0) continue;  // a bare name is bound by an import or not at all
+      auto bound = imports_.paths().find(dotted.substr(0, dot));
+      if (bound != imports_.paths().end() && names_project_class(bound->second + dotted.substr(dot))) return true;
+    }
+  }
+  return false;
 }
 
 TypeVerdict WrapperTypes::of(TSNode expr, const FunctionFacts* scope) const { return of(expr, scope, 0); }

@@ -11,7 +11,8 @@
 namespace kvpatch {
 
 // Input problems (unreadable, binary, syntax errors) become Run::errors; the other files are analysed.
-// inputs.context is read, once a file is analysed, only to link files (cross_file.h).
+// inputs.context is read, once a file is analysed, only to link files (cross_file.h); every file of the set, context
+// included, is searched first for the wrapper subclasses the others may import (project_classes.h).
 Run analyze_inputs(const RuleSet& rules, const InputSet& inputs);
 
 // A file's problem as a Run::errors entry: an input error, or rules that asked for clashing edits in it.

@@ -14,7 +14,9 @@ namespace kvpatch {
 // is analysed, those that a rule selects are analysed too, only to link them with the staged ones
 // (cross_file.h): a context file is reported only for a cast there whose run() a staged file's plan sites
 // may plan, and then with that cast and its finding alone. A context file a linking rule selects that kvpatch
-// cannot read or parse is a Run::errors entry: the staged plans cannot be checked against its casts.
+// cannot read or parse is a Run::errors entry: the staged plans cannot be checked against its casts. Staged and
+// context files alike are searched first, as staged, for the wrapper subclasses a staged file may import
+// (project_classes.h).
 Run analyze_staged(const RuleSet& rules, const GitRepository& repo, const StagedFiles& staged,
                    const StagedFiles& context = {});
 

@@ -12,8 +12,9 @@ public:
   explicit ImportedNames(const ModuleFacts& facts);
 
   // The dotted path a name or attribute chain stands for through the imports
-  // (`fi.BatchMLAPagedAttentionWrapper` with `import flashinfer as fi` -> flashinfer.BatchMLAPagedAttentionWrapper);
-  // "" when its first name is not imported.
+  // (`fi.BatchMLAPagedAttentionWrapper` with `import flashinfer as fi` -> flashinfer.BatchMLAPagedAttentionWrapper;
+  // relative ones keep their dots: `from . import traced` then `traced.W` -> .traced.W); "" when its first name is
+  // not imported.
   std::string qualified(TSNode expr) const;
   const std::map<std::string, std::string>& paths() const { return paths_; }
 

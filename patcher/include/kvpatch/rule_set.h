@@ -18,10 +18,20 @@ inline bool listed(const std::vector<std::string>& names, const std::string& nam
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-// Which files a rule looks at: every listed string must occur in the file's text.
+// Which files a rule looks at: every listed string must occur in the file's text, or one of its stand-ins.
 struct FileSelection {
   std::vector<std::string> content_contains;
+  // Set for a run, never read from a rule file: names that stand for a listed one (the wrapper class's subclasses
+  // that the run's modules define, project_classes.h).
+  std::map<std::string, std::vector<std::string>> stand_ins;
   bool matches(const std::string& text) const;
+};
+
+// A class that a module of the run defines (project_classes.h).
+struct ProjectClass {
+  std::string module;  // module_path() of the file that defines it
+  std::string name;
+  bool operator==(const ProjectClass&) const = default;
 };
 
 // Attribute or variable names that denote the KV-cache dtype, and those that denote the model dtype.
@@ -45,6 +55,9 @@ struct PlanSiteRule {
   bool aliases_by_signature = true;
   bool aliases_by_partial = true;                // `X.<method> = partial(f, X)` makes f an alias
   std::vector<int> unknown_receiver_arity;       // `.method(...)` on an unknown receiver with this many arguments is a site
+  // Set for a run, never read from a rule file: the subclasses of wrapper_class that the run's modules define, which
+  // a module importing one sees as the wrapper (project_classes.h).
+  std::vector<ProjectClass> project_classes;
   std::string q_parameter;
   std::string kv_parameter;
   std::string head_dim_ckv_parameter;

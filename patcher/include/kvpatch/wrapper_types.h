@@ -7,6 +7,7 @@
 
 #include "kvpatch/imported_names.h"
 #include "kvpatch/module_facts.h"
+#include "kvpatch/rule_set.h"
 
 namespace kvpatch {
 
@@ -15,9 +16,13 @@ enum class TypeVerdict { Wrapper, Other, Unknown, Nothing };  // Nothing: `None`
 class WrapperTypes {
 public:
   // `module` is the package the class is imported from ("" = any); a constructor of one of its other
-  // classes not in `known_other_classes` gives an unknown type, never another one.
+  // classes not in `known_other_classes` gives an unknown type, never another one. `project_classes`: subclasses of
+  // the wrapper that other modules of the run define; imported from there, each is the wrapper too.
   WrapperTypes(const ModuleFacts& facts, std::string wrapper_class, std::string module = "",
-               std::vector<std::string> known_other_classes = {});
+               std::vector<std::string> known_other_classes = {}, std::vector<ProjectClass> project_classes = {});
+  // The wrapper a plan-site rule names, with the run's subclasses of it.
+  WrapperTypes(const ModuleFacts& facts, const PlanSiteRule& rule)
+      : WrapperTypes(facts, rule.wrapper_class, rule.wrapper_module, rule.known_other_classes, rule.project_classes) {}
 
   // Wrapper when the expression is known to hold the wrapper (annotation, constructor, attribute
   // assigned from one, metadata field typed as it, element of a container of them).
@@ -48,8 +53,13 @@ private:
   // The module class an expression is an instance of ("" when not known).
   std::string class_of(TSNode expr, const FunctionFacts* scope, int depth) const;
 
-  // Whether a class expression (`W`, `fi.W`, an alias, a module subclass) names the wrapper class.
+  // Whether a class expression (`W`, `fi.W`, an alias, a module subclass, another module's subclass) names the
+  // wrapper class.
   bool names_wrapper(TSNode class_expr) const;
+  // Whether a dotted import path names a subclass another module of the run defines.
+  bool names_project_class(const std::string& path) const;
+  // Whether an annotation names such a subclass through a module (`traced.TracedWrapper`).
+  bool annotation_names_project_class(const std::string& annotation) const;
   // Whether it names a class of the wrapper's package (or a module subclass of one) not known to be another type.
   bool names_unknown_class(TSNode class_expr) const;
   void collect_subclasses();
@@ -58,6 +68,7 @@ private:
   std::string wrapper_class_;
   std::string module_;
   std::vector<std::string> known_other_classes_;
+  std::vector<ProjectClass> project_classes_;
   ImportedNames imports_;
   std::set<std::string> wrapper_names_;  // local names bound to the wrapper class or a module subclass of it
   std::set<std::string> unknown_names_;  // module classes derived from a package class of unknown kind

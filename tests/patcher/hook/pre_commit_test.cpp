@@ -329,6 +329,40 @@ TEST_SUITE("pre_commit") {
     CHECK_FALSE(contains(result.out, "run-input"));
   }
 
+  TEST_CASE("a staged backend that builds a committed module's subclass of the wrapper: the subclass as staged") {
+    GitSandbox repo;
+    const std::string dir = "python/sglang/srt/layers/attention/";
+    const std::string traced = "from flashinfer import BatchMLAPagedAttentionWrapper\n\n\n"
+                               "class TracedMLAWrapper(BatchMLAPagedAttentionWrapper):\n    pass\n";
+    const std::string not_a_wrapper = "class TracedMLAWrapper:\n    pass\n";
+    std::string backend = fixture_source("gen-b-unpatched");
+    const std::string import = "from flashinfer import BatchMLAPagedAttentionWrapper, BatchPrefillWithRaggedKVCacheWrapper";
+    backend.replace(backend.find(import), import.size(),
+                    "from flashinfer import BatchPrefillWithRaggedKVCacheWrapper; from .traced import TracedMLAWrapper");
+    const std::string wrapper = "BatchMLAPagedAttentionWrapper";
+    for (std::size_t at = backend.find(wrapper); at != std::string::npos; at = backend.find(wrapper, at)) {
+      backend.replace(at, wrapper.size(), "TracedMLAWrapper");
+    }
+    repo.stage(dir + "traced.py", traced);
+    repo.commit_without_hooks("the traced wrapper");
+    repo.stage(kBackendPath, backend);
+    // The committed module's work-tree copy no longer subclasses the wrapper, but what is committed does.
+    repo.write(dir + "traced.py", not_a_wrapper);
+    const ProcessResult found = repo.kvpatch({"pre-commit"});
+    CAPTURE(found.out);
+    CHECK(found.exit_code == 1);
+    CHECK(contains(found.out, kMissingDecodeSite));
+    CHECK(contains(found.out, "3 plan sites: 0 threaded, 3 missing"));
+    // Staged as no wrapper (with the subclass back in the work tree), the backend's receivers are another class: no
+    // rule selects either staged file.
+    repo.stage(dir + "traced.py", not_a_wrapper);
+    repo.write(dir + "traced.py", traced);
+    const ProcessResult staged_other = repo.kvpatch({"pre-commit"});
+    CAPTURE(staged_other.out);
+    CHECK(staged_other.exit_code == 0);
+    CHECK_FALSE(contains(staged_other.out, "missing"));
+  }
+
   TEST_CASE("a site threaded by hand against a FlashInfer too old to build its plan is refused") {
     GitSandbox repo;
     // gen-a's prefill site plans a BF16 query with the KV-cache dtype; its pin, 0.2.3, cannot build that plan.

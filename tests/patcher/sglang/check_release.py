@@ -14,6 +14,9 @@
       take each pinned release's flashinfer_mla_backend.py from its cached wheel and run
       tests/patcher/mutation_test.py --sources over them with the options given after it (seeds,
       --forms, --split): the fixtures are files we wrote, these are SGLang's own shapes.
+  check_release.py subclass --releases FILE --cache DIR --kvpatch BIN [SUBCLASS_TEST_OPTION...]
+      the same for tests/patcher/subclass_module_test.py: each release's wrapper replaced by a subclass that a
+      module beside the backend defines.
 
 Exit codes: 0 pass, 1 an expectation failed, 2 usage or input error (bad releases file, no wheel).
 """
@@ -389,9 +392,10 @@ def check(entry, releases, cache, kvpatch):
     return 0
 
 
-def mutate(releases, cache, kvpatch, options):
-    """mutation_test.py --sources over every pinned release's backend, one directory per release."""
-    with tempfile.TemporaryDirectory(prefix="kvpatch-sglang-mutations-") as sources:
+def over_backends(releases, cache, kvpatch, script, options):
+    """A test script of tests/patcher run with --sources over every pinned release's backend, one directory per
+    release."""
+    with tempfile.TemporaryDirectory(prefix="kvpatch-sglang-backends-") as sources:
         for version in dict.fromkeys(split_entry(entry)[0] for entry in releases):
             archive = cached_archive(cache, version)
             if archive is None:
@@ -399,31 +403,32 @@ def mutate(releases, cache, kvpatch, options):
             os.makedirs(os.path.join(sources, version))
             with open(os.path.join(sources, version, "flashinfer_mla_backend.py"), "wb") as f:
                 f.write(extract_backend(archive))
-        script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "mutation_test.py")
+        script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), script)
         cmd = [sys.executable, script, "--kvpatch", kvpatch, "--sources", sources, *options]
         return subprocess.run(cmd, check=False).returncode
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=("download", "check", "mutate"))
+    parser.add_argument("command", choices=("download", "check", "mutate", "subclass"))
     parser.add_argument("version", nargs="?")
     parser.add_argument("--releases", required=True)
     parser.add_argument("--cache", required=True)
     parser.add_argument("--kvpatch")
     args, rest = parser.parse_known_args()
-    if rest and args.command != "mutate":
-        parser.error(f"unrecognized arguments: {' '.join(rest)}")  # only mutate passes options on
+    if rest and args.command not in ("mutate", "subclass"):
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")  # only mutate and subclass pass options on
     try:
         releases = load_releases(args.releases)
         if args.command == "download":
             return download(releases, args.cache)
-        if args.command == "mutate":
+        if args.command in ("mutate", "subclass"):
             if not args.kvpatch:
-                raise InputError("mutate needs --kvpatch")
+                raise InputError(f"{args.command} needs --kvpatch")
             if args.version:
-                raise InputError("mutate takes no ENTRY: it mutates every pinned release")
-            return mutate(releases, args.cache, os.path.abspath(args.kvpatch), rest)
+                raise InputError(f"{args.command} takes no ENTRY: it runs over every pinned release")
+            script = "mutation_test.py" if args.command == "mutate" else "subclass_module_test.py"
+            return over_backends(releases, args.cache, os.path.abspath(args.kvpatch), script, rest)
         if not args.version or not args.kvpatch:
             raise InputError("check needs VERSION and --kvpatch")
         return check(args.version, releases, args.cache, os.path.abspath(args.kvpatch))  # runs in scratch dirs

@@ -1,0 +1,146 @@
+#include "kvpatch/project_classes.h"
+
+#include <algorithm>
+#include <memory>
+#include <set>
+
+#include "kvpatch/input_error.h"
+#include "kvpatch/module_facts.h"
+#include "kvpatch/python_syntax.h"
+#include "kvpatch/source_file.h"
+#include "kvpatch/wrapper_types.h"
+
+namespace kvpatch {
+namespace fs = std::filesystem;
+
+namespace {
+fs::path absolute_normal(const fs::path& file) {
+  std::error_code ec;
+  const fs::path absolute = fs::absolute(file, ec);
+  return (ec ? file : absolute).lexically_normal();
+}
+
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  std::size_t begin = 0;
+  for (std::size_t at = text.find(separator); at != std::string::npos; at = text.find(separator, begin)) {
+    parts.push_back(text.substr(begin, at - begin));
+    begin = at + 1;
+  }
+  parts.push_back(text.substr(begin));
+  return parts;
+}
+
+// A module of the run, parsed once: the facts every round of the search reads again.
+struct ParsedModule {
+  std::shared_ptr<const ParsedFile> file;
+  std::unique_ptr<ModuleFacts> facts;
+};
+}  // namespace
+
+std::string module_path(const fs::path& file) {
+  fs::path path = absolute_normal(file);
+  if (path.extension() == ".py") path.replace_extension();
+  if (path.filename() == "__init__") path = path.parent_path();
+  return path.generic_string();
+}
+
+bool names_project_class(const std::string& dotted, const fs::path& importer, const ProjectClass& cls) {
+  const std::size_t level = dotted.find_first_not_of('.');
+  if (level == std::string::npos) return false;
+  std::vector<std::string> components = split(dotted.substr(level), '.');
+  if (components.back() != cls.name) return false;
+  components.pop_back();
+  if (level > 0) {
+    // `.` is the importer's own package (the directory it lies in, for a package's __init__.py too); each further
+    // dot is one package up.
+    fs::path base = absolute_normal(importer).parent_path();
+    for (std::size_t up = 1; up < level; ++up) base = base.parent_path();
+    for (const std::string& c : components) base /= c;
+    return base.generic_string() == cls.module;
+  }
+  if (components.empty()) return false;  // `import W` names a module, never a class
+  const std::vector<std::string> module = split(cls.module, '/');
+  return module.size() >= components.size() &&
+         std::equal(components.rbegin(), components.rend(), module.rbegin());
+}
+
+std::map<std::string, std::vector<ProjectClass>> find_project_classes(
+    const RuleSet& rules, const std::vector<fs::path>& modules,
+    const std::function<std::optional<std::string>(std::size_t)>& read) {
+  std::map<std::string, std::vector<ProjectClass>> found;
+  std::set<std::string> searched;              // class names whose modules have been looked for
+  std::map<std::size_t, ParsedModule> parsed;  // the modules that name one of them (null facts: did not parse)
+  for (;;) {
+    std::vector<std::string> fresh;
+    for (const PlanSiteRule& rule : rules.plan_site_rules) {
+      if (searched.insert(rule.wrapper_class).second) fresh.push_back(rule.wrapper_class);
+      for (const ProjectClass& c : found[rule.id]) {
+        if (searched.insert(c.name).second) fresh.push_back(c.name);
+      }
+    }
+    if (fresh.empty()) break;
+    // A module can only define a subclass of a class it names: only those are parsed.
+    for (std::size_t i = 0; i < modules.size(); ++i) {
+      if (parsed.count(i) != 0) continue;
+      const std::optional<std::string> text = read(i);
+      if (!text || std::none_of(fresh.begin(), fresh.end(), [&](const std::string& n) {
+            return text->find(n) != std::string::npos;
+          })) {
+        continue;
+      }
+      ParsedModule& m = parsed[i];
+      try {
+        require_source_text(*text, modules[i].generic_string());
+        m.file = std::make_shared<const ParsedFile>(
+            parse_source_file(SourceFile(modules[i], modules[i].generic_string(), *text)));
+        m.facts = std::make_unique<ModuleFacts>(*m.file);
+      } catch (const InputError&) {
+        m.facts.reset();
+      }
+    }
+    bool grew = false;
+    for (const PlanSiteRule& rule : rules.plan_site_rules) {
+      std::vector<ProjectClass>& classes = found[rule.id];
+      for (const auto& [i, m] : parsed) {
+        if (!m.facts) continue;
+        const WrapperTypes types(*m.facts, rule.wrapper_class, rule.wrapper_module, rule.known_other_classes, classes);
+        for (const ClassFacts& cls : m.facts->classes()) {
+          if (cls.name == rule.wrapper_class || !types.is_wrapper_class(cls.name)) continue;
+          ProjectClass c{module_path(modules[i]), cls.name};
+          if (std::find(classes.begin(), classes.end(), c) == classes.end()) {
+            classes.push_back(std::move(c));
+            grew = true;
+          }
+        }
+      }
+    }
+    if (!grew) break;
+  }
+  std::erase_if(found, [](const auto& entry) { return entry.second.empty(); });
+  return found;
+}
+
+RuleSet with_project_classes(RuleSet rules, const std::map<std::string, std::vector<ProjectClass>>& classes) {
+  for (PlanSiteRule& rule : rules.plan_site_rules) {
+    auto it = classes.find(rule.id);
+    if (it != classes.end()) rule.project_classes = it->second;
+  }
+  auto add_stand_ins = [&](FileSelection& selection) {
+    for (const std::string& term : selection.content_contains) {
+      for (const PlanSiteRule& rule : rules.plan_site_rules) {
+        if (rule.wrapper_class != term) continue;
+        std::vector<std::string>& names = selection.stand_ins[term];
+        for (const ProjectClass& c : rule.project_classes) {
+          if (std::find(names.begin(), names.end(), c.name) == names.end()) names.push_back(c.name);
+        }
+      }
+    }
+  };
+  for (PlanSiteRule& r : rules.plan_site_rules) add_stand_ins(r.files);
+  for (FieldRule& r : rules.field_rules) add_stand_ins(r.files);
+  for (CastRule& r : rules.cast_rules) add_stand_ins(r.files);
+  return rules;
+}
+
+}  // namespace kvpatch

@@ -1,0 +1,115 @@
+// A subclass of the wrapper defined in one module and built in another (a fork's traced or timed wrapper). Each file
+// is analysed on its own, so before project_classes.h the backend that imports the subclass read its instances as
+// another class: its plan() calls were no sites, the module was not even selected (it never names the wrapper), and
+// check exited 0 with all three plans unthreaded. Over a run that holds the subclass's module, they are the wrapper's.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "support/files.h"
+#include "support/fixture_sources.h"
+#include "support/kvpatch_cli.h"
+#include "support/temp_dir.h"
+
+namespace fs = std::filesystem;
+using namespace kvpatch_test;
+
+namespace {
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+const std::string kWrapper = "BatchMLAPagedAttentionWrapper";
+const std::string kImport = "from flashinfer import BatchMLAPagedAttentionWrapper, BatchPrefillWithRaggedKVCacheWrapper\n";
+
+const std::string kTraced =
+    "from flashinfer import BatchMLAPagedAttentionWrapper\n\n\n"
+    "class TracedMLAWrapper(BatchMLAPagedAttentionWrapper):\n"
+    "    \"\"\"Counts run() calls for a profiler.\"\"\"\n\n"
+    "    calls = 0\n\n"
+    "    def run(self, *args, **kwargs):\n"
+    "        TracedMLAWrapper.calls += 1\n"
+    "        return super().run(*args, **kwargs)\n";
+
+// The generation-B fixture in package pkg, its wrapper replaced by `spelled` (every use) bound by `imports` (one
+// line, in place of the fixture's flashinfer import: the findings' lines are the fixture's plus one), beside the
+// modules given.
+struct SubclassBackend {
+  TempDir scratch{"kvpatch-subclass-module"};
+  fs::path package = scratch.path() / "pkg";
+  fs::path backend = package / "flashinfer_mla_backend.py";
+
+  SubclassBackend(const std::string& imports, const std::string& spelled,
+                  const std::vector<std::pair<std::string, std::string>>& modules = {{"traced.py", kTraced}}) {
+    std::string source = fixture_source("gen-b-unpatched");
+    const std::size_t at = source.find(kImport);
+    REQUIRE(at != std::string::npos);
+    source.replace(at, kImport.size(), "from flashinfer import BatchPrefillWithRaggedKVCacheWrapper\n" + imports);
+    for (std::size_t w = source.find(kWrapper); w != std::string::npos; w = source.find(kWrapper, w + spelled.size())) {
+      source.replace(w, kWrapper.size(), spelled);
+    }
+    REQUIRE(!contains(source, kWrapper));
+    fs::create_directories(package);
+    write_bytes(package / "__init__.py", "");
+    write_bytes(backend, source);
+    for (const auto& [name, text] : modules) write_bytes(package / name, text);
+  }
+
+  ProcessResult kvpatch(const std::vector<std::string>& args) const { return run_kvpatch(args, scratch.path()); }
+};
+
+// What check reports for the unpatched fixture, one line below its own findings.
+void check_unpatched(const ProcessResult& r) {
+  CAPTURE(r.out);
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.out, "3 plan sites: 0 threaded, 3 missing, 0 gated, 0 unknown, 0 ignored; 2 casts: 2 redundant, "
+                        "0 required"));
+  CHECK(contains(r.out, "flashinfer_mla_backend.py:211:13: missing: FlashInferMLAIndicesUpdaterPrefill.call_begin_forward: "
+                        "wrapper_paged.plan binds q_data_type=self.q_data_type, kv_data_type=self.data_type"));
+  CHECK(contains(r.out, "flashinfer_mla_backend.py:180:9: missing: FlashInferMLAIndicesUpdaterPrefill.__init__: no KV "
+                        "dtype field"));
+}
+}  // namespace
+
+TEST_SUITE("subclass_module") {
+  TEST_CASE("a subclass imported from a module beside the backend is the wrapper: check fails, apply fixes it") {
+    SubclassBackend pkg("from .traced import TracedMLAWrapper\n", "TracedMLAWrapper");
+    check_unpatched(pkg.kvpatch({"check", "--isolated", "pkg"}));
+    // Named alone, the backend's directory is read for the classes too.
+    check_unpatched(pkg.kvpatch({"check", "--isolated", "pkg/flashinfer_mla_backend.py"}));
+    const ProcessResult applied = pkg.kvpatch({"apply", "--isolated", "pkg"});
+    CAPTURE(applied.out);
+    CHECK(applied.exit_code == 0);
+    const std::string patched = read_bytes(pkg.backend);
+    CHECK(contains(patched, "self.kv_data_type = getattr(model_runner, \"kv_cache_dtype\", model_runner.dtype)"));
+    const ProcessResult after = pkg.kvpatch({"check", "--isolated", "pkg"});
+    CAPTURE(after.out);
+    CHECK(after.exit_code == 0);
+    CHECK(contains(after.out, "3 plan sites: 3 threaded, 0 missing"));
+    CHECK(read_bytes(pkg.package / "traced.py") == kTraced);
+  }
+
+  TEST_CASE("imported by its absolute name, or read on its module") {
+    check_unpatched(SubclassBackend("from pkg.traced import TracedMLAWrapper\n", "TracedMLAWrapper")
+                        .kvpatch({"check", "--isolated", "pkg"}));
+    check_unpatched(SubclassBackend("from . import traced\n", "traced.TracedMLAWrapper").kvpatch({"check", "--isolated", "pkg"}));
+    check_unpatched(SubclassBackend("import pkg.traced\n", "pkg.traced.TracedMLAWrapper").kvpatch({"check", "--isolated", "pkg"}));
+  }
+
+  TEST_CASE("a subclass of the subclass, in a third module") {
+    const std::string timed = "from .traced import TracedMLAWrapper as Traced\n\n\nclass TimedMLAWrapper(Traced):\n    pass\n";
+    check_unpatched(SubclassBackend("from .timed import TimedMLAWrapper\n", "TimedMLAWrapper",
+                                    {{"traced.py", kTraced}, {"timed.py", timed}})
+                        .kvpatch({"check", "--isolated", "pkg"}));
+  }
+
+  TEST_CASE("a class of the same name from a module where it is no wrapper stays another class") {
+    const std::string other = "class TracedMLAWrapper:\n    def plan(self, *args):\n        pass\n";
+    const SubclassBackend pkg("from .other import TracedMLAWrapper\n", "TracedMLAWrapper",
+                              {{"traced.py", kTraced}, {"other.py", other}});
+    const ProcessResult r = pkg.kvpatch({"check", "--isolated", "pkg"});
+    CAPTURE(r.out);
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.out, "0 plan sites"));
+  }
+}

@@ -1,0 +1,200 @@
+// Wrapper subclasses defined in one module of a run and imported by another (project_classes.h): how an import path
+// finds the module that defines the class, the search to a fixed point, and the rules and receivers that see them.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kvpatch/module_facts.h"
+#include "kvpatch/project_classes.h"
+#include "kvpatch/rule_engine.h"
+#include "kvpatch/wrapper_types.h"
+#include "test_support.h"
+
+using namespace kvpatch;
+namespace fs = std::filesystem;
+
+namespace {
+const RuleSet& repository_rules() {
+  static const RuleSet rules = load_rule_set(KVPATCH_DEFAULT_RULES_DIR);
+  return rules;
+}
+
+const std::string kWrapper = "BatchMLAPagedAttentionWrapper";
+const std::string kSitesRule = "flashinfer-mla-plan-kv-dtype";
+
+// Modules in memory, searched as a run's files are.
+std::map<std::string, std::vector<ProjectClass>> search(const std::vector<std::pair<std::string, std::string>>& modules) {
+  std::vector<fs::path> paths;
+  paths.reserve(modules.size());
+  for (const auto& m : modules) paths.emplace_back(m.first);
+  return find_project_classes(repository_rules(), paths, [&](std::size_t i) { return std::optional(modules[i].second); });
+}
+
+std::vector<std::string> names(const std::vector<ProjectClass>& classes) {
+  std::vector<std::string> out;
+  out.reserve(classes.size());
+  for (const ProjectClass& c : classes) out.push_back(c.module + ":" + c.name);
+  return out;
+}
+
+// The MLA wrapper's types in a module at `path`, with the run's subclasses.
+struct Module {
+  std::shared_ptr<const ParsedFile> file;
+  ModuleFacts facts;
+  WrapperTypes types;
+  Module(const std::string& path, const std::string& code, std::vector<ProjectClass> classes)
+      : file(std::make_shared<const ParsedFile>(parse_source_file(SourceFile(path, path, code)))),
+        facts(*file),
+        types(facts, kWrapper, "flashinfer", {}, std::move(classes)) {}
+  TypeVerdict returned(const std::string& function) const {
+    const FunctionFacts* f = facts.module_function(function);
+    REQUIRE(f != nullptr);
+    TSNode value{};
+    syntax::walk(f->node, [&](TSNode n) {
+      if (syntax::type(n) == "return_statement") value = syntax::named_child(n, 0);
+      return true;
+    });
+    return types.of(value, f);
+  }
+};
+}  // namespace
+
+TEST_SUITE("project_classes") {
+  TEST_CASE("a module's path as imports name it") {
+    CHECK(module_path("/src/pkg/traced.py") == "/src/pkg/traced");
+    CHECK(module_path("/src/pkg/__init__.py") == "/src/pkg");
+    CHECK(module_path("/src/pkg/./sub/../traced.py") == "/src/pkg/traced");
+    CHECK(module_path("pkg/traced.py") == (fs::current_path() / "pkg/traced").generic_string());
+  }
+
+  TEST_CASE("import paths that name a class of another module, and those that do not") {
+    const ProjectClass traced{"/src/pkg/traced", "TracedWrapper"};
+    const fs::path backend = "/src/pkg/backend.py";
+    CHECK(names_project_class(".traced.TracedWrapper", backend, traced));
+    CHECK(names_project_class(".traced.TracedWrapper", "/src/pkg/__init__.py", traced));  // the package's own module
+    CHECK(names_project_class("..traced.TracedWrapper", "/src/pkg/sub/deep.py", traced));  // one package up
+    CHECK(names_project_class("..pkg.traced.TracedWrapper", backend, traced));
+    CHECK(names_project_class("pkg.traced.TracedWrapper", backend, traced));  // absolute, from any sys.path entry
+    CHECK(names_project_class("src.pkg.traced.TracedWrapper", "/elsewhere/x.py", traced));
+    CHECK(names_project_class("traced.TracedWrapper", backend, traced));  // the directory itself on sys.path
+    CHECK_FALSE(names_project_class(".traced.OtherWrapper", backend, traced));
+    CHECK_FALSE(names_project_class(".timed.TracedWrapper", backend, traced));
+    CHECK_FALSE(names_project_class("..traced.TracedWrapper", backend, traced));  // /src/traced
+    CHECK_FALSE(names_project_class("other.traced.TracedWrapper", backend, traced));
+    CHECK_FALSE(names_project_class("TracedWrapper", backend, traced));  // `import TracedWrapper`: a module
+    CHECK_FALSE(names_project_class(".TracedWrapper", backend, traced));  // pkg/__init__.py's class
+    CHECK_FALSE(names_project_class("...", backend, traced));
+    const ProjectClass in_package{"/src/pkg", "PackageWrapper"};  // defined in pkg/__init__.py
+    CHECK(names_project_class(".PackageWrapper", backend, in_package));
+    CHECK(names_project_class("pkg.PackageWrapper", backend, in_package));
+  }
+
+  TEST_CASE("subclasses across modules, to a fixed point, and only through an import that binds the base") {
+    const auto found = search({
+        {"/p/pkg/deeper.py", "from .traced import TracedWrapper as Base\n\nclass DeeperWrapper(Base):\n    pass\n"},
+        {"/p/pkg/traced.py", "from flashinfer import BatchMLAPagedAttentionWrapper\n\n"
+                             "class TracedWrapper(BatchMLAPagedAttentionWrapper):\n    pass\n"},
+        {"/p/pkg/deepest.py", "from pkg import deeper\n\nclass DeepestWrapper(deeper.DeeperWrapper):\n    pass\n"},
+        {"/p/pkg/unbound.py", "class Stray(TracedWrapper):\n    pass\n"},  // the name is bound by nothing
+        {"/p/pkg/elsewhere.py", "from .other import TracedWrapper\n\nclass Lookalike(TracedWrapper):\n    pass\n"},
+        {"/p/pkg/broken.py", "class Broken(BatchMLAPagedAttentionWrapper:\n"},  // does not parse: passed by
+        {"/p/pkg/ragged.py", "from flashinfer import BatchPrefillWithRaggedKVCacheWrapper\n\n"
+                             "class Ragged(BatchPrefillWithRaggedKVCacheWrapper):\n    pass\n"},
+    });
+    REQUIRE(found.count(kSitesRule) == 1);
+    CHECK(names(found.at(kSitesRule)) ==
+          std::vector<std::string>{"/p/pkg/traced:TracedWrapper", "/p/pkg/deeper:DeeperWrapper",
+                                   "/p/pkg/deepest:DeepestWrapper"});
+    CHECK(search({{"/p/a.py", "import torch\n"}}).empty());
+  }
+
+  TEST_CASE("the rules for a run: each selects a module that names a subclass only") {
+    const std::map<std::string, std::vector<ProjectClass>> classes{{kSitesRule, {{"/p/pkg/traced", "TracedWrapper"}}}};
+    const RuleSet rules = with_project_classes(repository_rules(), classes);
+    const std::string backend = "from .traced import TracedWrapper\nw = TracedWrapper(ws)\n";
+    for (const PlanSiteRule& r : rules.plan_site_rules) {
+      CHECK(r.files.matches(backend) == (r.id == kSitesRule));
+      if (r.id == kSitesRule) CHECK(r.project_classes == classes.at(kSitesRule));
+    }
+    for (const FieldRule& r : rules.field_rules) CHECK(r.files.matches(backend));
+    int casts = 0;
+    for (const CastRule& r : rules.cast_rules) casts += r.files.matches(backend) ? 1 : 0;
+    CHECK(casts == 1);  // the MLA cast rule; fa3's selects by other names
+    // The repository's rules, as loaded, select it not.
+    for (const FieldRule& r : repository_rules().field_rules) CHECK_FALSE(r.files.matches(backend));
+  }
+
+  TEST_CASE("a module that imports a subclass sees its instances as the wrapper, however it names it") {
+    const std::vector<ProjectClass> classes{{"/p/pkg/traced", "TracedWrapper"}};
+    const Module m("/p/pkg/backend.py", R"PY(
+from .traced import TracedWrapper
+from .traced import TracedWrapper as Renamed
+from . import traced
+import pkg.traced
+from pkg.traced import TracedWrapper as Absolute
+from .timed import TracedWrapper as Lookalike
+
+
+class LocalSubclass(Renamed):
+    pass
+
+
+def direct():
+    return TracedWrapper(ws)
+
+def renamed():
+    return Renamed(ws)
+
+def through_module():
+    return traced.TracedWrapper(ws)
+
+def dotted_import():
+    return pkg.traced.TracedWrapper(ws)
+
+def absolute():
+    return Absolute(ws)
+
+def subclassed():
+    return LocalSubclass(ws)
+
+def annotated_by_name(w: Optional[TracedWrapper]):
+    return w
+
+def lookalike():
+    return Lookalike(ws)
+)PY",
+                   classes);
+    for (const char* f : {"direct", "renamed", "through_module", "dotted_import", "absolute", "subclassed",
+                          "annotated_by_name"}) {
+      CAPTURE(f);
+      CHECK(m.returned(f) == TypeVerdict::Wrapper);
+    }
+    CHECK(m.types.is_wrapper_class("LocalSubclass"));
+    CHECK(m.returned("lookalike") == TypeVerdict::Other);
+    // Annotated through the module only (the class's name is bound by no import of this one).
+    const Module annotations("/p/pkg/updaters.py", R"PY(
+from . import traced, timed
+import pkg.traced
+
+
+def through_module(w: "traced.TracedWrapper"):
+    return w
+
+def dotted_import(w: Optional[pkg.traced.TracedWrapper]):
+    return w
+
+def lookalike(w: "timed.TracedWrapper"):
+    return w
+)PY",
+                             classes);
+    CHECK(annotations.returned("through_module") == TypeVerdict::Wrapper);
+    CHECK(annotations.returned("dotted_import") == TypeVerdict::Wrapper);
+    CHECK(annotations.returned("lookalike") == TypeVerdict::Other);
+    // Without the run's classes, the module's own reading: another class.
+    const Module alone("/p/pkg/backend.py", "from .traced import TracedWrapper\n\ndef direct():\n    return TracedWrapper(ws)\n", {});
+    CHECK(alone.returned("direct") == TypeVerdict::Other);
+  }
+}
