@@ -30,6 +30,7 @@ import sys
 import tempfile
 
 import metamorphic_calls
+from metamorphic_test import backends  # the fixtures' backends, or every .py under DIR, that compile
 
 BACKEND = "flashinfer_mla_backend.py"
 WRAPPER = "BatchMLAPagedAttentionWrapper"
@@ -180,23 +181,6 @@ def outcome(kvpatch, text, scratch):
     return check.returncode, findings, apply.returncode, written, check.stderr + apply.stderr
 
 
-def backends(fixtures, sources):
-    paths = []
-    if fixtures:
-        paths = [os.path.join(fixtures, name, BACKEND) for name in sorted(os.listdir(fixtures))]
-    else:
-        for top, _, files in sorted(os.walk(sources)):
-            paths += [os.path.join(top, f) for f in sorted(files) if f.endswith(".py")]
-    out = []
-    for path in paths:
-        try:
-            with open(path, encoding="utf-8", newline="") as f:
-                out.append((path, f.read()))
-        except (OSError, UnicodeDecodeError):
-            continue
-    return out
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--kvpatch", required=True)
@@ -211,8 +195,6 @@ def main():
     cases = failures = skipped = with_sites = files = 0
     with tempfile.TemporaryDirectory(prefix="kvpatch-subclass-") as scratch:
         for path, text in backends(args.fixtures, args.sources):
-            if "\r" in text:  # the rewrite splits lines on "\n"
-                continue
             rewrites = {v: rewrite(text, v) for v in variants}
             if all(r is None for r in rewrites.values()):
                 skipped += 1
