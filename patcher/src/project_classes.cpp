@@ -4,6 +4,7 @@
 #include <memory>
 #include <set>
 
+#include "kvpatch/imported_names.h"
 #include "kvpatch/input_error.h"
 #include "kvpatch/module_facts.h"
 #include "kvpatch/python_syntax.h"
@@ -104,14 +105,24 @@ std::map<std::string, std::vector<ProjectClass>> find_project_classes(
       std::vector<ProjectClass>& classes = found[rule.id];
       for (const auto& [i, m] : parsed) {
         if (!m.facts) continue;
+        const fs::path& module = modules[i];  // not the binding i: clang 14 cannot capture structured bindings
         const WrapperTypes types(*m.facts, rule.wrapper_class, rule.wrapper_module, rule.known_other_classes, classes);
+        auto add = [&](ProjectClass c) {
+          if (std::find(classes.begin(), classes.end(), c) != classes.end()) return;
+          classes.push_back(std::move(c));
+          grew = true;
+        };
         for (const ClassFacts& cls : m.facts->classes()) {
-          if (cls.name == rule.wrapper_class || !types.is_wrapper_class(cls.name)) continue;
-          ProjectClass c{module_path(modules[i]), cls.name};
-          if (std::find(classes.begin(), classes.end(), c) == classes.end()) {
-            classes.push_back(std::move(c));
-            grew = true;
-          }
+          if (cls.name != rule.wrapper_class && types.is_wrapper_class(cls.name)) add({module_path(module), cls.name});
+        }
+        // A name the module's imports bind to one is an attribute of the module too: a package's __init__.py that
+        // re-exports it (`from .traced import TracedWrapper`) lets others import it from the package.
+        const ImportedNames imports(*m.facts);
+        for (const auto& binding : imports.paths()) {
+          const bool bound = std::any_of(classes.begin(), classes.end(), [&](const ProjectClass& c) {
+            return names_project_class(binding.second, module, c);
+          });
+          if (bound) add({module_path(module), binding.first});
         }
       }
     }

@@ -89,11 +89,15 @@ TEST_SUITE("subclass_module") {
     CHECK(read_bytes(pkg.package / "traced.py") == kTraced);
   }
 
-  TEST_CASE("imported by its absolute name, or read on its module") {
+  TEST_CASE("imported by its absolute name, read on its module, or from its package") {
     check_unpatched(SubclassBackend("from pkg.traced import TracedMLAWrapper\n", "TracedMLAWrapper")
                         .kvpatch({"check", "--isolated", "pkg"}));
     check_unpatched(SubclassBackend("from . import traced\n", "traced.TracedMLAWrapper").kvpatch({"check", "--isolated", "pkg"}));
     check_unpatched(SubclassBackend("import pkg.traced\n", "pkg.traced.TracedMLAWrapper").kvpatch({"check", "--isolated", "pkg"}));
+    // Re-exported by the package's __init__.py.
+    check_unpatched(SubclassBackend("from pkg import TracedMLAWrapper\n", "TracedMLAWrapper",
+                                    {{"traced.py", kTraced}, {"__init__.py", "from .traced import TracedMLAWrapper\n"}})
+                        .kvpatch({"check", "--isolated", "pkg"}));
   }
 
   TEST_CASE("a subclass of the subclass, in a third module") {

@@ -105,10 +105,24 @@ TEST_SUITE("project_classes") {
                              "class Ragged(BatchPrefillWithRaggedKVCacheWrapper):\n    pass\n"},
     });
     REQUIRE(found.count(kSitesRule) == 1);
+    // deeper.py's import binds Base to the class, so `from pkg.deeper import Base` would import it too.
     CHECK(names(found.at(kSitesRule)) ==
-          std::vector<std::string>{"/p/pkg/traced:TracedWrapper", "/p/pkg/deeper:DeeperWrapper",
+          std::vector<std::string>{"/p/pkg/traced:TracedWrapper", "/p/pkg/deeper:DeeperWrapper", "/p/pkg/deeper:Base",
                                    "/p/pkg/deepest:DeepestWrapper"});
     CHECK(search({{"/p/a.py", "import torch\n"}}).empty());
+  }
+
+  TEST_CASE("a package that re-exports a subclass: importing it from the package finds it") {
+    const auto found = search({
+        {"/p/pkg/__init__.py", "from .traced import TracedWrapper\n"},
+        {"/p/pkg/traced.py", "import flashinfer\n\nclass TracedWrapper(flashinfer.BatchMLAPagedAttentionWrapper):\n"
+                             "    pass\n"},
+    });
+    REQUIRE(found.count(kSitesRule) == 1);
+    CHECK(names(found.at(kSitesRule)) == std::vector<std::string>{"/p/pkg/traced:TracedWrapper", "/p/pkg:TracedWrapper"});
+    const Module m("/p/app/backend.py", "from pkg import TracedWrapper\n\ndef direct():\n    return TracedWrapper(ws)\n",
+                   found.at(kSitesRule));
+    CHECK(m.returned("direct") == TypeVerdict::Wrapper);
   }
 
   TEST_CASE("the rules for a run: each selects a module that names a subclass only") {
