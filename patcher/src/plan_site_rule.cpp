@@ -9,6 +9,7 @@
 #include "kvpatch/imported_names.h"
 #include "kvpatch/local_reads.h"
 #include "kvpatch/method_references.h"
+#include "kvpatch/plan_overrides.h"
 #include "kvpatch/rule_engine.h"
 
 namespace kvpatch {
@@ -171,41 +172,36 @@ DtypeArgument bound_dtype(const DtypeClassifier& classifier, const Binding& bind
   return classifier.classify(argument_node(argument_list, arguments[static_cast<std::size_t>(v->argument)]), scope);
 }
 
-// `super().plan(*args, **kwargs)` in a wrapper subclass's own `def plan(self, *args, **kwargs)` that reads either
-// name nowhere else (so neither is bound again nor changed, as by `kwargs.update(...)`): it hands the wrapper's
-// plan() exactly what each call of the override passes, and those calls, on instances of the subclass, are sites
-// (bound as the wrapper's plan) in this module and in the modules of the run that import it (project_classes.h);
-// modules outside the run are not seen.
-bool forwards_to_base(TSNode call, const std::vector<CallArgument>& arguments, const PlanSiteRule& rule,
-                      const FunctionFacts* scope, const WrapperTypes& types, const ModuleFacts& facts) {
-  const TSNode callee = syntax::unparenthesized(field(call, "function"));
-  if (!is(callee, "attribute") || facts.text(field(callee, "attribute")) != rule.method) return false;
-  const TSNode base = syntax::unparenthesized(field(callee, "object"));
-  if (!is(base, "call") || facts.text(field(base, "function")) != "super") return false;
-  if (scope == nullptr || !scope->is_method() || scope->unbound || scope->name != rule.method ||
-      !types.is_wrapper_class(scope->class_name)) {
-    return false;
-  }
-  const std::vector<Parameter>& parameters = scope->signature.parameters;
-  if (parameters.size() != 3 || parameters[1].kind != ParameterKind::VarPositional ||
-      parameters[2].kind != ParameterKind::VarKeyword) {
-    return false;
-  }
-  const bool passed_on = arguments.size() == 2 && arguments[0].kind == ArgumentKind::UnpackedSequence &&
-                         arguments[0].text == parameters[1].name && arguments[1].kind == ArgumentKind::UnpackedMapping &&
-                         arguments[1].text == parameters[2].name;
-  if (!passed_on) return false;
-  const TSNode argument_list = field(call, "arguments");
-  bool elsewhere = false;
-  syntax::walk(scope->body, [&](TSNode n) {
-    if (elsewhere) return false;
-    if (is(n, "identifier") && syntax::names_a_variable(n) &&
-        (facts.text(n) == parameters[1].name || facts.text(n) == parameters[2].name)) {
-      elsewhere = !syntax::contains(argument_list, n);
+// The override of the method that a call on the wrapper may run, of those that do not bind as the wrapper's
+// (plan_overrides.h); nullptr where none may. Through the wrapper class itself (`W.plan(w, ...)`) the wrapper's own
+// runs; on an instance of a known class of the module, the defs its class and subclasses find; on any other
+// receiver (a parameter, a field), any of them may.
+const RebindingOverride* override_run(const MethodCall& call, TSNode callee, const std::vector<RebindingOverride>& overrides,
+                                      const PlanSiteRule& rule, const WrapperTypes& types, const FunctionFacts* scope,
+                                      const ModuleFacts& facts) {
+  if (overrides.empty() || call.verdict != TypeVerdict::Wrapper) return nullptr;
+  auto named = [&](const std::string& name) -> const RebindingOverride* {
+    auto found = std::find_if(overrides.begin(), overrides.end(), [&](const RebindingOverride& o) { return o.class_name == name; });
+    return found == overrides.end() ? nullptr : &*found;
+  };
+  if (call.through_class && is(callee, "attribute")) {
+    const TSNode cls = syntax::unparenthesized(field(callee, "object"));
+    const TSNode last = is(cls, "attribute") ? field(cls, "attribute") : cls;
+    if (is(last, "identifier") && facts.text(last) == rule.wrapper_class) return nullptr;
+    if (is(cls, "identifier") && facts.find_class(facts.text(cls)) != nullptr) {
+      // `Tagged.plan(w, ...)`: the def Tagged's lineage finds.
+      if (const RebindingOverride* o = named(facts.text(cls))) return o;
+      if (facts.lineage_complete(*facts.find_class(facts.text(cls)))) return nullptr;
     }
-    return !elsewhere;
-  });
-  return !elsewhere;
+  }
+  const std::string cls = syntax::is_null(call.receiver) ? "" : types.module_class_of(call.receiver, scope);
+  if (cls == rule.wrapper_class && facts.find_class(cls) == nullptr) return nullptr;  // built by the wrapper class
+  const ClassFacts* known = cls.empty() ? nullptr : facts.find_class(cls);
+  if (known == nullptr) return &overrides.front();
+  for (const ClassFacts* c : facts.instance_classes(*known)) {
+    if (const RebindingOverride* o = named(c->name)) return o;
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -220,6 +216,7 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
   // `p = wrapper.plan` then `p(...)`: each call of p is a call of plan on that receiver. Other reads of
   // the method as a value are sites of their own, below.
   const std::vector<MethodValue> values = method_values(rule.method, facts);
+  const std::vector<RebindingOverride> rebinding = rebinding_overrides(rule, types, facts);
 
   for (TSNode call : facts.calls()) {
     TSNode callee = field(call, "function");
@@ -236,6 +233,7 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
     const Signature* signature = nullptr;
     bool receiver_unknown = false;
     std::string unbindable;  // why the call cannot be bound, whatever its receiver
+    bool other_signature = false;  // it may run an override whose parameters are not the wrapper's: bind nothing
     if (const std::optional<MethodCall> method_call = wrapper_method_call(call, rule.method, values, types, scope, facts)) {
       const TypeVerdict verdict = method_call->verdict;
       if (verdict == TypeVerdict::Other || verdict == TypeVerdict::Nothing) continue;
@@ -264,7 +262,14 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
         receiver_unknown = true;
       }
       if (!syntax::is_null(method_call->receiver)) site.receiver = one_line(facts.text(method_call->receiver));
-      if (forwards_to_base(call, arguments, rule, scope, types, facts)) {
+      if (const RebindingOverride* o = override_run(*method_call, callee, rebinding, rule, types, scope, facts)) {
+        other_signature = true;
+        unbindable = (site.receiver.empty() ? "the instance" : site.receiver) + " may be a " + o->class_name +
+                     ", whose own " + rule.method + o->parameters + " (" + o->where + ") neither takes the " +
+                     "wrapper's parameters in their order nor only hands them on, so kvpatch cannot tell what a call "
+                     "of it plans; pass " + rule.kv_parameter + " where that override calls the wrapper's " +
+                     rule.method + "(), then mark this call # kvpatch: ignore[" + rule.id + "] <reason>";
+      } else if (forwards_to_base(call, arguments, rule, scope, types, facts)) {
         // Not counted as good: callers in modules outside the run are not seen.
         unbindable = "forwards the arguments of " + scope->class_name + "." + rule.method +
                      "() unchanged, so each call of that override plans what it passes: kvpatch reports those calls "
@@ -329,7 +334,7 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
                                               " with partial() (" + names + ") that take its dtypes from different arguments";
       }
     }
-    if (binding.complete) {
+    if (binding.complete && !other_signature) {
       site.q_dtype = bound_dtype(classifier, binding, rule.q_parameter, arguments, argument_list, scope);
       site.kv_dtype = bound_dtype(classifier, binding, rule.kv_parameter, arguments, argument_list, scope);
       site.head_dim_ckv = head_dim(binding, rule.head_dim_ckv_parameter);

@@ -7,6 +7,7 @@
 #include "kvpatch/imported_names.h"
 #include "kvpatch/input_error.h"
 #include "kvpatch/module_facts.h"
+#include "kvpatch/plan_overrides.h"
 #include "kvpatch/python_syntax.h"
 #include "kvpatch/source_file.h"
 #include "kvpatch/wrapper_types.h"
@@ -113,16 +114,26 @@ std::map<std::string, std::vector<ProjectClass>> find_project_classes(
           grew = true;
         };
         for (const ClassFacts& cls : m.facts->classes()) {
-          if (cls.name != rule.wrapper_class && types.is_wrapper_class(cls.name)) add({module_path(module), cls.name});
+          if (cls.name == rule.wrapper_class || !types.is_wrapper_class(cls.name)) continue;
+          ProjectClass c{module_path(module), cls.name};
+          if (std::optional<RebindingOverride> o = class_override(cls, rule, types, *m.facts)) {
+            c.rebinding = o->where;
+            c.rebinding_parameters = o->parameters;
+          }
+          add(std::move(c));
         }
         // A name the module's imports bind to one is an attribute of the module too: a package's __init__.py that
         // re-exports it (`from .traced import TracedWrapper`) lets others import it from the package.
         const ImportedNames imports(*m.facts);
         for (const auto& binding : imports.paths()) {
-          const bool bound = std::any_of(classes.begin(), classes.end(), [&](const ProjectClass& c) {
+          const auto bound = std::find_if(classes.begin(), classes.end(), [&](const ProjectClass& c) {
             return names_project_class(binding.second, module, c);
           });
-          if (bound) add({module_path(module), binding.first});
+          if (bound == classes.end()) continue;
+          ProjectClass c = *bound;
+          c.module = module_path(module);
+          c.name = binding.first;
+          add(std::move(c));
         }
       }
     }

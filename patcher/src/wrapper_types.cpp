@@ -62,12 +62,17 @@ WrapperTypes::WrapperTypes(const ModuleFacts& facts, std::string wrapper_class, 
       project_classes_(std::move(project_classes)),
       imports_(facts) {
   wrapper_names_.insert(wrapper_class_);
+  base_names_.insert(wrapper_class_);
   // `from flashinfer import BatchMLAPagedAttentionWrapper as MLAWrapper` binds MLAWrapper to the class, and
   // `from .traced import TracedWrapper` a subclass that the run's module traced.py defines.
   for (const auto& [name, path] : imports_.paths()) {
-    if ((last_component(path) == wrapper_class_ && (module_.empty() || in_package(path, module_))) ||
-        names_project_class(path)) {
-      wrapper_names_.insert(name);
+    const bool base = last_component(path) == wrapper_class_ && (module_.empty() || in_package(path, module_));
+    if (base) base_names_.insert(name);
+    if (base || names_project_class(path)) wrapper_names_.insert(name);
+    for (const ProjectClass& c : project_classes_) {
+      const std::filesystem::path& importer = facts_.file().source.path();
+      if (kvpatch::names_project_class(path, importer, c)) imported_.emplace_back(name, c);
+      else if (kvpatch::names_project_class(path + "." + c.name, importer, c)) imported_.emplace_back(name + "." + c.name, c);
     }
   }
   collect_subclasses();
@@ -336,7 +341,14 @@ std::string WrapperTypes::class_of(TSNode expr, const FunctionFacts* scope, int 
   expr = syntax::unparenthesized(expr);
   if (syntax::is_null(expr) || depth > kMaxDepth) return "";
   if (is(expr, "call")) {
-    const std::string name = last_name(facts_, field(expr, "function"));
+    const TSNode callee = syntax::unparenthesized(field(expr, "function"));
+    // The wrapper class itself, by a name of its own (never one of the module's or the run's subclasses).
+    if ((is(callee, "identifier") && base_names_.count(facts_.text(callee)) != 0 &&
+         facts_.find_class(facts_.text(callee)) == nullptr) ||
+        (is(callee, "attribute") && facts_.text(field(callee, "attribute")) == wrapper_class_)) {
+      return wrapper_class_;
+    }
+    const std::string name = last_name(facts_, callee);
     return facts_.find_class(name) != nullptr ? name : "";
   }
   const FunctionFacts* method = holding_method(facts_, scope);

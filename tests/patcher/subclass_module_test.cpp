@@ -107,6 +107,40 @@ TEST_SUITE("subclass_module") {
                         .kvpatch({"check", "--isolated", "pkg"}));
   }
 
+  TEST_CASE("a subclass whose own plan() takes other parameters: its instances' calls are bound to nothing") {
+    // Bound as the wrapper's, `w.plan(tag, ...)` would put the query's dtype on kv_data_type, and the fix replace it.
+    const std::string tagged =
+        "from flashinfer import BatchMLAPagedAttentionWrapper\n\n\n"
+        "class TaggedMLAWrapper(BatchMLAPagedAttentionWrapper):\n"
+        "    def plan(self, tag, *args, **kwargs):\n"
+        "        return super().plan(*args, **kwargs)\n";
+    const std::string deeper = "from .tagged import TaggedMLAWrapper\n\n\nclass DeeperMLAWrapper(TaggedMLAWrapper):\n    pass\n";
+    for (const std::string& name : {"TaggedMLAWrapper", "DeeperMLAWrapper"}) {
+      CAPTURE(name);
+      const SubclassBackend pkg("from ." + std::string(name == "TaggedMLAWrapper" ? "tagged" : "deeper") + " import " +
+                                    name + "\n",
+                                name, {{"tagged.py", tagged}, {"deeper.py", deeper}});
+      const std::string before = read_bytes(pkg.backend);
+      const ProcessResult r = pkg.kvpatch({"check", "--isolated", "pkg"});
+      CAPTURE(r.out);
+      CHECK(r.exit_code == 1);
+      CHECK(contains(r.out, "4 plan sites: 0 threaded, 0 missing, 0 gated, 4 unknown"));  // with the override's super()
+      CHECK(contains(r.out, "flashinfer_mla_backend.py:211:13: unknown: FlashInferMLAIndicesUpdaterPrefill.call_begin_forward: "
+                            "wrapper_paged.plan; wrapper_paged may be a "));
+      CHECK(contains(r.out, ", whose own plan(self, tag, *args, **kwargs) (tagged.py:5) neither takes the wrapper's "
+                            "parameters in their order nor only hands them on"));
+      // apply adds the updaters' KV fields (their sites are unknown, not another class's) and passes them nowhere.
+      CHECK(contains(r.out, "2 casts: 0 redundant, 2 required; 2 edits"));
+      const ProcessResult applied = pkg.kvpatch({"apply", "--isolated", "pkg"});
+      CHECK(applied.exit_code == 1);
+      const std::string after = read_bytes(pkg.backend);
+      CHECK(after != before);
+      std::size_t uses = 0;
+      for (std::size_t at = after.find("self.kv_data_type"); at != std::string::npos; at = after.find("self.kv_data_type", at + 1)) ++uses;
+      CHECK(uses == 2);
+    }
+  }
+
   TEST_CASE("a class of the same name from a module where it is no wrapper stays another class") {
     const std::string other = "class TracedMLAWrapper:\n    def plan(self, *args):\n        pass\n";
     const SubclassBackend pkg("from .other import TracedMLAWrapper\n", "TracedMLAWrapper",

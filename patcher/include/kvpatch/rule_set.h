@@ -31,7 +31,12 @@ struct FileSelection {
 struct ProjectClass {
   std::string module;  // module_path() of the file that defines it
   std::string name;
-  bool operator==(const ProjectClass&) const = default;
+  // Where its instances run a plan() of their own that does not bind as the wrapper's (plan_overrides.h), `file:line`,
+  // and that def's parameter list; "" when they do not.
+  std::string rebinding;
+  std::string rebinding_parameters;
+  // One class, however its plan() was judged.
+  bool operator==(const ProjectClass& o) const { return module == o.module && name == o.name; }
 };
 
 // Attribute or variable names that denote the KV-cache dtype, and those that denote the model dtype.

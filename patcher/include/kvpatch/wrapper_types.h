@@ -3,6 +3,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kvpatch/imported_names.h"
@@ -36,6 +37,11 @@ public:
   std::optional<TypeVerdict> class_verdict(TSNode expr, const FunctionFacts* scope) const;
   // Whether a class of the module is the wrapper class or inherits from it.
   bool is_wrapper_class(const std::string& class_name) const { return wrapper_names_.count(class_name) != 0; }
+  // The module class an expression is an instance of, through constructors and assignments (the wrapper class's own
+  // name for an instance of the wrapper class itself; "" when not known).
+  std::string module_class_of(TSNode expr, const FunctionFacts* scope) const { return class_of(expr, scope, 0); }
+  // The run's classes the module imports, each with the name it reads it by (`TracedWrapper`, `traced.TracedWrapper`).
+  const std::vector<std::pair<std::string, ProjectClass>>& imported_project_classes() const { return imported_; }
 
 private:
   TypeVerdict of(TSNode expr, const FunctionFacts* scope, int depth) const;
@@ -50,7 +56,8 @@ private:
   // Whether `r.name(...)` on a receiver of that module class may run this method (its class's def, or a subclass's
   // override of it).
   bool runs_def(const std::string& receiver_class, const FunctionFacts& method) const;
-  // The module class an expression is an instance of ("" when not known).
+  // The module class an expression is an instance of (the wrapper class's name for the wrapper's own; "" when not
+  // known).
   std::string class_of(TSNode expr, const FunctionFacts* scope, int depth) const;
 
   // Whether a class expression (`W`, `fi.W`, an alias, a module subclass, another module's subclass) names the
@@ -69,8 +76,10 @@ private:
   std::string module_;
   std::vector<std::string> known_other_classes_;
   std::vector<ProjectClass> project_classes_;
+  std::vector<std::pair<std::string, ProjectClass>> imported_;
   ImportedNames imports_;
   std::set<std::string> wrapper_names_;  // local names bound to the wrapper class or a module subclass of it
+  std::set<std::string> base_names_;     // local names bound to the wrapper class itself
   std::set<std::string> unknown_names_;  // module classes derived from a package class of unknown kind
 };
 
