@@ -14,6 +14,7 @@
 #include "kvpatch/reaching_definitions.h"
 #include "kvpatch/rule_engine.h"
 #include "kvpatch/tensor_views.h"
+#include "kvpatch/wrapper_overrides.h"
 
 namespace kvpatch {
 using syntax::field;
@@ -483,6 +484,11 @@ private:
       if (method_call->verdict != TypeVerdict::Wrapper) {
         return name + ": receiver is not known to be a " + sites_rule->wrapper_class;
       }
+      // A subclass's own run() with other parameters: what it does with the cast's value is not the wrapper's.
+      if (const RebindingOverride* o = override_run(*method_call, callee, spec.method, overrides_for(spec, *sites_rule),
+                                                    sites_rule->wrapper_class, types, scope, facts_)) {
+        return name + ": " + override_reason(one_line(facts_.text(receiver)), spec.method, *o);
+      }
       const std::vector<std::size_t> indices = sites_planning(spec, types.source_attribute(receiver, scope), sites_);
       for (std::size_t i : indices) {
         const PlanSite& s = sites_[i];
@@ -665,6 +671,16 @@ private:
     return *known->second;
   }
 
+  // The consumer's overrides that do not bind as the wrapper's, in this module's classes and those it imports.
+  const std::vector<RebindingOverride>& overrides_for(const Fp8Consumer& spec, const PlanSiteRule& sites_rule) const {
+    auto known = overrides_.find(&spec);
+    if (known == overrides_.end()) {
+      known = overrides_.emplace(&spec, rebinding_overrides(consumer_method(spec), sites_rule.wrapper_class,
+                                                            types_for(sites_rule), facts_)).first;
+    }
+    return known->second;
+  }
+
   // The reads of each consumer method as a value, for its calls through a local alias: one walk per method.
   const std::vector<MethodValue>& values_for(const std::string& method) const {
     auto known = values_.find(method);
@@ -681,6 +697,7 @@ private:
   const ImportedNames imports_;  // `torch` as the module imports it, for torch.split(...)
   mutable std::map<const PlanSiteRule*, std::unique_ptr<WrapperTypes>> types_;  // by plan-site rule
   mutable std::map<std::string, std::vector<MethodValue>> values_;              // by method name
+  mutable std::map<const Fp8Consumer*, std::vector<RebindingOverride>> overrides_;  // by consumer
   mutable std::map<std::size_t, KvPlanForm> plan_forms_;                // by site index; sites do not change
 };
 }  // namespace

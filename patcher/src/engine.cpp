@@ -102,6 +102,11 @@ void drop_fix(PlanSite& site, std::string reason) {
 
 // A site whose wrapper's run() would get converted or untraced KV data is not threaded by guess.
 void withhold(PlanSite& site, const RunInputFinding& r) {
+  if (r.consumer_rebinds) {
+    drop_fix(site, r.consumer + ": " + r.why + "; planned for the KV dtype, it could be handed another dtype. Fix " +
+                       "that call first");
+    return;
+  }
   drop_fix(site, r.consumer +
                      (r.status == RunInputStatus::Converted
                           ? " would get KV data converted by " + r.expr

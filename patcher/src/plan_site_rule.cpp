@@ -9,7 +9,7 @@
 #include "kvpatch/imported_names.h"
 #include "kvpatch/local_reads.h"
 #include "kvpatch/method_references.h"
-#include "kvpatch/plan_overrides.h"
+#include "kvpatch/wrapper_overrides.h"
 #include "kvpatch/rule_engine.h"
 
 namespace kvpatch {
@@ -172,38 +172,6 @@ DtypeArgument bound_dtype(const DtypeClassifier& classifier, const Binding& bind
   return classifier.classify(argument_node(argument_list, arguments[static_cast<std::size_t>(v->argument)]), scope);
 }
 
-// The override of the method that a call on the wrapper may run, of those that do not bind as the wrapper's
-// (plan_overrides.h); nullptr where none may. Through the wrapper class itself (`W.plan(w, ...)`) the wrapper's own
-// runs; on an instance of a known class of the module, the defs its class and subclasses find; on any other
-// receiver (a parameter, a field), any of them may.
-const RebindingOverride* override_run(const MethodCall& call, TSNode callee, const std::vector<RebindingOverride>& overrides,
-                                      const PlanSiteRule& rule, const WrapperTypes& types, const FunctionFacts* scope,
-                                      const ModuleFacts& facts) {
-  if (overrides.empty() || call.verdict != TypeVerdict::Wrapper) return nullptr;
-  auto named = [&](const std::string& name) -> const RebindingOverride* {
-    auto found = std::find_if(overrides.begin(), overrides.end(), [&](const RebindingOverride& o) { return o.class_name == name; });
-    return found == overrides.end() ? nullptr : &*found;
-  };
-  if (call.through_class && is(callee, "attribute")) {
-    const TSNode cls = syntax::unparenthesized(field(callee, "object"));
-    const TSNode last = is(cls, "attribute") ? field(cls, "attribute") : cls;
-    if (is(last, "identifier") && facts.text(last) == rule.wrapper_class) return nullptr;
-    if (is(cls, "identifier") && facts.find_class(facts.text(cls)) != nullptr) {
-      // `Tagged.plan(w, ...)`: the def Tagged's lineage finds.
-      if (const RebindingOverride* o = named(facts.text(cls))) return o;
-      if (facts.lineage_complete(*facts.find_class(facts.text(cls)))) return nullptr;
-    }
-  }
-  const std::string cls = syntax::is_null(call.receiver) ? "" : types.module_class_of(call.receiver, scope);
-  if (cls == rule.wrapper_class && facts.find_class(cls) == nullptr) return nullptr;  // built by the wrapper class
-  const ClassFacts* known = cls.empty() ? nullptr : facts.find_class(cls);
-  if (known == nullptr) return &overrides.front();
-  for (const ClassFacts* c : facts.instance_classes(*known)) {
-    if (const RebindingOverride* o = named(c->name)) return o;
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFacts& facts) {
@@ -216,7 +184,7 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
   // `p = wrapper.plan` then `p(...)`: each call of p is a call of plan on that receiver. Other reads of
   // the method as a value are sites of their own, below.
   const std::vector<MethodValue> values = method_values(rule.method, facts);
-  const std::vector<RebindingOverride> rebinding = rebinding_overrides(rule, types, facts);
+  const std::vector<RebindingOverride> rebinding = rebinding_overrides(plan_method(rule), rule.wrapper_class, types, facts);
 
   for (TSNode call : facts.calls()) {
     TSNode callee = field(call, "function");
@@ -262,14 +230,13 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
         receiver_unknown = true;
       }
       if (!syntax::is_null(method_call->receiver)) site.receiver = one_line(facts.text(method_call->receiver));
-      if (const RebindingOverride* o = override_run(*method_call, callee, rebinding, rule, types, scope, facts)) {
+      if (const RebindingOverride* o =
+              override_run(*method_call, callee, rule.method, rebinding, rule.wrapper_class, types, scope, facts)) {
         other_signature = true;
-        unbindable = (site.receiver.empty() ? "the instance" : site.receiver) + " may be a " + o->class_name +
-                     ", whose own " + rule.method + o->parameters + " (" + o->where + ") neither takes the " +
-                     "wrapper's parameters in their order nor only hands them on, so kvpatch cannot tell what a call "
-                     "of it plans; pass " + rule.kv_parameter + " where that override calls the wrapper's " +
-                     rule.method + "(), then mark this call # kvpatch: ignore[" + rule.id + "] <reason>";
-      } else if (forwards_to_base(call, arguments, rule, scope, types, facts)) {
+        unbindable = override_reason(site.receiver, rule.method, *o) + ", so kvpatch cannot tell what a call of it " +
+                     "plans; pass " + rule.kv_parameter + " where that override calls the wrapper's " + rule.method +
+                     "(), then mark this call # kvpatch: ignore[" + rule.id + "] <reason>";
+      } else if (forwards_to_base(call, arguments, rule.method, scope, types, facts)) {
         // Not counted as good: callers in modules outside the run are not seen.
         unbindable = "forwards the arguments of " + scope->class_name + "." + rule.method +
                      "() unchanged, so each call of that override plans what it passes: kvpatch reports those calls "

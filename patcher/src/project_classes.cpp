@@ -7,7 +7,7 @@
 #include "kvpatch/imported_names.h"
 #include "kvpatch/input_error.h"
 #include "kvpatch/module_facts.h"
-#include "kvpatch/plan_overrides.h"
+#include "kvpatch/wrapper_overrides.h"
 #include "kvpatch/python_syntax.h"
 #include "kvpatch/source_file.h"
 #include "kvpatch/wrapper_types.h"
@@ -31,6 +31,19 @@ std::vector<std::string> split(const std::string& text, char separator) {
   }
   parts.push_back(text.substr(begin));
   return parts;
+}
+
+// The wrapper methods whose calls the rules bind: the rule's plan(), and the consumers (run()) the cast rules check
+// on its wrapper.
+std::vector<WrapperMethod> bound_methods(const RuleSet& rules, const PlanSiteRule& rule) {
+  std::vector<WrapperMethod> out{plan_method(rule)};
+  for (const CastRule& cast : rules.cast_rules) {
+    for (const Fp8Consumer& consumer : cast.fp8_consumers) {
+      const bool known = std::any_of(out.begin(), out.end(), [&](const WrapperMethod& m) { return m.name == consumer.method; });
+      if (consumer.sites_rule == rule.id && !known) out.push_back(consumer_method(consumer));
+    }
+  }
+  return out;
 }
 
 // A module of the run, parsed once: the facts every round of the search reads again.
@@ -115,10 +128,11 @@ std::map<std::string, std::vector<ProjectClass>> find_project_classes(
         };
         for (const ClassFacts& cls : m.facts->classes()) {
           if (cls.name == rule.wrapper_class || !types.is_wrapper_class(cls.name)) continue;
-          ProjectClass c{module_path(module), cls.name};
-          if (std::optional<RebindingOverride> o = class_override(cls, rule, types, *m.facts)) {
-            c.rebinding = o->where;
-            c.rebinding_parameters = o->parameters;
+          ProjectClass c{module_path(module), cls.name, {}};
+          for (const WrapperMethod& method : bound_methods(rules, rule)) {
+            if (std::optional<RebindingOverride> o = class_override(cls, method, types, *m.facts)) {
+              c.rebinding[method.name] = o->def;
+            }
           }
           add(std::move(c));
         }

@@ -80,6 +80,7 @@ std::string cast_message(const CastFinding& c) {
 
 std::string run_input_message(const RunInputFinding& r) {
   const std::string what = r.consumer_handed_on ? r.expr + " is handed on"
+                           : r.consumer_rebinds ? "the arguments of " + r.consumer + " may not be the wrapper's"
                            : r.status == RunInputStatus::Converted
                                ? r.expr + " converts the KV data " + r.consumer + " takes"
                                : "the KV data " + r.consumer + " takes comes from " + r.expr;

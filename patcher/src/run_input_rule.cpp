@@ -13,6 +13,7 @@
 #include "kvpatch/reaching_definitions.h"
 #include "kvpatch/rule_engine.h"
 #include "kvpatch/tensor_views.h"
+#include "kvpatch/wrapper_overrides.h"
 
 namespace kvpatch {
 using syntax::field;
@@ -101,8 +102,13 @@ public:
   std::vector<RunInputFinding> run() const {
     std::vector<RunInputFinding> out;
     each_consumer_call([&](const Fp8Consumer& spec, TSNode call, const FunctionFacts* scope,
-                           const std::vector<std::size_t>& planning, const std::string& unsure) {
-      check_call(spec, call, scope, planning, unsure, out);
+                           const std::vector<std::size_t>& planning, const std::string& unsure,
+                           const std::string& other) {
+      if (!other.empty()) {
+        other_signature(spec, call, scope, planning, other, out);
+      } else {
+        check_call(spec, call, scope, planning, unsure, out);
+      }
     });
     escaped_consumers(out);
     return out;
@@ -112,8 +118,8 @@ public:
   std::vector<RunScaleFinding> scales(const std::string& flashinfer) const {
     std::vector<RunScaleFinding> out;
     each_consumer_call([&](const Fp8Consumer& spec, TSNode call, const FunctionFacts* scope,
-                           const std::vector<std::size_t>&, const std::string&) {
-      if (!spec.kv_scales) return;
+                           const std::vector<std::size_t>&, const std::string&, const std::string& other) {
+      if (!spec.kv_scales || !other.empty()) return;  // no KV inputs known: a run-input finding covers the call
       const TracedInputs inputs = trace_inputs(spec, call, scope);
       if (!inputs.reached_source) return;
       for (const Traced& traced : inputs.traces) {
@@ -125,9 +131,10 @@ public:
   }
 
 private:
-  // Calls visit(spec, call, scope, planning sites, unsure) for each consumer call on a wrapper that a plan
+  // Calls visit(spec, call, scope, planning sites, unsure, other) for each consumer call on a wrapper that a plan
   // site plans for the KV dtype after the edits. unsure: "" for a receiver known to be the wrapper; else why
-  // it is checked all the same (then only KV data that reaches it counts).
+  // it is checked all the same (then only KV data that reaches it counts). other: "" or, where the call may run a
+  // subclass's own def of the method with other parameters (its arguments are then not the wrapper's), which.
   template <typename Visit>
   void each_consumer_call(Visit visit) const {
     for (const ConsumerScope& c : consumer_scopes()) {
@@ -149,7 +156,11 @@ private:
         const std::string unsure = verdict == TypeVerdict::Wrapper ? ""
                                                                    : "; its receiver is not known to be a " +
                                                                          c.sites_rule->wrapper_class + " but may be";
-        visit(*c.spec, call, scope, planning, unsure);
+        const RebindingOverride* other = override_run(*method_call, field(call, "function"), c.spec->method, c.overrides,
+                                                      c.sites_rule->wrapper_class, *c.types, scope, facts_);
+        const std::string receiver_text = syntax::is_null(receiver) ? "" : one_line(facts_.text(receiver));
+        visit(*c.spec, call, scope, planning, unsure,
+              other == nullptr ? "" : override_reason(receiver_text, c.spec->method, *other));
       }
     }
   }
@@ -161,6 +172,7 @@ private:
     const PlanSiteRule* sites_rule = nullptr;
     std::unique_ptr<WrapperTypes> types;
     std::vector<MethodValue> values;
+    std::vector<RebindingOverride> overrides;  // the method's defs in wrapper subclasses that rebind its arguments
   };
   const std::vector<ConsumerScope>& consumer_scopes() const {
     if (!scopes_) {
@@ -173,6 +185,7 @@ private:
         c.sites_rule = sites_rule;
         c.types = std::make_unique<WrapperTypes>(facts_, *sites_rule);
         c.values = method_values(spec.method, facts_);
+        c.overrides = rebinding_overrides(consumer_method(spec), sites_rule->wrapper_class, *c.types, facts_);
       }
     }
     return *scopes_;
@@ -288,6 +301,37 @@ private:
   std::string at(TSNode node) const {
     const SourcePosition p = source_.position(ts_node_start_byte(node));
     return std::to_string(p.line) + ":" + std::to_string(p.column);
+  }
+
+  // A call that may run a subclass's own def of the method with other parameters: which of its arguments are KV data,
+  // and what that def hands the wrapper's method, cannot be told. Like a run() input of unknown origin, it keeps the
+  // wrapper's plan sites unthreaded.
+  void other_signature(const Fp8Consumer& spec, TSNode call, const FunctionFacts* scope,
+                       const std::vector<std::size_t>& planning, const std::string& other,
+                       std::vector<RunInputFinding>& out) const {
+    const TSNode callee = field(call, "function");
+    RunInputFinding f;
+    f.rule = rule_.run_input_id;
+    const SourcePosition pos = source_.position(ts_node_start_byte(call));
+    f.line = pos.line;
+    f.column = pos.column;
+    if (const FunctionFacts* method = holding_method(facts_, scope)) {
+      f.class_name = method->class_name;
+      f.method = method->name;
+    }
+    if (auto reason = suppression(source_, callee, rule_.run_input_id)) {
+      f.ignored = true;
+      f.ignore_reason = *reason;
+    }
+    f.status = RunInputStatus::Unknown;
+    f.expr = one_line(facts_.text(callee));
+    f.why = other + ", so which arguments are KV data, and what it hands the wrapper's " + spec.method +
+            "(), cannot be told";
+    f.consumer = one_line(facts_.text(callee)) + " at " + at(call);
+    f.consumer_call = call;
+    f.consumer_rebinds = true;
+    for (std::size_t i : planning) f.wrapper_sites.push_back({sites_[i].line, sites_[i].column});
+    out.push_back(std::move(f));
   }
 
   // unsure: "" for a receiver known to be the wrapper; else why it is checked all the same (then only KV

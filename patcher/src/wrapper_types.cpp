@@ -337,7 +337,15 @@ bool WrapperTypes::runs_def(const std::string& receiver_class, const FunctionFac
   });
 }
 
-std::string WrapperTypes::class_of(TSNode expr, const FunctionFacts* scope, int depth) const {
+std::string WrapperTypes::annotated_class(const std::string& annotation) const {
+  std::string name = one_line(annotation);
+  if (name.size() >= 2 && (name.front() == '"' || name.front() == '\'') && name.back() == name.front()) {
+    name = name.substr(1, name.size() - 2);
+  }
+  return facts_.find_class(name) != nullptr ? name : "";
+}
+
+std::string WrapperTypes::class_of(TSNode expr, const FunctionFacts* scope, int depth, bool annotated) const {
   expr = syntax::unparenthesized(expr);
   if (syntax::is_null(expr) || depth > kMaxDepth) return "";
   if (is(expr, "call")) {
@@ -353,19 +361,31 @@ std::string WrapperTypes::class_of(TSNode expr, const FunctionFacts* scope, int 
   }
   const FunctionFacts* method = holding_method(facts_, scope);
   std::vector<const Assignment*> assignments;
+  std::string declared;  // the annotation of the parameter or field, when `annotated`
   if (is(expr, "identifier")) {
     if (method != nullptr && facts_.text(expr) == self_name(*method)) return method->class_name;
     if (scope != nullptr) assignments = assignments_reaching(facts_, *scope, facts_.text(expr), expr);
+    const int index = scope == nullptr ? -1 : scope->signature.index_of(facts_.text(expr));
+    if (annotated && index >= 0) declared = scope->signature.parameters[static_cast<std::size_t>(index)].annotation;
   } else if (is(expr, "attribute") && method != nullptr && is(field(expr, "object"), "identifier") &&
              facts_.text(field(expr, "object")) == self_name(*method)) {
     if (const ClassFacts* cls = facts_.find_class(method->class_name)) {
       assignments = facts_.self_attribute_assignments(*cls, facts_.text(field(expr, "attribute")));
+      auto field_annotation = cls->field_annotations.find(facts_.text(field(expr, "attribute")));
+      if (annotated && field_annotation != cls->field_annotations.end()) declared = field_annotation->second;
     }
+  } else if (is(expr, "attribute") && annotated) {
+    // A metadata field declared in some class of the module (`forward_metadata.decode_wrapper`).
+    declared = facts_.field_annotation_anywhere(facts_.text(field(expr, "attribute")));
   }
+  // Annotated as a module class, it holds one of that class's instances or of its subclasses'. (Annotated as the
+  // wrapper class, any subclass: not known.)
+  if (!declared.empty()) return annotated_class(declared);
   std::string found;
   for (const Assignment* a : assignments) {
     if (a->kind != AssignmentKind::Plain) return "";
-    const std::string c = class_of(a->value, &facts_.functions()[static_cast<std::size_t>(a->function)], depth + 1);
+    const std::string c =
+        class_of(a->value, &facts_.functions()[static_cast<std::size_t>(a->function)], depth + 1, annotated);
     if (c.empty() || (!found.empty() && c != found)) return "";
     found = c;
   }

@@ -58,6 +58,20 @@ struct SubclassBackend {
   ProcessResult kvpatch(const std::vector<std::string>& args) const { return run_kvpatch(args, scratch.path()); }
 };
 
+// TaggedMLAWrapper, whose own def of `method` takes a tag first, in tagged.py; DeeperMLAWrapper, a subclass of it, in
+// deeper.py. The two class names a backend may be built on.
+const std::vector<std::string> kTaggedClasses = {"TaggedMLAWrapper", "DeeperMLAWrapper"};
+std::vector<std::pair<std::string, std::string>> tagged_modules(const std::string& method) {
+  return {{"tagged.py", "from flashinfer import BatchMLAPagedAttentionWrapper\n\n\n"
+                        "class TaggedMLAWrapper(BatchMLAPagedAttentionWrapper):\n"
+                        "    def " + method + "(self, tag, *args, **kwargs):\n"
+                        "        return super()." + method + "(*args, **kwargs)\n"},
+          {"deeper.py", "from .tagged import TaggedMLAWrapper\n\n\nclass DeeperMLAWrapper(TaggedMLAWrapper):\n    pass\n"}};
+}
+std::string tagged_import(const std::string& name) {
+  return "from ." + std::string(name == "TaggedMLAWrapper" ? "tagged" : "deeper") + " import " + name + "\n";
+}
+
 // What check reports for the unpatched fixture, one line below its own findings.
 void check_unpatched(const ProcessResult& r) {
   CAPTURE(r.out);
@@ -109,17 +123,9 @@ TEST_SUITE("subclass_module") {
 
   TEST_CASE("a subclass whose own plan() takes other parameters: its instances' calls are bound to nothing") {
     // Bound as the wrapper's, `w.plan(tag, ...)` would put the query's dtype on kv_data_type, and the fix replace it.
-    const std::string tagged =
-        "from flashinfer import BatchMLAPagedAttentionWrapper\n\n\n"
-        "class TaggedMLAWrapper(BatchMLAPagedAttentionWrapper):\n"
-        "    def plan(self, tag, *args, **kwargs):\n"
-        "        return super().plan(*args, **kwargs)\n";
-    const std::string deeper = "from .tagged import TaggedMLAWrapper\n\n\nclass DeeperMLAWrapper(TaggedMLAWrapper):\n    pass\n";
-    for (const std::string& name : {"TaggedMLAWrapper", "DeeperMLAWrapper"}) {
+    for (const std::string& name : kTaggedClasses) {
       CAPTURE(name);
-      const SubclassBackend pkg("from ." + std::string(name == "TaggedMLAWrapper" ? "tagged" : "deeper") + " import " +
-                                    name + "\n",
-                                name, {{"tagged.py", tagged}, {"deeper.py", deeper}});
+      const SubclassBackend pkg(tagged_import(name), name, tagged_modules("plan"));
       const std::string before = read_bytes(pkg.backend);
       const ProcessResult r = pkg.kvpatch({"check", "--isolated", "pkg"});
       CAPTURE(r.out);
@@ -138,6 +144,29 @@ TEST_SUITE("subclass_module") {
       std::size_t uses = 0;
       for (std::size_t at = after.find("self.kv_data_type"); at != std::string::npos; at = after.find("self.kv_data_type", at + 1)) ++uses;
       CHECK(uses == 2);
+    }
+  }
+
+  TEST_CASE("a subclass whose own run() takes other parameters: its calls' KV inputs cannot be told, so nothing changes") {
+    // Bound as the wrapper's, `w.run(tag, ...)` would read the KV inputs from the wrong arguments; its casts stay, and
+    // the plans they guard stay unthreaded.
+    for (const std::string& name : kTaggedClasses) {
+      CAPTURE(name);
+      const SubclassBackend pkg(tagged_import(name), name, tagged_modules("run"));
+      const std::string before = read_bytes(pkg.backend);
+      const ProcessResult r = pkg.kvpatch({"check", "--isolated", "pkg"});
+      CAPTURE(r.out);
+      CHECK(r.exit_code == 1);
+      CHECK(contains(r.out, "3 plan sites: 0 threaded, 3 missing, 0 gated, 0 unknown, 0 ignored; 2 casts: 0 redundant, "
+                            "2 required; 2 run() inputs unsafe: 0 converted, 2 unknown; 0 edits"));
+      CHECK(contains(r.out, "flashinfer_mla_backend.py:107:13: run-input-unknown: "));
+      CHECK(contains(r.out, "the arguments of decode_wrapper.run at 107:13 may not be the wrapper's: decode_wrapper may "
+                            "be a "));
+      CHECK(contains(r.out, ", whose own run(self, tag, *args, **kwargs) (tagged.py:5) neither takes the wrapper's "
+                            "parameters in their order nor only hands them on"));
+      const ProcessResult applied = pkg.kvpatch({"apply", "--isolated", "pkg"});
+      CHECK(applied.exit_code == 1);
+      CHECK(read_bytes(pkg.backend) == before);
     }
   }
 

@@ -159,6 +159,9 @@ struct RunInputFinding {
   TSNode consumer_call{};  // the run() call, or the read of the method when it is handed on (below)
   // The consumer method itself is handed on as a value (`partial(w.run)`): no call of it can be found.
   bool consumer_handed_on = false;
+  // The call may run a wrapper subclass's own def of the method whose parameters are not the wrapper's: which of its
+  // arguments are KV data cannot be told (expr is the called method).
+  bool consumer_rebinds = false;
   // Made by link_files(): the consumer's wrapper has no plan site in this file, while these files (display
   // paths) have sites that may plan it.
   std::vector<std::string> planned_in;

@@ -27,15 +27,20 @@ struct FileSelection {
   bool matches(const std::string& text) const;
 };
 
+// A def of a wrapper method in a class of the run: where it is (`file.py:line`) and its parameter list as written.
+struct OverrideDef {
+  std::string where;
+  std::string parameters;
+};
+
 // A class that a module of the run defines (project_classes.h).
 struct ProjectClass {
   std::string module;  // module_path() of the file that defines it
   std::string name;
-  // Where its instances run a plan() of their own that does not bind as the wrapper's (plan_overrides.h), `file:line`,
-  // and that def's parameter list; "" when they do not.
-  std::string rebinding;
-  std::string rebinding_parameters;
-  // One class, however its plan() was judged.
+  // By method name (plan, and each consumer such as run): where its instances run a def of their own that does not
+  // bind as the wrapper's does (wrapper_overrides.h), `file:line`, and that def's parameter list. Absent: they do not.
+  std::map<std::string, OverrideDef> rebinding;
+  // One class, however its methods were judged.
   bool operator==(const ProjectClass& o) const { return module == o.module && name == o.name; }
 };
 

@@ -37,9 +37,10 @@ public:
   std::optional<TypeVerdict> class_verdict(TSNode expr, const FunctionFacts* scope) const;
   // Whether a class of the module is the wrapper class or inherits from it.
   bool is_wrapper_class(const std::string& class_name) const { return wrapper_names_.count(class_name) != 0; }
-  // The module class an expression is an instance of, through constructors and assignments (the wrapper class's own
-  // name for an instance of the wrapper class itself; "" when not known).
-  std::string module_class_of(TSNode expr, const FunctionFacts* scope) const { return class_of(expr, scope, 0); }
+  // The module class an expression is an instance of, through constructors and assignments, or one of its subclasses,
+  // by an annotation naming the class (a parameter's, a field's) (the wrapper class's own name for an instance of the
+  // wrapper class itself; "" when not known).
+  std::string module_class_of(TSNode expr, const FunctionFacts* scope) const { return class_of(expr, scope, 0, true); }
   // The run's classes the module imports, each with the name it reads it by (`TracedWrapper`, `traced.TracedWrapper`).
   const std::vector<std::pair<std::string, ProjectClass>>& imported_project_classes() const { return imported_; }
 
@@ -57,8 +58,10 @@ private:
   // override of it).
   bool runs_def(const std::string& receiver_class, const FunctionFacts& method) const;
   // The module class an expression is an instance of (the wrapper class's name for the wrapper's own; "" when not
-  // known).
-  std::string class_of(TSNode expr, const FunctionFacts* scope, int depth) const;
+  // known); with `annotated`, or of a subclass of the module class an annotation names.
+  std::string class_of(TSNode expr, const FunctionFacts* scope, int depth, bool annotated = false) const;
+  // The module class an annotation names by itself (`TracedWrapper`, `"TracedWrapper"`), or "".
+  std::string annotated_class(const std::string& annotation) const;
 
   // Whether a class expression (`W`, `fi.W`, an alias, a module subclass, another module's subclass) names the
   // wrapper class.

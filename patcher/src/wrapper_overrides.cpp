@@ -1,0 +1,195 @@
+#include "kvpatch/wrapper_overrides.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "kvpatch/module_calls.h"
+#include "kvpatch/python_syntax.h"
+
+namespace kvpatch {
+using syntax::field;
+using syntax::is;
+
+WrapperMethod plan_method(const PlanSiteRule& rule) {
+  const int last = std::max(rule.signature.index_of(rule.kv_parameter), rule.signature.index_of(rule.q_parameter));
+  return {rule.method, &rule.signature, static_cast<std::size_t>(last + 1), {}};
+}
+
+WrapperMethod consumer_method(const Fp8Consumer& consumer) {
+  WrapperMethod out{consumer.method, &consumer.signature, 0, {}};
+  const std::size_t positional = consumer.signature.positional_count();
+  for (const std::string& name : consumer.kv_parameters) {
+    const int i = consumer.signature.index_of(name);
+    if (i < 0) continue;
+    if (static_cast<std::size_t>(i) < positional) {
+      out.positional = std::max(out.positional, static_cast<std::size_t>(i) + 1);
+    } else {
+      out.keywords.push_back(name);
+    }
+  }
+  if (consumer.kv_scales) {
+    for (const std::string& k : consumer.kv_scales->keywords) out.keywords.push_back(k);
+  }
+  return out;
+}
+
+bool forwards_to_base(TSNode call, const std::vector<CallArgument>& arguments, const std::string& method,
+                      const FunctionFacts* scope, const WrapperTypes& types, const ModuleFacts& facts) {
+  const TSNode callee = syntax::unparenthesized(field(call, "function"));
+  if (!is(callee, "attribute") || facts.text(field(callee, "attribute")) != method) return false;
+  const TSNode base = syntax::unparenthesized(field(callee, "object"));
+  if (!is(base, "call") || facts.text(field(base, "function")) != "super") return false;
+  if (scope == nullptr || !scope->is_method() || scope->unbound || scope->name != method ||
+      !types.is_wrapper_class(scope->class_name)) {
+    return false;
+  }
+  const std::vector<Parameter>& parameters = scope->signature.parameters;
+  if (parameters.size() != 3 || parameters[1].kind != ParameterKind::VarPositional ||
+      parameters[2].kind != ParameterKind::VarKeyword) {
+    return false;
+  }
+  const bool passed_on = arguments.size() == 2 && arguments[0].kind == ArgumentKind::UnpackedSequence &&
+                         arguments[0].text == parameters[1].name && arguments[1].kind == ArgumentKind::UnpackedMapping &&
+                         arguments[1].text == parameters[2].name;
+  if (!passed_on) return false;
+  const TSNode argument_list = field(call, "arguments");
+  bool elsewhere = false;
+  syntax::walk(scope->body, [&](TSNode n) {
+    if (elsewhere) return false;
+    if (is(n, "identifier") && syntax::names_a_variable(n) &&
+        (facts.text(n) == parameters[1].name || facts.text(n) == parameters[2].name)) {
+      elsewhere = !syntax::contains(argument_list, n);
+    }
+    return !elsewhere;
+  });
+  return !elsewhere;
+}
+
+
+namespace {
+// The `super().<method>(...)` calls in a def's body.
+std::vector<TSNode> super_calls(const FunctionFacts& method, const std::string& name, const ModuleFacts& facts) {
+  std::vector<TSNode> out;
+  syntax::walk(method.body, [&](TSNode n) {
+    if (!is(n, "call")) return true;
+    const TSNode callee = syntax::unparenthesized(field(n, "function"));
+    if (is(callee, "attribute") && facts.text(field(callee, "attribute")) == name) {
+      const TSNode base = syntax::unparenthesized(field(callee, "object"));
+      if (is(base, "call") && facts.text(field(base, "function")) == "super") out.push_back(n);
+    }
+    return true;
+  });
+  return out;
+}
+
+std::string parameter_list(const FunctionFacts& method, const ModuleFacts& facts) {
+  return one_line(facts.text(field(method.node, "parameters")));
+}
+}  // namespace
+
+bool binds_as_wrapper(const FunctionFacts& def, const WrapperMethod& method, const WrapperTypes& types,
+                      const ModuleFacts& facts) {
+  if (def.unbound) return false;  // a static or class method: the call's first argument is no instance
+  const std::vector<Parameter>& own = def.signature.parameters;
+  const std::vector<Parameter>& wrapper = method.signature->parameters;
+  // After the instance, the wrapper's own parameters, by name and position, through method.positional.
+  bool same = method.positional > 0 && method.positional <= wrapper.size() && own.size() > method.positional;
+  for (std::size_t i = 0; same && i < method.positional; ++i) {
+    const Parameter& p = own[i + 1];
+    same = p.name == wrapper[i].name &&
+           (p.kind == ParameterKind::PositionalOrKeyword || p.kind == ParameterKind::PositionalOnly);
+  }
+  // And every keyword of method.keywords, by name or through **kwargs.
+  const bool any_keyword = std::any_of(own.begin(), own.end(), [](const Parameter& p) {
+    return p.kind == ParameterKind::VarKeyword;
+  });
+  for (std::size_t k = 0; same && !any_keyword && k < method.keywords.size(); ++k) {
+    same = std::any_of(own.begin() + 1, own.end(), [&](const Parameter& p) {
+      return p.name == method.keywords[k] &&
+             (p.kind == ParameterKind::PositionalOrKeyword || p.kind == ParameterKind::KeywordOnly);
+    });
+  }
+  if (same) return true;
+  const SourceFile& source = facts.file().source;
+  for (TSNode call : super_calls(def, method.name, facts)) {
+    const TSNode argument_list = field(call, "arguments");
+    if (!is(argument_list, "argument_list")) continue;
+    if (forwards_to_base(call, call_arguments(source.text(), argument_list), method.name, &def, types, facts)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::optional<RebindingOverride> class_override(const ClassFacts& cls, const WrapperMethod& method,
+                                               const WrapperTypes& types, const ModuleFacts& facts) {
+  if (const FunctionFacts* def = method_found(facts, cls, method.name)) {
+    if (binds_as_wrapper(*def, method, types, facts)) return std::nullopt;
+    const SourceFile& source = facts.file().source;
+    const int line = static_cast<int>(source.position(ts_node_start_byte(def->node)).line);
+    return RebindingOverride{cls.name, {source.path().filename().string() + ":" + std::to_string(line),
+                                        parameter_list(*def, facts)}};
+  }
+  // No def in the module's part of its lineage: a base imported from the run's other modules may have one.
+  for (TSNode base : facts.positional_bases(cls)) {
+    const std::string name = one_line(facts.text(base));
+    for (const auto& [imported, c] : types.imported_project_classes()) {
+      if (imported != name) continue;
+      const auto found = c.rebinding.find(method.name);
+      if (found != c.rebinding.end()) return RebindingOverride{cls.name, found->second};
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<RebindingOverride> rebinding_overrides(const WrapperMethod& method, const std::string& wrapper_class,
+                                                   const WrapperTypes& types, const ModuleFacts& facts) {
+  std::vector<RebindingOverride> out;
+  for (const ClassFacts& cls : facts.classes()) {
+    if (cls.name == wrapper_class || !types.is_wrapper_class(cls.name)) continue;
+    if (std::optional<RebindingOverride> o = class_override(cls, method, types, facts)) out.push_back(std::move(*o));
+  }
+  for (const auto& [name, c] : types.imported_project_classes()) {
+    const auto found = c.rebinding.find(method.name);
+    if (found != c.rebinding.end()) out.push_back({name, found->second});
+  }
+  return out;
+}
+
+const RebindingOverride* override_run(const MethodCall& call, TSNode callee, const std::string& method,
+                                      const std::vector<RebindingOverride>& overrides, const std::string& wrapper_class,
+                                      const WrapperTypes& types, const FunctionFacts* scope, const ModuleFacts& facts) {
+  if (overrides.empty() || call.verdict != TypeVerdict::Wrapper) return nullptr;
+  auto named = [&](const std::string& name) -> const RebindingOverride* {
+    auto found = std::find_if(overrides.begin(), overrides.end(), [&](const RebindingOverride& o) { return o.class_name == name; });
+    return found == overrides.end() ? nullptr : &*found;
+  };
+  callee = syntax::unparenthesized(callee);
+  if (call.through_class && is(callee, "attribute")) {
+    const TSNode cls = syntax::unparenthesized(field(callee, "object"));
+    const TSNode last = is(cls, "attribute") ? field(cls, "attribute") : cls;
+    if (is(last, "identifier") && facts.text(last) == wrapper_class) return nullptr;
+    if (is(cls, "identifier") && facts.find_class(facts.text(cls)) != nullptr) {
+      // `Tagged.plan(w, ...)`: the def Tagged's lineage finds, whatever w's class.
+      const ClassFacts& through = *facts.find_class(facts.text(cls));
+      if (const RebindingOverride* o = named(through.name)) return o;
+      if (method_found(facts, through, method) != nullptr || facts.lineage_complete(through)) return nullptr;
+    }
+  }
+  const std::string cls = syntax::is_null(call.receiver) ? "" : types.module_class_of(call.receiver, scope);
+  if (cls == wrapper_class && facts.find_class(cls) == nullptr) return nullptr;  // built by the wrapper class
+  const ClassFacts* known = cls.empty() ? nullptr : facts.find_class(cls);
+  if (known == nullptr) return &overrides.front();
+  for (const ClassFacts* c : facts.instance_classes(*known)) {
+    if (const RebindingOverride* o = named(c->name)) return o;
+  }
+  return nullptr;
+}
+
+std::string override_reason(const std::string& receiver, const std::string& method, const RebindingOverride& o) {
+  return (receiver.empty() ? "the instance" : receiver) + " may be a " + o.class_name + ", whose own " + method +
+         o.def.parameters + " (" + o.def.where + ") neither takes the wrapper's parameters in their order nor only " +
+         "hands them on";
+}
+
+}  // namespace kvpatch
