@@ -202,7 +202,12 @@ std::vector<PlanSite> find_plan_sites(const PlanSiteRule& rule, const ModuleFact
     bool receiver_unknown = false;
     std::string unbindable;  // why the call cannot be bound, whatever its receiver
     bool other_signature = false;  // it may run an override whose parameters are not the wrapper's: bind nothing
-    if (const std::optional<MethodCall> method_call = wrapper_method_call(call, rule.method, values, types, scope, facts)) {
+    if (std::optional<MethodCall> method_call = wrapper_method_call(call, rule.method, values, types, scope, facts)) {
+      // `super().plan(...)` in a wrapper subclass's own plan(): the wrapper's plan, or a base's override of it.
+      if (method_call->verdict == TypeVerdict::Unknown &&
+          super_in_override(method_call->receiver, scope, rule.method, types, facts)) {
+        method_call->verdict = TypeVerdict::Wrapper;
+      }
       const TypeVerdict verdict = method_call->verdict;
       if (verdict == TypeVerdict::Other || verdict == TypeVerdict::Nothing) continue;
       site.callee = rule.wrapper_class + "." + rule.method;

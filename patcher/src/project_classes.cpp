@@ -46,6 +46,25 @@ std::vector<WrapperMethod> bound_methods(const RuleSet& rules, const PlanSiteRul
   return out;
 }
 
+// The rebinding defs of the class a module-level alias is assigned (`Traced = TracedWrapper`): a class of the module
+// or one it imports from the run. None for the wrapper class itself.
+std::map<std::string, OverrideDef> aliased_rebinding(const std::string& alias, const std::string& module,
+                                                     const std::vector<ProjectClass>& classes, const WrapperTypes& types,
+                                                     const ModuleFacts& facts) {
+  for (const Assignment* a : facts.assignments_to(alias)) {
+    const TSNode value = syntax::unparenthesized(a->value);
+    if (a->function >= 0 || syntax::is_null(value) || !syntax::is(value, "identifier")) continue;
+    const std::string name = facts.text(value);
+    for (const ProjectClass& c : classes) {
+      if (c.module == module && c.name == name) return c.rebinding;
+    }
+    for (const auto& [imported, c] : types.imported_project_classes()) {
+      if (imported == name) return c.rebinding;
+    }
+  }
+  return {};
+}
+
 // A module of the run, parsed once: the facts every round of the search reads again.
 struct ParsedModule {
   std::shared_ptr<const ParsedFile> file;
@@ -147,6 +166,16 @@ std::map<std::string, std::vector<ProjectClass>> find_project_classes(
           ProjectClass c = *bound;
           c.module = module_path(module);
           c.name = binding.first;
+          add(std::move(c));
+        }
+        // Another name the module binds to the wrapper class or to one of them (`MLAWrapper =
+        // BatchMLAPagedAttentionWrapper`, `from flashinfer import BatchMLAPagedAttentionWrapper as MLAWrapper` in a
+        // compatibility module): a module that imports that name gets the class too.
+        for (const std::string& name : m.facts->module_names()) {
+          if (name == rule.wrapper_class || !types.is_wrapper_class(name) || m.facts->find_class(name) != nullptr) {
+            continue;
+          }
+          ProjectClass c{module_path(module), name, aliased_rebinding(name, module_path(module), classes, types, *m.facts)};
           add(std::move(c));
         }
       }

@@ -156,6 +156,22 @@ std::vector<RebindingOverride> rebinding_overrides(const WrapperMethod& method, 
   return out;
 }
 
+bool super_in_override(TSNode receiver, const FunctionFacts* scope, const std::string& method, const WrapperTypes& types,
+                       const ModuleFacts& facts) {
+  receiver = syntax::unparenthesized(receiver);
+  if (syntax::is_null(receiver) || !is(receiver, "call") || facts.text(field(receiver, "function")) != "super") return false;
+  // Zero-argument super() binds the def's own class and first parameter: only in the def itself, not a nested one.
+  if (scope == nullptr || !scope->is_method() || scope->unbound || scope->name != method ||
+      scope->class_name.empty() || !types.is_wrapper_class(scope->class_name)) {
+    return false;
+  }
+  const TSNode list = field(receiver, "arguments");
+  const std::vector<TSNode> arguments = is(list, "argument_list") ? syntax::statements(list) : std::vector<TSNode>{};
+  if (arguments.empty()) return true;
+  return arguments.size() == 2 && facts.text(arguments[0]) == scope->class_name &&
+         facts.text(arguments[1]) == self_name(*scope);
+}
+
 const RebindingOverride* override_run(const MethodCall& call, TSNode callee, const std::string& method,
                                       const std::vector<RebindingOverride>& overrides, const std::string& wrapper_class,
                                       const WrapperTypes& types, const FunctionFacts* scope, const ModuleFacts& facts) {
@@ -175,6 +191,14 @@ const RebindingOverride* override_run(const MethodCall& call, TSNode callee, con
       if (const RebindingOverride* o = named(through.name)) return o;
       if (method_found(facts, through, method) != nullptr || facts.lineage_complete(through)) return nullptr;
     }
+  }
+  if (super_in_override(call.receiver, scope, method, types, facts)) {
+    // The def the class's bases find (class_override() records an inherited one under each subclass's name too).
+    const ClassFacts* holder = facts.find_class(scope->class_name);
+    for (TSNode base : holder == nullptr ? std::vector<TSNode>{} : facts.positional_bases(*holder)) {
+      if (const RebindingOverride* o = named(one_line(facts.text(base)))) return o;
+    }
+    return nullptr;
   }
   const std::string cls = syntax::is_null(call.receiver) ? "" : types.module_class_of(call.receiver, scope);
   if (cls == wrapper_class && facts.find_class(cls) == nullptr) return nullptr;  // built by the wrapper class

@@ -9,12 +9,18 @@ the wrapper from flashinfer, every use of it (names, `flashinfer.X` reads, annot
 is rewritten to a subclass defined in kvpatch_sub.py beside it, bound in one of three ways:
   - relative: `from .kvpatch_sub import KvpatchSubWrapper`;
   - absolute: `from kvpatch_pkg.kvpatch_sub import KvpatchSubWrapper`;
-  - module:   `from . import kvpatch_sub`, then `kvpatch_sub.KvpatchSubWrapper` at every use.
+  - module:   `from . import kvpatch_sub`, then `kvpatch_sub.KvpatchSubWrapper` at every use;
+or to the wrapper class itself under that name, in a compatibility module kvpatch_sub.py:
+  - alias-import:   `from flashinfer import BatchMLAPagedAttentionWrapper as KvpatchSubWrapper` there, bound as in
+                    relative;
+  - alias-assigned: `KvpatchSubWrapper = BatchMLAPagedAttentionWrapper` there (after an optional import that falls
+                    back to None), bound as in module.
 The rewritten backend no longer names the wrapper at all, and keeps every line where it was (the import is put on
 its statement's line). kvpatch, run on the backend by name (its directory read beside it), must then report the same
 findings (rule, status, line) and summary, exit the same from check and apply, and apply must write the rewrite of
 what it writes for the original. Before kvpatch followed subclasses across modules (2026-12-07), every rewrite of a
-fixture with a plan site lost it: the module was not even selected, and check exited 0.
+fixture with a plan site lost it: the module was not even selected, and check exited 0; before it followed aliases
+of the wrapper class bound in another module (2026-12-07, later), so did every alias rewrite.
 The backends are the fixtures' (fixtures/*/flashinfer_mla_backend.py) or, with --sources, every .py under DIR that
 compiles and imports the wrapper (for example real SGLang releases, through check_release.py subclass).
 Exit codes: 0 pass, 1 a rewrite changed the outcome, 2 usage or input error.
@@ -37,15 +43,21 @@ WRAPPER = "BatchMLAPagedAttentionWrapper"
 SUB = "KvpatchSubWrapper"
 SUB_MODULE = "kvpatch_sub"
 PACKAGE = "kvpatch_pkg"
-# variant: (the import that binds the subclass, how each use spells it)
-VARIANTS = {
-    "relative": (f"from .{SUB_MODULE} import {SUB}", SUB),
-    "absolute": (f"from {PACKAGE}.{SUB_MODULE} import {SUB}", SUB),
-    "module": (f"from . import {SUB_MODULE}", f"{SUB_MODULE}.{SUB}"),
-}
 SUB_SOURCE = (f"from flashinfer import {WRAPPER}\n\n\n"
               f"class {SUB}({WRAPPER}):\n    \"\"\"The wrapper, traced by a fork.\"\"\"\n\n"
               "    def run(self, *args, **kwargs):\n        return super().run(*args, **kwargs)\n")
+# A compatibility module that gives the wrapper class itself another name.
+ALIAS_IMPORT_SOURCE = f"from flashinfer import {WRAPPER} as {SUB}\n"
+ALIAS_ASSIGNED_SOURCE = (f"try:\n    from flashinfer import {WRAPPER}\nexcept ImportError:\n    {WRAPPER} = None\n\n"
+                         f"{SUB} = {WRAPPER}\n")
+# variant: (the import that binds the name, how each use spells it, what kvpatch_sub.py binds it to)
+VARIANTS = {
+    "relative": (f"from .{SUB_MODULE} import {SUB}", SUB, SUB_SOURCE),
+    "absolute": (f"from {PACKAGE}.{SUB_MODULE} import {SUB}", SUB, SUB_SOURCE),
+    "module": (f"from . import {SUB_MODULE}", f"{SUB_MODULE}.{SUB}", SUB_SOURCE),
+    "alias-import": (f"from .{SUB_MODULE} import {SUB}", SUB, ALIAS_IMPORT_SOURCE),
+    "alias-assigned": (f"from . import {SUB_MODULE}", f"{SUB_MODULE}.{SUB}", ALIAS_ASSIGNED_SOURCE),
+}
 CATEGORIES = ["plan_sites", "casts", "fields", "run_inputs", "run_scales"]
 
 
@@ -85,7 +97,7 @@ def rewrite(text, variant):
         p = metamorphic_calls.Parsed(text)
     except (SyntaxError, ValueError):
         return None
-    binding, spelled = VARIANTS[variant]
+    binding, spelled, _ = VARIANTS[variant]
     locals_, modules, edits, imports = set(), set(), [], []
     for node in ast.walk(p.tree):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and flashinfer_module(node.module or ""):
@@ -154,12 +166,12 @@ def rewrite(text, variant):
     return out
 
 
-def outcome(kvpatch, text, scratch):
-    """check's exit, findings and summary; apply's exit and the text it wrote, for the backend beside the subclass."""
+def outcome(kvpatch, text, scratch, sub_source=SUB_SOURCE):
+    """check's exit, findings and summary; apply's exit and the text it wrote, for the backend beside kvpatch_sub.py."""
     package = os.path.join(scratch, PACKAGE)
     shutil.rmtree(package, ignore_errors=True)
     os.makedirs(package)
-    for name, content in (("__init__.py", ""), (f"{SUB_MODULE}.py", SUB_SOURCE), (BACKEND, text)):
+    for name, content in (("__init__.py", ""), (f"{SUB_MODULE}.py", sub_source), (BACKEND, text)):
         with open(os.path.join(package, name), "w", encoding="utf-8", newline="") as f:
             f.write(content)
     path = os.path.join(PACKAGE, BACKEND)
@@ -205,7 +217,7 @@ def main():
                 if rewritten is None:
                     continue
                 cases += 1
-                got = outcome(kvpatch, rewritten, scratch)
+                got = outcome(kvpatch, rewritten, scratch, VARIANTS[variant][2])
                 problems = []
                 if got[0] != base[0] or got[2] != base[2]:
                     problems.append(f"check/apply exit {got[0]}/{got[2]}, the original's {base[0]}/{base[2]}")

@@ -61,9 +61,15 @@ std::optional<RebindingOverride> class_override(const ClassFacts& cls, const Wra
 std::vector<RebindingOverride> rebinding_overrides(const WrapperMethod& method, const std::string& wrapper_class,
                                                    const WrapperTypes& types, const ModuleFacts& facts);
 
+// Whether the receiver is `super()` (or `super(C, self)`) in a def of the method itself in a wrapper subclass C: the
+// call runs the def C's bases find, the wrapper's own or a base's override (override_run() tells which).
+bool super_in_override(TSNode receiver, const FunctionFacts* scope, const std::string& method, const WrapperTypes& types,
+                       const ModuleFacts& facts);
+
 // The override of those that a call of the method on the wrapper may run; nullptr where none may. Through the wrapper
-// class itself (`W.plan(w, ...)`) the wrapper's own runs; on an instance of a known class of the module, the defs its
-// class and subclasses find; on any other receiver (a parameter, a field), any of them may.
+// class itself (`W.plan(w, ...)`) the wrapper's own runs; through `super()` in an override (super_in_override), the
+// def its class's bases find; on an instance of a known class of the module, the defs its class and subclasses find;
+// on any other receiver (a parameter, a field), any of them may.
 const RebindingOverride* override_run(const MethodCall& call, TSNode callee, const std::string& method,
                                       const std::vector<RebindingOverride>& overrides, const std::string& wrapper_class,
                                       const WrapperTypes& types, const FunctionFacts* scope, const ModuleFacts& facts);

@@ -72,6 +72,9 @@ private:
   bool annotation_names_project_class(const std::string& annotation) const;
   // Whether it names a class of the wrapper's package (or a module subclass of one) not known to be another type.
   bool names_unknown_class(TSNode class_expr) const;
+  // For a name that the module's own assignments bind to the wrapper class or a subclass of it (and otherwise at most
+  // to None): whether to the wrapper class itself. nullopt when they do not.
+  std::optional<bool> module_alias(const std::string& name) const;
   void collect_subclasses();
 
   const ModuleFacts& facts_;

@@ -71,7 +71,7 @@ TEST_SUITE("project_classes") {
   }
 
   TEST_CASE("import paths that name a class of another module, and those that do not") {
-    const ProjectClass traced{"/src/pkg/traced", "TracedWrapper"};
+    const ProjectClass traced{"/src/pkg/traced", "TracedWrapper", {}};
     const fs::path backend = "/src/pkg/backend.py";
     CHECK(names_project_class(".traced.TracedWrapper", backend, traced));
     CHECK(names_project_class(".traced.TracedWrapper", "/src/pkg/__init__.py", traced));  // the package's own module
@@ -87,7 +87,7 @@ TEST_SUITE("project_classes") {
     CHECK_FALSE(names_project_class("TracedWrapper", backend, traced));  // `import TracedWrapper`: a module
     CHECK_FALSE(names_project_class(".TracedWrapper", backend, traced));  // pkg/__init__.py's class
     CHECK_FALSE(names_project_class("...", backend, traced));
-    const ProjectClass in_package{"/src/pkg", "PackageWrapper"};  // defined in pkg/__init__.py
+    const ProjectClass in_package{"/src/pkg", "PackageWrapper", {}};  // defined in pkg/__init__.py
     CHECK(names_project_class(".PackageWrapper", backend, in_package));
     CHECK(names_project_class("pkg.PackageWrapper", backend, in_package));
   }
@@ -112,6 +112,34 @@ TEST_SUITE("project_classes") {
     CHECK(search({{"/p/a.py", "import torch\n"}}).empty());
   }
 
+  TEST_CASE("another name for the wrapper class or a subclass, bound at module level, is one of them too") {
+    const auto found = search({
+        {"/p/pkg/compat.py", "from flashinfer import BatchMLAPagedAttentionWrapper as MLAWrapper\n"},
+        {"/p/pkg/assigned.py", "try:\n    import flashinfer\nexcept ImportError:\n    flashinfer = None\n\n"
+                               "Fallback = None\nFallback = flashinfer.BatchMLAPagedAttentionWrapper\n"},
+        {"/p/pkg/tagged.py", "from .compat import MLAWrapper\n\nclass TaggedWrapper(MLAWrapper):\n"
+                             "    def plan(self, tag, *args, **kwargs):\n        pass\n\nTagged = TaggedWrapper\n"},
+        {"/p/pkg/either.py", "from flashinfer import BatchMLAPagedAttentionWrapper, BatchDecodeWithPagedKVCacheWrapper\n"
+                             "Either = BatchMLAPagedAttentionWrapper\nEither = BatchDecodeWithPagedKVCacheWrapper\n"},
+        {"/p/pkg/inner.py", "from flashinfer import BatchMLAPagedAttentionWrapper\n\nclass Holder:\n"
+                            "    Inner = BatchMLAPagedAttentionWrapper\n"},
+    });
+    REQUIRE(found.count(kSitesRule) == 1);
+    // Either may be another class, and Inner is a class attribute: neither is one.
+    // tagged.py's import binds MLAWrapper there too (a re-export, as for a subclass).
+    CHECK(names(found.at(kSitesRule)) ==
+          std::vector<std::string>{"/p/pkg/compat:MLAWrapper", "/p/pkg/assigned:Fallback", "/p/pkg/tagged:TaggedWrapper",
+                                   "/p/pkg/tagged:MLAWrapper", "/p/pkg/tagged:Tagged"});
+    // The alias of the subclass carries its own plan() with other parameters.
+    for (const ProjectClass& c : found.at(kSitesRule)) {
+      CAPTURE(c.name);
+      CHECK(c.rebinding.count("plan") == (c.name.starts_with("Tagged") ? 1U : 0U));
+    }
+    const Module m("/p/app/backend.py", "from pkg.compat import MLAWrapper\n\ndef built():\n    return MLAWrapper(ws)\n",
+                   found.at(kSitesRule));
+    CHECK(m.returned("built") == TypeVerdict::Wrapper);
+  }
+
   TEST_CASE("a package that re-exports a subclass: importing it from the package finds it") {
     const auto found = search({
         {"/p/pkg/__init__.py", "from .traced import TracedWrapper\n"},
@@ -126,7 +154,7 @@ TEST_SUITE("project_classes") {
   }
 
   TEST_CASE("the rules for a run: each selects a module that names a subclass only") {
-    const std::map<std::string, std::vector<ProjectClass>> classes{{kSitesRule, {{"/p/pkg/traced", "TracedWrapper"}}}};
+    const std::map<std::string, std::vector<ProjectClass>> classes{{kSitesRule, {{"/p/pkg/traced", "TracedWrapper", {}}}}};
     const RuleSet rules = with_project_classes(repository_rules(), classes);
     const std::string backend = "from .traced import TracedWrapper\nw = TracedWrapper(ws)\n";
     for (const PlanSiteRule& r : rules.plan_site_rules) {
@@ -142,7 +170,7 @@ TEST_SUITE("project_classes") {
   }
 
   TEST_CASE("a module that imports a subclass sees its instances as the wrapper, however it names it") {
-    const std::vector<ProjectClass> classes{{"/p/pkg/traced", "TracedWrapper"}};
+    const std::vector<ProjectClass> classes{{"/p/pkg/traced", "TracedWrapper", {}}};
     const Module m("/p/pkg/backend.py", R"PY(
 from .traced import TracedWrapper
 from .traced import TracedWrapper as Renamed
