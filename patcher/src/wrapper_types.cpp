@@ -117,8 +117,9 @@ bool WrapperTypes::names_unknown_class(TSNode class_expr) const {
   return std::find(known_other_classes_.begin(), known_other_classes_.end(), name) == known_other_classes_.end();
 }
 
-std::optional<bool> WrapperTypes::module_alias(const std::string& name) const {
+WrapperTypes::Alias WrapperTypes::module_alias(const std::string& name) const {
   bool named = false;
+  bool other = false;
   bool base = true;
   for (const Assignment* a : facts_.assignments_to(name)) {
     // Only the module's own bindings: not a class body's, nor a def's (function is -1 at class level too).
@@ -128,42 +129,51 @@ std::optional<bool> WrapperTypes::module_alias(const std::string& name) const {
     }
     if (!module_level) continue;
     const TSNode value = syntax::unparenthesized(a->value);
-    if (a->kind != AssignmentKind::Plain || syntax::is_null(value)) return std::nullopt;
-    if (is(value, "none")) continue;  // the fallback of an optional import
-    if (!names_wrapper(value)) return std::nullopt;
+    if (a->kind != AssignmentKind::Plain || syntax::is_null(value) || !names_wrapper(value)) {
+      other = other || !is(value, "none");  // None: the fallback of an optional import
+      continue;
+    }
     named = true;
     base = base && ((is(value, "identifier") && base_names_.count(facts_.text(value)) != 0) ||
                     (!is(value, "identifier") && (facts_.text(field(value, "attribute")) == wrapper_class_ ||
                                                   last_component(imports_.qualified(value)) == wrapper_class_)));
   }
-  if (!named) return std::nullopt;
-  return base;
+  if (!named) return Alias::None;
+  if (other) return Alias::Maybe;
+  return base ? Alias::Base : Alias::Subclass;
 }
 
 void WrapperTypes::collect_subclasses() {
-  // To a fixed point, so a subclass of a subclass counts too, and an alias of either.
-  for (bool grew = true; grew;) {
-    grew = false;
-    // `MLAWrapper = BatchMLAPagedAttentionWrapper` (or = a subclass, or = None as an optional import's fallback) at
-    // module level: the name is the class too.
-    for (const std::string& name : facts_.module_names()) {
-      if (wrapper_names_.count(name) != 0 || facts_.find_class(name) != nullptr) continue;
-      if (const std::optional<bool> base = module_alias(name)) {
-        wrapper_names_.insert(name);
-        if (*base) base_names_.insert(name);
+  // To a fixed point, so a subclass of a subclass counts too, and an alias of either. Names that may be either the
+  // wrapper or another class are taken last, after a first fixed point: a binding to a subclass that a later round
+  // finds is no other class.
+  for (const bool take_maybe : {false, true}) {
+    for (bool grew = true; grew;) {
+      grew = false;
+      // `MLAWrapper = BatchMLAPagedAttentionWrapper` (or = a subclass, or = None as an optional import's fallback)
+      // at module level: the name is the class too (or may be, when also bound to something else).
+      for (const std::string& name : facts_.module_names()) {
+        if (wrapper_names_.count(name) != 0 || unknown_names_.count(name) != 0 || facts_.find_class(name) != nullptr) {
+          continue;
+        }
+        const Alias alias = module_alias(name);
+        if (alias == Alias::None || (alias == Alias::Maybe && !take_maybe)) continue;
+        // Bound to the wrapper in one place and to something else in another: its instances are of unknown type.
+        (alias == Alias::Maybe ? unknown_names_ : wrapper_names_).insert(name);
+        if (alias == Alias::Base) base_names_.insert(name);
         grew = true;
       }
-    }
-    for (const ClassFacts& cls : facts_.classes()) {
-      if (wrapper_names_.count(cls.name) != 0 || unknown_names_.count(cls.name) != 0) continue;
-      for (TSNode base : facts_.positional_bases(cls)) {
-        if (names_wrapper(base)) {
-          grew = wrapper_names_.insert(cls.name).second || grew;
-          break;
-        }
-        if (names_unknown_class(base)) {
-          grew = unknown_names_.insert(cls.name).second || grew;
-          break;
+      for (const ClassFacts& cls : facts_.classes()) {
+        if (wrapper_names_.count(cls.name) != 0 || unknown_names_.count(cls.name) != 0) continue;
+        for (TSNode base : facts_.positional_bases(cls)) {
+          if (names_wrapper(base)) {
+            grew = wrapper_names_.insert(cls.name).second || grew;
+            break;
+          }
+          if (names_unknown_class(base)) {
+            grew = unknown_names_.insert(cls.name).second || grew;
+            break;
+          }
         }
       }
     }

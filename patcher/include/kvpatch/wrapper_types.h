@@ -72,9 +72,10 @@ private:
   bool annotation_names_project_class(const std::string& annotation) const;
   // Whether it names a class of the wrapper's package (or a module subclass of one) not known to be another type.
   bool names_unknown_class(TSNode class_expr) const;
-  // For a name that the module's own assignments bind to the wrapper class or a subclass of it (and otherwise at most
-  // to None): whether to the wrapper class itself. nullopt when they do not.
-  std::optional<bool> module_alias(const std::string& name) const;
+  // What the module's own module-level assignments bind a name to: the wrapper class itself, a subclass of it (each
+  // binding one of those or None), either of those or something else (Maybe), or neither.
+  enum class Alias { None, Base, Subclass, Maybe };
+  Alias module_alias(const std::string& name) const;
   void collect_subclasses();
 
   const ModuleFacts& facts_;
@@ -86,7 +87,8 @@ private:
   ImportedNames imports_;
   std::set<std::string> wrapper_names_;  // local names bound to the wrapper class or a module subclass of it
   std::set<std::string> base_names_;     // local names bound to the wrapper class itself
-  std::set<std::string> unknown_names_;  // module classes derived from a package class of unknown kind
+  std::set<std::string> unknown_names_;  // module classes derived from a package class of unknown kind, and names
+                                        // bound to the wrapper class in one place and to something else in another
 };
 
 }  // namespace kvpatch
