@@ -136,6 +136,7 @@ std::map<std::string, std::vector<ProjectClass>> find_project_classes(
     bool grew = false;
     for (const PlanSiteRule& rule : rules.plan_site_rules) {
       std::vector<ProjectClass>& classes = found[rule.id];
+      const std::vector<WrapperMethod> methods = bound_methods(rules, rule);
       for (const auto& [i, m] : parsed) {
         if (!m.facts) continue;
         const fs::path& module = modules[i];  // not the binding i: clang 14 cannot capture structured bindings
@@ -148,7 +149,7 @@ std::map<std::string, std::vector<ProjectClass>> find_project_classes(
         for (const ClassFacts& cls : m.facts->classes()) {
           if (cls.name == rule.wrapper_class || !types.is_wrapper_class(cls.name)) continue;
           ProjectClass c{module_path(module), cls.name, {}};
-          for (const WrapperMethod& method : bound_methods(rules, rule)) {
+          for (const WrapperMethod& method : methods) {
             if (std::optional<RebindingOverride> o = class_override(cls, method, types, *m.facts)) {
               c.rebinding[method.name] = o->def;
             }

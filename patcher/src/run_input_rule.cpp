@@ -208,29 +208,38 @@ private:
         const std::vector<std::size_t> planning =
             sites_planning(*c.spec, c.types->source_attribute(v.receiver, scope), sites_);
         if (!plans_kv_dtype(planning)) continue;
-        RunInputFinding f;
-        f.rule = rule_.run_input_id;
-        const SourcePosition pos = source_.position(ts_node_start_byte(v.node));
-        f.line = pos.line;
-        f.column = pos.column;
-        if (const FunctionFacts* method = holding_method(facts_, scope)) {
-          f.class_name = method->class_name;
-          f.method = method->name;
-        }
-        if (auto reason = suppression(source_, v.node, rule_.run_input_id)) {
-          f.ignored = true;
-          f.ignore_reason = *reason;
-        }
-        f.status = RunInputStatus::Unknown;
-        f.expr = one_line(facts_.text(v.node));
+        RunInputFinding f = untraceable_consumer(v.node, v.node, v.node, scope, planning);
         f.why = "the method is " + v.context + ", so the calls made through it, and the KV data they pass, cannot be traced";
-        f.consumer = one_line(facts_.text(v.node)) + " at " + at(v.node);
-        f.consumer_call = v.node;
         f.consumer_handed_on = true;
-        for (std::size_t i : planning) f.wrapper_sites.push_back({sites_[i].line, sites_[i].column});
         out.push_back(std::move(f));
       }
     }
+  }
+
+  // An unknown finding for a consumer none of whose KV inputs can be traced, at `at`: `expr` is what it names,
+  // `consumer` the call (or the read of the method), an ignore comment on `ignorable` suppresses it. The caller says
+  // why.
+  RunInputFinding untraceable_consumer(TSNode at_node, TSNode expr, TSNode ignorable, const FunctionFacts* scope,
+                                       const std::vector<std::size_t>& planning) const {
+    RunInputFinding f;
+    f.rule = rule_.run_input_id;
+    const SourcePosition pos = source_.position(ts_node_start_byte(at_node));
+    f.line = pos.line;
+    f.column = pos.column;
+    if (const FunctionFacts* method = holding_method(facts_, scope)) {
+      f.class_name = method->class_name;
+      f.method = method->name;
+    }
+    if (auto reason = suppression(source_, ignorable, rule_.run_input_id)) {
+      f.ignored = true;
+      f.ignore_reason = *reason;
+    }
+    f.status = RunInputStatus::Unknown;
+    f.expr = one_line(facts_.text(expr));
+    f.consumer = one_line(facts_.text(expr)) + " at " + at(at_node);
+    f.consumer_call = at_node;
+    for (std::size_t i : planning) f.wrapper_sites.push_back({sites_[i].line, sites_[i].column});
+    return f;
   }
 
   struct Traced {
@@ -310,27 +319,10 @@ private:
                        const std::vector<std::size_t>& planning, const std::string& other,
                        std::vector<RunInputFinding>& out) const {
     const TSNode callee = field(call, "function");
-    RunInputFinding f;
-    f.rule = rule_.run_input_id;
-    const SourcePosition pos = source_.position(ts_node_start_byte(call));
-    f.line = pos.line;
-    f.column = pos.column;
-    if (const FunctionFacts* method = holding_method(facts_, scope)) {
-      f.class_name = method->class_name;
-      f.method = method->name;
-    }
-    if (auto reason = suppression(source_, callee, rule_.run_input_id)) {
-      f.ignored = true;
-      f.ignore_reason = *reason;
-    }
-    f.status = RunInputStatus::Unknown;
-    f.expr = one_line(facts_.text(callee));
+    RunInputFinding f = untraceable_consumer(call, callee, callee, scope, planning);
     f.why = other + ", so which arguments are KV data, and what it hands the wrapper's " + spec.method +
             "(), cannot be told";
-    f.consumer = one_line(facts_.text(callee)) + " at " + at(call);
-    f.consumer_call = call;
     f.consumer_rebinds = true;
-    for (std::size_t i : planning) f.wrapper_sites.push_back({sites_[i].line, sites_[i].column});
     out.push_back(std::move(f));
   }
 
