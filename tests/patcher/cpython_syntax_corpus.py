@@ -11,6 +11,8 @@
 
 Each snippet and file is written with a comment naming the wrapper class, so that the rules select
 it. Usage: cpython_syntax_corpus.py --kvpatch PATH
+KVPATCH_CASE_SHARE=N in the environment checks one library file in N (case_share.py; the sanitized pass of
+scripts/test.sh); every snippet is checked whatever N is (they are small).
 """
 import argparse
 import ast
@@ -23,6 +25,8 @@ import sys
 import sysconfig
 import tempfile
 import warnings
+
+import case_share
 
 MARKER = "# BatchMLAPagedAttentionWrapper\n"
 
@@ -109,26 +113,26 @@ def main() -> int:
               f"compile() refuses ({sys.version.split()[0]}; {later} more that Python 3.14 compiles, PEP 758, "
               "left out)")
 
+    share = case_share.case_share()
     with tempfile.TemporaryDirectory() as tree:
-        files = {}
+        files, paths = {}, []
         for top, dirs, names in os.walk(stdlib):
             dirs[:] = sorted(d for d in dirs if d not in ("site-packages", "dist-packages", "__pycache__"))
-            for n in sorted(names):
-                if not n.endswith(".py"):
-                    continue
-                path = os.path.join(top, n)
-                try:
-                    text = open(path, "rb").read().decode("utf-8")
-                except (OSError, UnicodeDecodeError):
-                    continue
-                if compiles(text, path):
-                    files[write(tree, len(files), text)] = os.path.relpath(path, stdlib)
+            paths += [os.path.join(top, n) for n in sorted(names) if n.endswith(".py")]
+        for path in case_share.every_nth_of_each(paths, share):
+            try:
+                text = open(path, "rb").read().decode("utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            if compiles(text, path):
+                files[write(tree, len(files), text)] = os.path.relpath(path, stdlib)
         errors = check_tree(args.kvpatch, tree)
         grammar = [files[n] for n, message in errors.items() if "Python would not compile" not in message]
         for name, message in errors.items():
             if "Python would not compile" in message:
                 failures.append(f"compiled by Python, refused by kvpatch: {files[name]}: {message}")
-        print(f"accepted: {len(files) - len(errors)} of {len(files)} standard-library files compile() takes; "
+        print(f"accepted: {len(files) - len(errors)} of {len(files)} standard-library files compile() takes"
+              f"{case_share.described(share)}; "
               f"{len(grammar)} the grammar cannot parse{': ' + ', '.join(grammar) if grammar else ''}")
 
     for f in failures:

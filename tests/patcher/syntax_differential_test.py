@@ -15,6 +15,7 @@ directory, so that no other file joins the run.
 Not the patcher's rules: the compile checks they rely on. The grammar takes many forms Python refuses
 (`(*a.b)`, `f(x as y)`, `[1, yield]`), and a file kvpatch misreads it may edit into one Python refuses.
 The seeds make every failure reproducible: the report names the seed, and --keep writes its input.
+KVPATCH_CASE_SHARE=N in the environment runs one seed in N (case_share.py; the sanitized pass of scripts/test.sh).
 Exit codes: 0 pass, 1 a disagreement, 2 usage error.
 """
 import argparse
@@ -26,6 +27,8 @@ import sys
 import sysconfig
 import tempfile
 import warnings
+
+import case_share
 
 MARKER = "# BatchMLAPagedAttentionWrapper\n"
 # Tokens an edit cuts from or inserts into a line: brackets, stars, binding keywords and their neighbours.
@@ -122,9 +125,11 @@ def main():
     disagreements = 0
     counts = {"refused by both": 0, "accepted by both": 0, "grammar limit": 0, "lenient by design": 0,
               "unusable file": 0}
+    share = case_share.case_share()
+    seeds = list(case_share.every_nth_of_each(range(args.first_seed, args.first_seed + args.count), share))
     scratch = tempfile.mkdtemp(prefix="kvpatch-syntax-diff-")
     try:
-        for seed in range(args.first_seed, args.first_seed + args.count):
+        for seed in seeds:
             picked = edited(random.Random(seed), files)
             if picked is None:
                 counts["unusable file"] += 1
@@ -164,7 +169,8 @@ def main():
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     summary = ", ".join(f"{name} {n}" for name, n in counts.items())
-    print(f"{args.count} edits of {len(files)} library files (Python {sys.version.split()[0]}): {summary}; "
+    print(f"{len(seeds)} edits of {len(files)} library files{case_share.described(share)} "
+          f"(Python {sys.version.split()[0]}): {summary}; "
           f"{disagreements} disagreements")
     return 1 if disagreements else 0
 
