@@ -142,11 +142,18 @@ std::map<std::string, std::vector<ProjectClass>> find_project_classes(
         const fs::path& module = modules[i];  // not the binding i: clang 14 cannot capture structured bindings
         const WrapperTypes types(*m.facts, rule.wrapper_class, rule.wrapper_module, rule.known_other_classes, classes);
         auto add = [&](ProjectClass c) {
-          if (std::find(classes.begin(), classes.end(), c) != classes.end()) return;
-          classes.push_back(std::move(c));
-          grew = true;
+          const auto known = std::find(classes.begin(), classes.end(), c);
+          if (known == classes.end()) {
+            classes.push_back(std::move(c));
+            grew = true;
+          } else if (known->maybe && !c.maybe) {
+            // Bound to the wrapper and to a class a later round found to be a subclass of it: the wrapper after all.
+            *known = std::move(c);
+            grew = true;
+          }
         };
         for (const ClassFacts& cls : m.facts->classes()) {
+          if (types.may_be_wrapper_class(cls.name)) add(ProjectClass{module_path(module), cls.name, {}, true});
           if (cls.name == rule.wrapper_class || !types.is_wrapper_class(cls.name)) continue;
           ProjectClass c{module_path(module), cls.name, {}};
           for (const WrapperMethod& method : methods) {
@@ -172,12 +179,17 @@ std::map<std::string, std::vector<ProjectClass>> find_project_classes(
         // Another name the module binds to the wrapper class or to one of them (`MLAWrapper =
         // BatchMLAPagedAttentionWrapper`, `from flashinfer import BatchMLAPagedAttentionWrapper as MLAWrapper` in a
         // compatibility module): a module that imports that name gets the class too.
+        // A class or name that may be the wrapper or another class (derived from a package class of unknown kind; bound
+        // to the wrapper class in one place and to another class in another) is exported as such: what a module that
+        // imports it builds with it is of unknown type there too, never another class.
         for (const std::string& name : m.facts->module_names()) {
-          if (name == rule.wrapper_class || !types.is_wrapper_class(name) || m.facts->find_class(name) != nullptr) {
-            continue;
+          if (name == rule.wrapper_class || m.facts->find_class(name) != nullptr) continue;
+          if (types.may_be_wrapper_class(name)) {
+            add(ProjectClass{module_path(module), name, {}, true});
+          } else if (types.is_wrapper_class(name)) {
+            add(ProjectClass{module_path(module), name,
+                             aliased_rebinding(name, module_path(module), classes, types, *m.facts)});
           }
-          ProjectClass c{module_path(module), name, aliased_rebinding(name, module_path(module), classes, types, *m.facts)};
-          add(std::move(c));
         }
       }
     }

@@ -12,11 +12,11 @@ using syntax::is;
 
 WrapperMethod plan_method(const PlanSiteRule& rule) {
   const int last = std::max(rule.signature.index_of(rule.kv_parameter), rule.signature.index_of(rule.q_parameter));
-  return {rule.method, &rule.signature, static_cast<std::size_t>(last + 1), {}};
+  return {rule.method, &rule.signature, static_cast<std::size_t>(last + 1), {}, {}};
 }
 
 WrapperMethod consumer_method(const Fp8Consumer& consumer) {
-  WrapperMethod out{consumer.method, &consumer.signature, 0, {}};
+  WrapperMethod out{consumer.method, &consumer.signature, 0, {}, {}};
   const std::size_t positional = consumer.signature.positional_count();
   for (const std::string& name : consumer.kv_parameters) {
     const int i = consumer.signature.index_of(name);
@@ -30,6 +30,7 @@ WrapperMethod consumer_method(const Fp8Consumer& consumer) {
   if (consumer.kv_scales) {
     for (const std::string& k : consumer.kv_scales->keywords) out.keywords.push_back(k);
   }
+  out.handed_on = consumer.kv_parameters;
   return out;
 }
 
@@ -121,14 +122,78 @@ bool binds_as_wrapper(const FunctionFacts& def, const WrapperMethod& method, con
   return false;
 }
 
+std::string altered_input(const FunctionFacts& def, const WrapperMethod& method, const ModuleFacts& facts) {
+  const SourceFile& source = facts.file().source;
+  const std::string self = def.signature.parameters.empty() ? "" : def.signature.parameters[0].name;
+  const ClassFacts* holder = facts.find_class(def.class_name);
+  const std::vector<TSNode> bases = holder == nullptr ? std::vector<TSNode>{} : facts.positional_bases(*holder);
+  for (const std::string& name : method.handed_on) {
+    if (def.signature.index_of(name) < 1) continue;  // not a parameter of the def (then **kwargs hands it on)
+    const int slot = method.signature->index_of(name);
+    std::string use;
+    syntax::walk(def.body, [&](TSNode n) {
+      if (!use.empty()) return false;
+      if (!is(n, "identifier") || facts.text(n) != name || !syntax::names_a_variable(n)) return true;
+      // Passed as itself: an argument of a call of the method on super() or, with the instance first, on a base.
+      const TSNode up = syntax::parent(n);
+      const TSNode list = is(up, "keyword_argument") ? syntax::parent(up) : up;
+      const TSNode call = syntax::parent(list);
+      bool passed = false;
+      if (is(list, "argument_list") && is(call, "call")) {
+        const TSNode callee = syntax::unparenthesized(field(call, "function"));
+        const TSNode object = is(callee, "attribute") ? syntax::unparenthesized(field(callee, "object")) : TSNode{};
+        const bool on_method = is(callee, "attribute") && facts.text(field(callee, "attribute")) == method.name;
+        const bool on_super = on_method && is(object, "call") && facts.text(field(object, "function")) == "super";
+        const bool on_base = on_method && std::any_of(bases.begin(), bases.end(), [&](TSNode b) {
+          return one_line(facts.text(b)) == one_line(facts.text(object));
+        });
+        const std::vector<CallArgument> arguments = call_arguments(source.text(), list);
+        const std::size_t first = on_base && !arguments.empty() && arguments[0].kind == ArgumentKind::Positional &&
+                                          arguments[0].text == self
+                                      ? 1
+                                      : 0;
+        for (std::size_t i = 0; (on_super || first == 1) && i < arguments.size(); ++i) {
+          const CallArgument& a = arguments[i];
+          if (a.value_begin != ts_node_start_byte(n) || a.value_end != ts_node_end_byte(n)) continue;
+          if (a.kind == ArgumentKind::Keyword) {
+            passed = a.keyword == name;
+          } else if (a.kind == ArgumentKind::Positional && slot >= 0 && i == first + static_cast<std::size_t>(slot)) {
+            // After a splat (`*extra`), a positional argument lands nowhere that can be told.
+            passed = std::all_of(arguments.begin() + static_cast<std::ptrdiff_t>(first),
+                                 arguments.begin() + static_cast<std::ptrdiff_t>(i),
+                                 [](const CallArgument& b) { return b.kind == ArgumentKind::Positional; });
+          }
+        }
+      }
+      if (!passed) {
+        // The statement that does it, for the message.
+        TSNode shown = n;
+        while (!syntax::is_null(syntax::parent(shown)) && !is(syntax::parent(shown), "block") &&
+               !is(syntax::parent(shown), "module")) {
+          shown = syntax::parent(shown);
+        }
+        use = one_line(facts.text(shown)) + " at line " +
+              std::to_string(source.position(ts_node_start_byte(n)).line);
+      }
+      return use.empty();
+    });
+    if (!use.empty()) {
+      return "does more with " + name + " than hand it on to the wrapper's " + method.name + "(): " + use;
+    }
+  }
+  return "";
+}
+
 std::optional<RebindingOverride> class_override(const ClassFacts& cls, const WrapperMethod& method,
                                                const WrapperTypes& types, const ModuleFacts& facts) {
   if (const FunctionFacts* def = method_found(facts, cls, method.name)) {
-    if (binds_as_wrapper(*def, method, types, facts)) return std::nullopt;
+    const bool binds = binds_as_wrapper(*def, method, types, facts);
+    std::string why = binds ? altered_input(*def, method, facts) : "";
+    if (binds && why.empty()) return std::nullopt;
     const SourceFile& source = facts.file().source;
     const int line = static_cast<int>(source.position(ts_node_start_byte(def->node)).line);
     return RebindingOverride{cls.name, {source.path().filename().string() + ":" + std::to_string(line),
-                                        parameter_list(*def, facts)}};
+                                        parameter_list(*def, facts), std::move(why)}};
   }
   // No def in the module's part of its lineage: a base imported from the run's other modules may have one.
   for (TSNode base : facts.positional_bases(cls)) {
@@ -212,8 +277,8 @@ const RebindingOverride* override_run(const MethodCall& call, TSNode callee, con
 
 std::string override_reason(const std::string& receiver, const std::string& method, const RebindingOverride& o) {
   return (receiver.empty() ? "the instance" : receiver) + " may be a " + o.class_name + ", whose own " + method +
-         o.def.parameters + " (" + o.def.where + ") neither takes the wrapper's parameters in their order nor only " +
-         "hands them on";
+         o.def.parameters + " (" + o.def.where + ") " +
+         (o.def.why.empty() ? "neither takes the wrapper's parameters in their order nor only hands them on" : o.def.why);
 }
 
 }  // namespace kvpatch

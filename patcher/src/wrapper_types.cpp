@@ -66,10 +66,12 @@ WrapperTypes::WrapperTypes(const ModuleFacts& facts, std::string wrapper_class, 
   // `from flashinfer import BatchMLAPagedAttentionWrapper as MLAWrapper` binds MLAWrapper to the class, and
   // `from .traced import TracedWrapper` a subclass that the run's module traced.py defines.
   for (const auto& [name, path] : imports_.paths()) {
-    const bool base = last_component(path) == wrapper_class_ && (module_.empty() || in_package(path, module_));
+    const bool base = is_wrapper_path(path);
     if (base) base_names_.insert(name);
     if (base || names_project_class(path)) wrapper_names_.insert(name);
+    else if (names_project_class(path, true)) unknown_names_.insert(name);
     for (const ProjectClass& c : project_classes_) {
+      if (c.maybe) continue;  // no def of its own is known to run
       const std::filesystem::path& importer = facts_.file().source.path();
       if (kvpatch::names_project_class(path, importer, c)) imported_.emplace_back(name, c);
       else if (kvpatch::names_project_class(path + "." + c.name, importer, c)) imported_.emplace_back(name + "." + c.name, c);
@@ -78,21 +80,29 @@ WrapperTypes::WrapperTypes(const ModuleFacts& facts, std::string wrapper_class, 
   collect_subclasses();
 }
 
-bool WrapperTypes::names_project_class(const std::string& path) const {
+bool WrapperTypes::names_project_class(const std::string& path, bool maybe) const {
   return std::any_of(project_classes_.begin(), project_classes_.end(), [&](const ProjectClass& c) {
-    return kvpatch::names_project_class(path, facts_.file().source.path(), c);
+    return c.maybe == maybe && kvpatch::names_project_class(path, facts_.file().source.path(), c);
   });
+}
+
+bool WrapperTypes::is_wrapper_path(const std::string& path) const {
+  return last_component(path) == wrapper_class_ && (module_.empty() || in_package(path, module_));
+}
+
+bool WrapperTypes::names_base(TSNode class_expr) const {
+  class_expr = syntax::unparenthesized(class_expr);
+  if (is(class_expr, "identifier")) return base_names_.count(facts_.text(class_expr)) != 0;
+  if (is(class_expr, "attribute") && facts_.text(field(class_expr, "attribute")) == wrapper_class_) return true;
+  // `import flashinfer.mla as m` + `m.<alias of the class>` resolves to the class too.
+  return is_wrapper_path(imports_.qualified(class_expr));
 }
 
 bool WrapperTypes::names_wrapper(TSNode class_expr) const {
   class_expr = syntax::unparenthesized(class_expr);
   if (is(class_expr, "identifier") && wrapper_names_.count(facts_.text(class_expr)) != 0) return true;
-  if (is(class_expr, "attribute") && facts_.text(field(class_expr, "attribute")) == wrapper_class_) return true;
-  // `import flashinfer.mla as m` + `m.<alias of the class>` resolves to the class too, and `from . import traced` +
-  // `traced.TracedWrapper` to a subclass of it.
-  const std::string path = imports_.qualified(class_expr);
-  return (last_component(path) == wrapper_class_ && (module_.empty() || in_package(path, module_))) ||
-         names_project_class(path);
+  // `from . import traced` + `traced.TracedWrapper`: a subclass of it.
+  return names_base(class_expr) || names_project_class(imports_.qualified(class_expr));
 }
 
 std::optional<TypeVerdict> WrapperTypes::class_verdict(TSNode expr, const FunctionFacts* scope) const {
@@ -112,6 +122,7 @@ bool WrapperTypes::names_unknown_class(TSNode class_expr) const {
   class_expr = syntax::unparenthesized(class_expr);
   if (is(class_expr, "identifier") && unknown_names_.count(facts_.text(class_expr)) != 0) return true;
   const std::string path = imports_.qualified(class_expr);
+  if (names_project_class(path, true)) return true;  // `compat.MLAWrapper`, bound to the wrapper or another class
   if (!in_package(path, module_)) return false;
   const std::string name = last_component(path);
   return std::find(known_other_classes_.begin(), known_other_classes_.end(), name) == known_other_classes_.end();
@@ -134,9 +145,7 @@ WrapperTypes::Alias WrapperTypes::module_alias(const std::string& name) const {
       continue;
     }
     named = true;
-    base = base && ((is(value, "identifier") && base_names_.count(facts_.text(value)) != 0) ||
-                    (!is(value, "identifier") && (facts_.text(field(value, "attribute")) == wrapper_class_ ||
-                                                  last_component(imports_.qualified(value)) == wrapper_class_)));
+    base = base && names_base(value);
   }
   if (!named) return Alias::None;
   if (other) return Alias::Maybe;
@@ -185,13 +194,19 @@ TypeVerdict WrapperTypes::of_annotation(const std::string& annotation) const {
   for (const std::string& name : wrapper_names_) {
     if (word_in(annotation, name)) return TypeVerdict::Wrapper;
   }
-  return annotation_names_project_class(annotation) ? TypeVerdict::Wrapper : TypeVerdict::Other;
+  if (annotation_names_project_class(annotation)) return TypeVerdict::Wrapper;
+  // A class that may be the wrapper or another (`w: MLAWrapper`, bound in a try and in its handler) says nothing sure.
+  for (const std::string& name : unknown_names_) {
+    if (word_in(annotation, name)) return TypeVerdict::Unknown;
+  }
+  return annotation_names_project_class(annotation, true) ? TypeVerdict::Unknown : TypeVerdict::Other;
 }
 
-bool WrapperTypes::annotation_names_project_class(const std::string& annotation) const {
+bool WrapperTypes::annotation_names_project_class(const std::string& annotation, bool maybe) const {
   // `traced.TracedWrapper` after `from . import traced`: the dotted name before the class, resolved as code would be.
   auto name_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
   for (const ProjectClass& c : project_classes_) {
+    if (c.maybe != maybe) continue;
     for (std::size_t at = annotation.find(c.name); at != std::string::npos; at = annotation.find(c.name, at + 1)) {
       const std::size_t end = at + c.name.size();
       if (end < annotation.size() && name_char(annotation[end])) continue;
@@ -201,7 +216,7 @@ bool WrapperTypes::annotation_names_project_class(const std::string& annotation)
       const std::size_t dot = dotted.find('.');
       if (dot == std::string::npos || dot == 0) continue;  // a bare name is bound by an import or not at all
       auto bound = imports_.paths().find(dotted.substr(0, dot));
-      if (bound != imports_.paths().end() && names_project_class(bound->second + dotted.substr(dot))) return true;
+      if (bound != imports_.paths().end() && names_project_class(bound->second + dotted.substr(dot), maybe)) return true;
     }
   }
   return false;

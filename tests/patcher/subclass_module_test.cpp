@@ -170,6 +170,61 @@ TEST_SUITE("subclass_module") {
     }
   }
 
+  TEST_CASE("a subclass whose own run() converts the KV cache it is given: its calls are unknown, so nothing changes") {
+    // Its parameters are the wrapper's, but the cast moved into it: threaded plans would get BF16 KV data from it.
+    const std::string casting = "from flashinfer import BatchMLAPagedAttentionWrapper\n\n\n"
+                                "class CastingMLAWrapper(BatchMLAPagedAttentionWrapper):\n"
+                                "    def run(self, q_nope, q_pe, ckv_cache, kpe_cache, **kwargs):\n"
+                                "        ckv_cache = ckv_cache.to(q_nope.dtype)\n"
+                                "        return super().run(q_nope, q_pe, ckv_cache, kpe_cache, **kwargs)\n";
+    const SubclassBackend pkg("from .casting import CastingMLAWrapper\n", "CastingMLAWrapper", {{"casting.py", casting}});
+    const std::string before = read_bytes(pkg.backend);
+    const ProcessResult r = pkg.kvpatch({"check", "--isolated", "pkg"});
+    CAPTURE(r.out);
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.out, "3 plan sites: 0 threaded, 3 missing, 0 gated, 0 unknown, 0 ignored; 2 casts: 0 redundant, "
+                          "2 required; 2 run() inputs unsafe: 0 converted, 2 unknown; 0 edits"));
+    CHECK(contains(r.out, ", whose own run(self, q_nope, q_pe, ckv_cache, kpe_cache, **kwargs) (casting.py:5) does "
+                          "more with ckv_cache than hand it on to the wrapper's run(): ckv_cache = "
+                          "ckv_cache.to(q_nope.dtype) at line 6"));
+    CHECK(pkg.kvpatch({"apply", "--isolated", "pkg"}).exit_code == 1);
+    CHECK(read_bytes(pkg.backend) == before);
+  }
+
+  TEST_CASE("a name another module binds to the wrapper or to another class: its plan() calls are unknown sites") {
+    // A compatibility module whose fallback is another class: what the backend builds may be either, so its plans
+    // can be neither passed nor fixed. Before 2026-12-07 the name was not exported: no site, check exit 0.
+    const std::string compat = "try:\n    from flashinfer import BatchMLAPagedAttentionWrapper\n\n"
+                               "    MLAWrapper = BatchMLAPagedAttentionWrapper\nexcept ImportError:\n"
+                               "    from .fallback import FallbackMLAWrapper\n\n    MLAWrapper = FallbackMLAWrapper\n";
+    // Not a structured binding: clang 14 cannot capture one (CAPTURE).
+    for (const std::pair<std::string, std::string>& use : std::vector<std::pair<std::string, std::string>>{
+             {"from .compat import MLAWrapper\n", "MLAWrapper"}, {"from . import compat\n", "compat.MLAWrapper"}}) {
+      const std::string& spelled = use.second;
+      CAPTURE(spelled);
+      const SubclassBackend pkg(use.first, spelled, {{"compat.py", compat}});
+      const std::string before = read_bytes(pkg.backend);
+      const ProcessResult r = pkg.kvpatch({"check", "--isolated", "pkg"});
+      CAPTURE(r.out);
+      CHECK(r.exit_code == 1);
+      CHECK(contains(r.out, "3 plan sites: 0 threaded, 0 missing, 0 gated, 3 unknown, 0 ignored; 2 casts: 0 redundant, "
+                            "2 required"));
+      CHECK(contains(r.out, "flashinfer_mla_backend.py:211:13: unknown: FlashInferMLAIndicesUpdaterPrefill.call_begin_forward: "
+                            "wrapper_paged.plan binds"));
+      // apply adds the two KV dtype fields (a hand fix needs them), leaves plans and casts as they are, and exits 1 for
+      // what is left.
+      CHECK(pkg.kvpatch({"apply", "--isolated", "pkg"}).exit_code == 1);
+      std::string after = read_bytes(pkg.backend);
+      const std::string field = "        self.kv_data_type = getattr(model_runner, \"kv_cache_dtype\", model_runner.dtype)\n";
+      for (int n = 0; n < 2; ++n) {
+        const std::size_t at = after.find(field);
+        REQUIRE(at != std::string::npos);
+        after.erase(at, field.size());
+      }
+      CHECK(after == before);
+    }
+  }
+
   TEST_CASE("a class of the same name from a module where it is no wrapper stays another class") {
     const std::string other = "class TracedMLAWrapper:\n    def plan(self, *args):\n        pass\n";
     const SubclassBackend pkg("from .other import TracedMLAWrapper\n", "TracedMLAWrapper",

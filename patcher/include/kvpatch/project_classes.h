@@ -26,7 +26,8 @@ bool names_project_class(const std::string& dotted, const std::filesystem::path&
 
 // The classes of the modules that are a plan-site rule's wrapper class or inherit from it, by rule id: a class whose
 // base names the wrapper (or one found before, imported from its module), and a name a module's imports bind to one
-// (a package's __init__.py that re-exports it), to a fixed point. read(i) gives module i's
+// (a package's __init__.py that re-exports it), to a fixed point; and, marked `maybe`, the classes and names that may
+// be the wrapper class or another (project_classes are then of unknown type, never another class's). read(i) gives module i's
 // text, nullopt when it cannot be read; a module that does not parse is passed by (its own analysis reports it).
 std::map<std::string, std::vector<ProjectClass>> find_project_classes(
     const RuleSet& rules, const std::vector<std::filesystem::path>& modules,

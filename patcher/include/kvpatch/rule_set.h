@@ -31,6 +31,9 @@ struct FileSelection {
 struct OverrideDef {
   std::string where;
   std::string parameters;
+  // Why its calls do not bind, where its parameters would: what it does with a KV input besides handing it on to the
+  // wrapper's method ("" for parameters that are not the wrapper's).
+  std::string why;
 };
 
 // A class that a module of the run defines (project_classes.h).
@@ -40,6 +43,9 @@ struct ProjectClass {
   // By method name (plan, and each consumer such as run): where its instances run a def of their own that does not
   // bind as the wrapper's does (wrapper_overrides.h), `file:line`, and that def's parameter list. Absent: they do not.
   std::map<std::string, OverrideDef> rebinding;
+  // A name the module binds to the wrapper class in one place and to another class in another (`MLAWrapper =
+  // BatchMLAPagedAttentionWrapper` in a try, `= FallbackWrapper` in its handler): what it builds is of unknown type.
+  bool maybe = false;
   // One class, however its methods were judged.
   bool operator==(const ProjectClass& o) const { return module == o.module && name == o.name; }
 };

@@ -25,6 +25,9 @@ struct WrapperMethod {
   const Signature* signature = nullptr;
   std::size_t positional = 0;
   std::vector<std::string> keywords;
+  // The parameters a def that takes them must hand on unchanged (a consumer's KV inputs): a def that converts one
+  // before the wrapper's method gets it does not bind, whatever its parameters.
+  std::vector<std::string> handed_on;
 };
 
 // plan(): its parameters through the query's and the KV dtype's.
@@ -44,6 +47,12 @@ bool forwards_to_base(TSNode call, const std::vector<CallArgument>& arguments, c
 // to the wrapper's (forwards_to_base).
 bool binds_as_wrapper(const FunctionFacts& def, const WrapperMethod& method, const WrapperTypes& types,
                       const ModuleFacts& facts);
+
+// What such a def does with a parameter of method.handed_on besides passing it, as itself, in its own place (the
+// same position, or the same keyword) to the wrapper's method (`super().run(...)`, or `Base.run(self, ...)` through a
+// base of its class): "" when nothing. A def that converts the KV cache before handing it on (`super().run(q_nope,
+// q_pe, ckv_cache.to(q_nope.dtype), ...)`) would hand an FP8-planned run() the model dtype once the plan is threaded.
+std::string altered_input(const FunctionFacts& def, const WrapperMethod& method, const ModuleFacts& facts);
 
 // A wrapper class whose instances run a def of the method that does not bind as the wrapper's.
 struct RebindingOverride {
@@ -75,7 +84,8 @@ const RebindingOverride* override_run(const MethodCall& call, TSNode callee, con
                                       const WrapperTypes& types, const FunctionFacts* scope, const ModuleFacts& facts);
 
 // Why such a call cannot be bound, for messages: `w may be a TaggedWrapper, whose own run(self, tag, *args, **kwargs)
-// (backend.py:5) neither takes the wrapper's parameters in their order nor only hands them on`.
+// (backend.py:5) neither takes the wrapper's parameters in their order nor only hands them on`, or, for one that does
+// take them, what it does with a KV input (OverrideDef::why).
 std::string override_reason(const std::string& receiver, const std::string& method, const RebindingOverride& o);
 
 }  // namespace kvpatch

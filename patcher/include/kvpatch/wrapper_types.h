@@ -37,6 +37,9 @@ public:
   std::optional<TypeVerdict> class_verdict(TSNode expr, const FunctionFacts* scope) const;
   // Whether a class of the module is the wrapper class or inherits from it.
   bool is_wrapper_class(const std::string& class_name) const { return wrapper_names_.count(class_name) != 0; }
+  // Whether a name may be the wrapper class or another: a module class derived from a package class of unknown kind,
+  // or a name bound to the wrapper class in one place and to something else in another.
+  bool may_be_wrapper_class(const std::string& name) const { return unknown_names_.count(name) != 0; }
   // The module class an expression is an instance of, through constructors and assignments, or one of its subclasses,
   // by an annotation naming the class (a parameter's, a field's) (the wrapper class's own name for an instance of the
   // wrapper class itself; "" when not known).
@@ -63,13 +66,18 @@ private:
   // The module class an annotation names by itself (`TracedWrapper`, `"TracedWrapper"`), or "".
   std::string annotated_class(const std::string& annotation) const;
 
+  // Whether a dotted import path names the wrapper class itself (in its package, when the rule names one).
+  bool is_wrapper_path(const std::string& path) const;
+  // Whether a class expression names the wrapper class itself (`W`, `fi.W`, an alias of it), not a subclass.
+  bool names_base(TSNode class_expr) const;
   // Whether a class expression (`W`, `fi.W`, an alias, a module subclass, another module's subclass) names the
   // wrapper class.
   bool names_wrapper(TSNode class_expr) const;
-  // Whether a dotted import path names a subclass another module of the run defines.
-  bool names_project_class(const std::string& path) const;
-  // Whether an annotation names such a subclass through a module (`traced.TracedWrapper`).
-  bool annotation_names_project_class(const std::string& annotation) const;
+  // Whether a dotted import path names a subclass another module of the run defines (or, with `maybe`, a name another
+  // module binds to the wrapper class and to another).
+  bool names_project_class(const std::string& path, bool maybe = false) const;
+  // Whether an annotation names such a subclass (with `maybe`, such a name) through a module (`traced.TracedWrapper`).
+  bool annotation_names_project_class(const std::string& annotation, bool maybe = false) const;
   // Whether it names a class of the wrapper's package (or a module subclass of one) not known to be another type.
   bool names_unknown_class(TSNode class_expr) const;
   // What the module's own module-level assignments bind a name to: the wrapper class itself, a subclass of it (each
@@ -89,6 +97,7 @@ private:
   std::set<std::string> base_names_;     // local names bound to the wrapper class itself
   std::set<std::string> unknown_names_;  // module classes derived from a package class of unknown kind, and names
                                         // bound to the wrapper class in one place and to something else in another
+                                        // (here, or imported from a module of the run)
 };
 
 }  // namespace kvpatch

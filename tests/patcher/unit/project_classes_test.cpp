@@ -125,19 +125,88 @@ TEST_SUITE("project_classes") {
                             "    Inner = BatchMLAPagedAttentionWrapper\n"},
     });
     REQUIRE(found.count(kSitesRule) == 1);
-    // Either may be another class, and Inner is a class attribute: neither is one.
-    // tagged.py's import binds MLAWrapper there too (a re-export, as for a subclass).
+    // Either may be another class (marked so), and Inner is a class attribute: not one.
+    // tagged.py's import binds MLAWrapper there too (a re-export, as for a subclass). tagged.py, which does not name
+    // the wrapper class, is read in the second round.
     CHECK(names(found.at(kSitesRule)) ==
-          std::vector<std::string>{"/p/pkg/compat:MLAWrapper", "/p/pkg/assigned:Fallback", "/p/pkg/tagged:TaggedWrapper",
-                                   "/p/pkg/tagged:MLAWrapper", "/p/pkg/tagged:Tagged"});
+          std::vector<std::string>{"/p/pkg/compat:MLAWrapper", "/p/pkg/assigned:Fallback", "/p/pkg/either:Either",
+                                   "/p/pkg/tagged:TaggedWrapper", "/p/pkg/tagged:MLAWrapper", "/p/pkg/tagged:Tagged"});
     // The alias of the subclass carries its own plan() with other parameters.
     for (const ProjectClass& c : found.at(kSitesRule)) {
       CAPTURE(c.name);
       CHECK(c.rebinding.count("plan") == (c.name.starts_with("Tagged") ? 1U : 0U));
+      CHECK(c.maybe == (c.name == "Either"));
     }
     const Module m("/p/app/backend.py", "from pkg.compat import MLAWrapper\n\ndef built():\n    return MLAWrapper(ws)\n",
                    found.at(kSitesRule));
     CHECK(m.returned("built") == TypeVerdict::Wrapper);
+  }
+
+  TEST_CASE("a name that may be the wrapper or another class is exported as such, and builds an unknown type") {
+    const auto found = search({
+        {"/p/pkg/compat.py", "try:\n    from flashinfer import BatchMLAPagedAttentionWrapper\n"
+                             "    MLAWrapper = BatchMLAPagedAttentionWrapper\nexcept ImportError:\n"
+                             "    from .fallback import FallbackWrapper\n    MLAWrapper = FallbackWrapper\n"},
+        // A class derived from a class of FlashInfer's that the rules do not know (only modules that name the wrapper
+        // class, or a class found to be one, are read).
+        {"/p/pkg/mystery.py", "from flashinfer import BatchMLAPagedAttentionWrapper, SomeNewWrapper\n\n"
+                              "class Mystery(SomeNewWrapper):\n    pass\n"},
+        // Bound to the wrapper and to a subclass that only the next round finds: the wrapper in the end.
+        {"/p/pkg/late.py", "from flashinfer import BatchMLAPagedAttentionWrapper\nfrom .sub import Sub\n"
+                           "Late = BatchMLAPagedAttentionWrapper\nif fast:\n    Late = Sub\n"},
+        {"/p/pkg/sub.py", "import flashinfer\n\nclass Sub(flashinfer.BatchMLAPagedAttentionWrapper):\n    pass\n"},
+    });
+    REQUIRE(found.count(kSitesRule) == 1);
+    std::map<std::string, bool> maybe;
+    for (const ProjectClass& c : found.at(kSitesRule)) maybe[c.module + ":" + c.name] = c.maybe;
+    CHECK(maybe == std::map<std::string, bool>{{"/p/pkg/compat:MLAWrapper", true},
+                                               {"/p/pkg/mystery:Mystery", true},
+                                               {"/p/pkg/late:Late", false},
+                                               {"/p/pkg/late:Sub", false},
+                                               {"/p/pkg/sub:Sub", false}});
+    const Module m("/p/app/backend.py", R"PY(
+from pkg.compat import MLAWrapper
+from pkg.late import Late
+from pkg import compat, mystery
+
+
+class Local(MLAWrapper):
+    pass
+
+
+def imported():
+    return MLAWrapper(ws)
+
+def through_module():
+    return compat.MLAWrapper(ws)
+
+def derived():
+    return Local(ws)
+
+def annotated(w: Optional[MLAWrapper]):
+    return w
+
+def annotated_through_module(w: "compat.MLAWrapper"):
+    return w
+
+def unknown_base():
+    return mystery.Mystery(ws)
+
+def late():
+    return Late(ws)
+)PY",
+                   found.at(kSitesRule));
+    for (const std::string f : {"imported", "through_module", "derived", "annotated", "annotated_through_module",
+                                "unknown_base"}) {
+      CAPTURE(f);
+      CHECK(m.returned(f) == TypeVerdict::Unknown);
+    }
+    CHECK(m.returned("late") == TypeVerdict::Wrapper);
+    CHECK_FALSE(m.types.is_wrapper_class("Local"));
+    CHECK(m.types.may_be_wrapper_class("Local"));
+    // No def of a class that may be another is known to run: no rebinding is read through it.
+    REQUIRE(m.types.imported_project_classes().size() == 1);
+    CHECK(m.types.imported_project_classes()[0].first == "Late");
   }
 
   TEST_CASE("a package that re-exports a subclass: importing it from the package finds it") {
