@@ -178,10 +178,9 @@ std::map<std::string, std::vector<ProjectClass>> find_project_classes(
         }
         // Another name the module binds to the wrapper class or to one of them (`MLAWrapper =
         // BatchMLAPagedAttentionWrapper`, `from flashinfer import BatchMLAPagedAttentionWrapper as MLAWrapper` in a
-        // compatibility module): a module that imports that name gets the class too.
-        // A class or name that may be the wrapper or another class (derived from a package class of unknown kind; bound
-        // to the wrapper class in one place and to another class in another) is exported as such: what a module that
-        // imports it builds with it is of unknown type there too, never another class.
+        // compatibility module): a module that imports that name gets the class too. One that may be the wrapper or
+        // another class (bound to each in different places) is exported as such, like a class derived from a package
+        // class of unknown kind above: what an importer builds with it is of unknown type there too.
         for (const std::string& name : m.facts->module_names()) {
           if (name == rule.wrapper_class || m.facts->find_class(name) != nullptr) continue;
           if (types.may_be_wrapper_class(name)) {

@@ -122,63 +122,69 @@ bool binds_as_wrapper(const FunctionFacts& def, const WrapperMethod& method, con
   return false;
 }
 
-std::string altered_input(const FunctionFacts& def, const WrapperMethod& method, const ModuleFacts& facts) {
-  const SourceFile& source = facts.file().source;
+namespace {
+// Whether the identifier `n` (a read of the def's parameter `name`, the wrapper's parameter number `slot`) is passed as
+// itself, in its own place, to the wrapper's method: on super(), or on one of the class's bases with the instance first.
+bool passed_as_itself(TSNode n, const std::string& name, int slot, const FunctionFacts& def,
+                      const std::vector<TSNode>& bases, const std::string& method, const ModuleFacts& facts) {
+  const TSNode up = syntax::parent(n);
+  const TSNode list = is(up, "keyword_argument") ? syntax::parent(up) : up;
+  const TSNode call = syntax::parent(list);
+  if (!is(list, "argument_list") || !is(call, "call")) return false;
+  const TSNode callee = syntax::unparenthesized(field(call, "function"));
+  if (!is(callee, "attribute") || facts.text(field(callee, "attribute")) != method) return false;
+  const TSNode object = syntax::unparenthesized(field(callee, "object"));
+  const bool on_super = is(object, "call") && facts.text(field(object, "function")) == "super";
+  const bool on_base = std::any_of(bases.begin(), bases.end(), [&](TSNode b) {
+    return one_line(facts.text(b)) == one_line(facts.text(object));
+  });
+  const std::vector<CallArgument> arguments = call_arguments(facts.file().source.text(), list);
   const std::string self = def.signature.parameters.empty() ? "" : def.signature.parameters[0].name;
+  const bool instance_first = on_base && !arguments.empty() && arguments[0].kind == ArgumentKind::Positional &&
+                              arguments[0].text == self;
+  if (!on_super && !instance_first) return false;
+  const std::size_t first = instance_first ? 1 : 0;
+  for (std::size_t i = first; i < arguments.size(); ++i) {
+    const CallArgument& a = arguments[i];
+    if (a.value_begin != ts_node_start_byte(n) || a.value_end != ts_node_end_byte(n)) continue;
+    if (a.kind == ArgumentKind::Keyword) return a.keyword == name;
+    // By position, in its own place; after a splat (`*extra`) a positional argument lands nowhere that can be told.
+    return a.kind == ArgumentKind::Positional && slot >= 0 && i == first + static_cast<std::size_t>(slot) &&
+           std::all_of(arguments.begin() + static_cast<std::ptrdiff_t>(first),
+                       arguments.begin() + static_cast<std::ptrdiff_t>(i),
+                       [](const CallArgument& b) { return b.kind == ArgumentKind::Positional; });
+  }
+  return false;
+}
+
+// The statement holding a node, for messages.
+TSNode statement_of(TSNode n) {
+  while (!syntax::is_null(syntax::parent(n)) && !is(syntax::parent(n), "block") && !is(syntax::parent(n), "module")) {
+    n = syntax::parent(n);
+  }
+  return n;
+}
+}  // namespace
+
+std::string altered_input(const FunctionFacts& def, const WrapperMethod& method, const ModuleFacts& facts) {
   const ClassFacts* holder = facts.find_class(def.class_name);
   const std::vector<TSNode> bases = holder == nullptr ? std::vector<TSNode>{} : facts.positional_bases(*holder);
   for (const std::string& name : method.handed_on) {
     if (def.signature.index_of(name) < 1) continue;  // not a parameter of the def (then **kwargs hands it on)
     const int slot = method.signature->index_of(name);
-    std::string use;
+    TSNode other{};  // the first read that is not the parameter passed as itself
     syntax::walk(def.body, [&](TSNode n) {
-      if (!use.empty()) return false;
-      if (!is(n, "identifier") || facts.text(n) != name || !syntax::names_a_variable(n)) return true;
-      // Passed as itself: an argument of a call of the method on super() or, with the instance first, on a base.
-      const TSNode up = syntax::parent(n);
-      const TSNode list = is(up, "keyword_argument") ? syntax::parent(up) : up;
-      const TSNode call = syntax::parent(list);
-      bool passed = false;
-      if (is(list, "argument_list") && is(call, "call")) {
-        const TSNode callee = syntax::unparenthesized(field(call, "function"));
-        const TSNode object = is(callee, "attribute") ? syntax::unparenthesized(field(callee, "object")) : TSNode{};
-        const bool on_method = is(callee, "attribute") && facts.text(field(callee, "attribute")) == method.name;
-        const bool on_super = on_method && is(object, "call") && facts.text(field(object, "function")) == "super";
-        const bool on_base = on_method && std::any_of(bases.begin(), bases.end(), [&](TSNode b) {
-          return one_line(facts.text(b)) == one_line(facts.text(object));
-        });
-        const std::vector<CallArgument> arguments = call_arguments(source.text(), list);
-        const std::size_t first = on_base && !arguments.empty() && arguments[0].kind == ArgumentKind::Positional &&
-                                          arguments[0].text == self
-                                      ? 1
-                                      : 0;
-        for (std::size_t i = 0; (on_super || first == 1) && i < arguments.size(); ++i) {
-          const CallArgument& a = arguments[i];
-          if (a.value_begin != ts_node_start_byte(n) || a.value_end != ts_node_end_byte(n)) continue;
-          if (a.kind == ArgumentKind::Keyword) {
-            passed = a.keyword == name;
-          } else if (a.kind == ArgumentKind::Positional && slot >= 0 && i == first + static_cast<std::size_t>(slot)) {
-            // After a splat (`*extra`), a positional argument lands nowhere that can be told.
-            passed = std::all_of(arguments.begin() + static_cast<std::ptrdiff_t>(first),
-                                 arguments.begin() + static_cast<std::ptrdiff_t>(i),
-                                 [](const CallArgument& b) { return b.kind == ArgumentKind::Positional; });
-          }
-        }
+      if (!syntax::is_null(other)) return false;
+      if (is(n, "identifier") && facts.text(n) == name && syntax::names_a_variable(n) &&
+          !passed_as_itself(n, name, slot, def, bases, method.name, facts)) {
+        other = n;
       }
-      if (!passed) {
-        // The statement that does it, for the message.
-        TSNode shown = n;
-        while (!syntax::is_null(syntax::parent(shown)) && !is(syntax::parent(shown), "block") &&
-               !is(syntax::parent(shown), "module")) {
-          shown = syntax::parent(shown);
-        }
-        use = one_line(facts.text(shown)) + " at line " +
-              std::to_string(source.position(ts_node_start_byte(n)).line);
-      }
-      return use.empty();
+      return syntax::is_null(other);
     });
-    if (!use.empty()) {
-      return "does more with " + name + " than hand it on to the wrapper's " + method.name + "(): " + use;
+    if (!syntax::is_null(other)) {
+      return "does more with " + name + " than hand it on to the wrapper's " + method.name +
+             "(): " + one_line(facts.text(statement_of(other))) + " at line " +
+             std::to_string(facts.file().source.position(ts_node_start_byte(other)).line);
     }
   }
   return "";
